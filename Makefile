@@ -1,0 +1,37 @@
+# make demo: set up .venv and run the example end to end.  make test: the whole suite.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PIP    := $(BIN)/python -m pip --disable-pip-version-check
+
+.PHONY: demo test test-fast bench clean
+
+# pip 23 cannot resolve azure-ai-ml's dependencies: upgrade pip inside the venv first.
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+
+$(VENV)/.installed-base: pyproject.toml | $(BIN)/python
+	$(PIP) install --quiet -e .
+	@touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(PIP) install --quiet -e '.[dev]'
+	@touch $@ $(VENV)/.installed-base
+
+demo: $(VENV)/.installed-base
+	$(BIN)/mlpipe check pipelines/defect_classifier.py
+	$(BIN)/mlpipe graph pipelines/defect_classifier.py
+
+test: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest
+
+# The fast half: everything not marked slow (no subprocess-heavy, distributed or PostgreSQL tests).
+test-fast: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -m "not slow"
+
+bench: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bench_build.py
+
+clean:
+	rm -rf $(VENV) build .pytest_cache .hypothesis

@@ -1,0 +1,1 @@
+"""Components of the example: the visual-defect classifier."""

@@ -1,0 +1,100 @@
+"""The visual-defect classifier's components: prepare, train, evaluate."""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import random
+import shutil
+from pathlib import Path
+
+from components.images import read_pgm
+from mlpipe import Compute, Environment, Input, Output, Param, PyTorch, component
+
+CLASSES = ("ok", "scratch", "dent")
+
+
+@component(version="1.3.0", environment=Environment("defect-cpu", version="4"),
+           compute=Compute("cpu-cluster", sku="Standard_D4s_v3"))
+def prepare(raw: Input["uri_folder"], split: Input["uri_file"],
+            examples: Output["uri_folder"], labels: Output["uri_file"],
+            seed: Param[int] = 13):
+    """Sort the raw images into examples/<split>/<class>/ and write the label encoding."""
+    with open(split, newline="") as fh:
+        assignment = {row["id"]: row["split"] for row in csv.DictReader(fh)}
+    for image_id, part in sorted(assignment.items()):
+        target = Path(examples) / part / image_id
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(Path(raw) / image_id, target)
+    Path(labels).write_text(json.dumps({c: i for i, c in enumerate(CLASSES)}, indent=2))
+
+
+def _load(folder: Path, encoding: dict[str, int]) -> list[tuple[list[float], int]]:
+    return [(read_pgm(p), encoding[p.parent.name])
+            for p in sorted(folder.glob("*/*.pgm")) if p.parent.name in encoding]
+
+
+def _softmax(scores: list[float]) -> list[float]:
+    top = max(scores)
+    exps = [math.exp(s - top) for s in scores]
+    total = sum(exps)
+    return [e / total for e in exps]
+
+
+@component(version="2.0.0", environment=Environment("defect-gpu", version="7"),
+           compute=Compute("gpu-cluster", sku="Standard_NC24rs_v3"),
+           distribution=PyTorch(processes_per_node=4), instances=2)
+def train(examples: Input["uri_folder"], labels: Input["uri_file"],
+          model: Output["mlflow_model"], epochs: Param[int, 1:200] = 10,
+          learning_rate: Param[float, 0.0001:1.0] = 0.5, seed: Param[int] = 13):
+    """Fit a softmax classifier on the training split with plain SGD."""
+    encoding = json.loads(Path(labels).read_text())
+    data = _load(Path(examples) / "train", encoding)
+    rng = random.Random(seed)
+    n_features, n_classes = len(data[0][0]), len(encoding)
+    weights = [[0.0] * (n_features + 1) for _ in range(n_classes)]
+    for _ in range(epochs):
+        rng.shuffle(data)
+        for x, y in data:
+            probs = _softmax([w[-1] + sum(wi * xi for wi, xi in zip(w, x)) for w in weights])
+            for c in range(n_classes):
+                grad = probs[c] - (1.0 if c == y else 0.0)
+                row = weights[c]
+                for i, xi in enumerate(x):
+                    row[i] -= learning_rate * grad * xi
+                row[-1] -= learning_rate * grad
+    out = Path(model)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "weights.json").write_text(json.dumps({"labels": encoding, "weights": weights}))
+    (out / "MLmodel").write_text("flavors:\n  python_function:\n    loader_module: "
+                                 "components.defect\nmodel_format: softmax-json\n")
+
+
+@component(version="1.1.0", environment=Environment("defect-cpu", version="4"),
+           compute=Compute("cpu-cluster", sku="Standard_D4s_v3"))
+def evaluate(model: Input["mlflow_model"], examples: Input["uri_folder"],
+             labels: Input["uri_file"], report: Output["uri_file"]):
+    """Accuracy of the model on the test split, per class and overall."""
+    saved = json.loads((Path(model) / "weights.json").read_text())
+    encoding = json.loads(Path(labels).read_text())
+    if saved["labels"] != encoding:
+        raise ValueError(f"model was trained with labels {saved['labels']}, evaluation uses "
+                         f"{encoding}")
+    data = _load(Path(examples) / "test", encoding)
+    correct = {c: 0 for c in encoding}
+    seen = {c: 0 for c in encoding}
+    names = {v: k for k, v in encoding.items()}
+    for x, y in data:
+        scores = [w[-1] + sum(wi * xi for wi, xi in zip(w, x)) for w in saved["weights"]]
+        seen[names[y]] += 1
+        correct[names[y]] += int(scores.index(max(scores)) == y)
+    total = sum(seen.values())
+    Path(report).write_text(json.dumps({
+        "population": {"split": "test", "examples": total},
+        "metrics": {
+            "accuracy": {"value": sum(correct.values()) / total if total else 0.0,
+                         "scope": "global"},
+            **{f"recall_{c}": {"value": correct[c] / seen[c] if seen[c] else 0.0,
+                               "scope": "global"} for c in encoding},
+        },
+    }, indent=2))

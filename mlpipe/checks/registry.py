@@ -1,0 +1,64 @@
+"""The check registry: checks are pure functions Graph -> diagnostics, registered by code.
+
+The checker runs every check, collects everything, and never raises.
+"""
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from mlpipe.diagnostics import CODES, Code, Diagnostic, Severity, register_code
+from mlpipe.graph import Graph
+
+CheckFn = Callable[[Graph], Iterable[Diagnostic]]
+
+CHECK_CRASHED = register_code(
+    "MP001", "check-crashed", Severity.ERROR,
+    "A check raised an exception instead of reporting; the pipeline was not fully checked.")
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    codes: tuple[Code, ...]
+    fn: CheckFn
+
+
+CHECKS: list[Check] = []
+
+
+def check(*codes: Code) -> Callable[[CheckFn], CheckFn]:
+    """Register a check function that reports diagnostics with the given codes."""
+    def register(fn: CheckFn) -> CheckFn:
+        CHECKS.append(Check(fn.__name__, codes, fn))
+        return fn
+    return register
+
+
+def run_checks(graph: Graph, select: Iterable[str] | None = None) -> list[Diagnostic]:
+    """Run every registered check (or those reporting a code in ``select``) on ``graph``.
+
+    Returns:
+        All diagnostics found, in the order the checks produced them.
+    """
+    wanted = set(select) if select is not None else None
+    found: list[Diagnostic] = []
+    for c in CHECKS:
+        if wanted is not None and not wanted.intersection(code.code for code in c.codes):
+            continue
+        try:
+            found.extend(c.fn(graph))
+        except Exception as exc:  # a crashed check is reported, never raised
+            frame = traceback.extract_tb(exc.__traceback__)[-1]
+            found.append(Diagnostic.of(
+                CHECK_CRASHED, f"check {c.name!r} raised {type(exc).__name__}: {exc} "
+                f"(at {frame.filename}:{frame.lineno})",
+                hint="this is a bug in mlpipe; report it with the pipeline that triggers it"))
+    if wanted is not None:
+        found = [d for d in found if d.code in wanted]
+    return found
+
+
+def published_codes() -> list[Code]:
+    return sorted(CODES.values(), key=lambda c: c.code)

@@ -1,0 +1,31 @@
+"""How checks name places: steps, ports, edges, and their lines in the user's code."""
+from __future__ import annotations
+
+from typing import Any
+
+from mlpipe.graph import Graph, StepNode
+
+
+def at_step(node: StepNode, port: str | None = None) -> dict[str, Any]:
+    """Location keywords for a diagnostic about ``node`` (and one of its ports)."""
+    loc = node.location
+    return {"step": node.id, "port": port, "file": loc.file if loc else None,
+            "line": loc.line if loc else None}
+
+
+def at_edge(graph: Graph, source: str, target: str, node: StepNode) -> dict[str, Any]:
+    """Location keywords for a diagnostic about the edge ``source -> target``."""
+    loc = node.location
+    return {"source": source, "target": target, "step": node.id,
+            "port": target.rsplit(".", 1)[-1], "file": loc.file if loc else None,
+            "line": loc.line if loc else None}
+
+
+def at_pipeline(graph: Graph, input_name: str | None = None) -> dict[str, Any]:
+    spec = graph.spec
+    loc = spec.location
+    if input_name is not None and graph.input(input_name) is not None:
+        loc = graph.input(input_name).location or loc
+    return {"file": loc.file if loc else None, "line": loc.line if loc else None}
+
+

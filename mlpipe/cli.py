@@ -1,0 +1,66 @@
+"""The ``mlpipe`` command line: parse, call the library, render. No logic lives here.
+
+Exit codes: 0 clean, 1 problems found, 2 a file that cannot be loaded or a usage error.
+Heavy imports (azure-ai-ml, SQLAlchemy, torch) happen only inside the commands that need them.
+"""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from mlpipe import __version__
+from mlpipe.errors import MlpipeError
+
+EXIT_CLEAN, EXIT_PROBLEMS, EXIT_LOAD = 0, 1, 2
+
+
+def _fail(err: MlpipeError) -> None:
+    click.echo(f"error: {err.render()}", err=True)
+    sys.exit(err.exit_code)
+
+
+def _load_graph(target: str):
+    from mlpipe.checks import check_pipeline
+    from mlpipe.loader import load_pipeline
+
+    try:
+        spec = load_pipeline(target).spec
+        return check_pipeline(spec)
+    except MlpipeError as err:
+        _fail(err)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="mlpipe")
+def main() -> None:
+    """Pipeline-as-code for Azure Machine Learning, with a lineage and evidence store."""
+
+
+@main.command()
+@click.argument("target", metavar="FILE.py[:function]")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="How to print the diagnostics.")
+def check(target: str, fmt: str) -> None:
+    """Compile a pipeline and run every check; exit 1 if any error is found."""
+    from mlpipe.diagnostics import has_errors, render_json, render_text
+
+    _, diagnostics = _load_graph(target)
+    click.echo(render_json(diagnostics) if fmt == "json" else render_text(diagnostics))
+    sys.exit(EXIT_PROBLEMS if has_errors(diagnostics) else EXIT_CLEAN)
+
+
+@main.command()
+@click.argument("target", metavar="FILE.py[:function]")
+@click.option("--format", "fmt", type=click.Choice(["text", "dot", "mermaid"]), default="text",
+              show_default=True, help="Plain text, Graphviz DOT or a Mermaid flowchart.")
+def graph(target: str, fmt: str) -> None:
+    """Print a pipeline's DAG."""
+    from mlpipe.drawing import RENDERERS
+
+    compiled, _ = _load_graph(target)
+    click.echo(RENDERERS[fmt](compiled))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,158 @@
+"""Diagnostics: the codes mlpipe checks report, the Diagnostic value and its renderings.
+
+Only the data model lives here; checks that produce diagnostics live in ``mlpipe.checks``.
+"""
+from __future__ import annotations
+
+import enum
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Iterable
+
+
+class Severity(str, enum.Enum):
+    """How bad a diagnostic is: errors stop a run, warnings and info do not."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+_SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+_CODE_RE = re.compile(r"^MP\d{3}$")
+_NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Code:
+    """One published diagnostic code. Codes are never reused once published.
+
+    Args:
+        code: ``MP`` and three digits.
+        name: kebab-case name of the problem.
+        severity: the default severity of diagnostics with this code.
+        summary: one line, used by ``docs/checks.md`` and ``mlpipe check --list``.
+    """
+
+    code: str
+    name: str
+    severity: Severity
+    summary: str
+
+    def __post_init__(self) -> None:
+        if not _CODE_RE.match(self.code):
+            raise ValueError(f"diagnostic code {self.code!r} is not MP followed by three digits")
+        if not _NAME_RE.match(self.name):
+            raise ValueError(f"diagnostic name {self.name!r} is not kebab-case")
+
+
+CODES: dict[str, Code] = {}
+
+
+def register_code(code: str, name: str, severity: Severity | str, summary: str) -> Code:
+    """Publish a diagnostic code; registering one code twice with other fields is an error."""
+    entry = Code(code, name, Severity(severity), summary)
+    existing = CODES.get(code)
+    if existing is not None and existing != entry:
+        raise ValueError(f"diagnostic code {code} is already published as {existing.name!r}")
+    if any(c.name == name and c.code != code for c in CODES.values()):
+        raise ValueError(f"diagnostic name {name!r} is already used by another code")
+    CODES[code] = entry
+    return entry
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """One problem found by a check.
+
+    ``step``/``port`` locate a problem on one port; ``source``/``target`` (rendered as
+    ``from``/``to``) locate a problem on an edge, as ``step.port`` strings.
+    """
+
+    code: str
+    name: str
+    severity: Severity
+    message: str
+    hint: str | None = None
+    step: str | None = None
+    port: str | None = None
+    source: str | None = None
+    target: str | None = None
+    file: str | None = None
+    line: int | None = None
+    extra: tuple[tuple[str, object], ...] = field(default=())
+
+    @classmethod
+    def of(cls, code: Code, message: str, *, hint: str | None = None,
+           severity: Severity | None = None, **where) -> "Diagnostic":
+        """Build a diagnostic for a registered code."""
+        return cls(code=code.code, name=code.name, severity=severity or code.severity,
+                   message=message, hint=hint, **where)
+
+    @property
+    def where(self) -> str | None:
+        if self.file is None:
+            return None
+        return f"{self.file}:{self.line}" if self.line else self.file
+
+    def to_json(self) -> dict:
+        """The JSON object printed by ``mlpipe check --format json``."""
+        return {
+            "code": self.code,
+            "name": self.name,
+            "severity": self.severity.value,
+            "step": self.step,
+            "port": self.port,
+            "from": self.source,
+            "to": self.target,
+            "file": self.file,
+            "line": self.line,
+            "message": self.message,
+            "hint": self.hint,
+        }
+
+    def render(self) -> str:
+        """The linter-style text form: header, location arrow, help line."""
+        lines = [f"{self.severity.value}[{self.code}] {self.name}: {self.message}"]
+        if self.where:
+            lines.append(f"  --> {self.where}")
+        if self.hint:
+            lines.append(f"  help: {self.hint}")
+        return "\n".join(lines)
+
+
+def sort_key(d: Diagnostic) -> tuple:
+    return (_SEVERITY_ORDER[d.severity], d.file or "", d.line or 0, d.code, d.message)
+
+
+def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:
+    return any(d.severity is Severity.ERROR for d in diagnostics)
+
+
+def summary_line(diagnostics: list[Diagnostic]) -> str:
+    """The closing count, e.g. ``Found 3 problems (2 errors, 1 warning, 0 info).``"""
+    if not diagnostics:
+        return "No problems found."
+    counts = {s: 0 for s in Severity}
+    for d in diagnostics:
+        counts[d.severity] += 1
+    n = len(diagnostics)
+
+    def plural(k: int, word: str) -> str:
+        return f"{k} {word}" + ("" if k == 1 or word == "info" else "s")
+
+    return (f"Found {plural(n, 'problem')} ({plural(counts[Severity.ERROR], 'error')}, "
+            f"{plural(counts[Severity.WARNING], 'warning')}, {counts[Severity.INFO]} info).")
+
+
+def render_text(diagnostics: list[Diagnostic]) -> str:
+    """All diagnostics, most severe first, blank-line separated, then the count."""
+    ordered = sorted(diagnostics, key=sort_key)
+    parts = [d.render() for d in ordered]
+    parts.append(summary_line(ordered))
+    return "\n\n".join(parts)
+
+
+def render_json(diagnostics: list[Diagnostic]) -> str:
+    return json.dumps([d.to_json() for d in sorted(diagnostics, key=sort_key)], indent=2)

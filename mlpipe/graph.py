@@ -1,0 +1,234 @@
+"""Compiling a PipelineSpec into a networkx DAG of leaf steps with typed edges.
+
+Nested pipelines are flattened (step ids become ``outer.inner``) and every binding is
+resolved to where its value really comes from. Compiling never judges; checks do.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Union
+
+import networkx as nx
+
+from mlpipe.spec import (Binding, ComponentSpec, Literal, Location, PipelineInput,
+                         PipelineInputSpec, PipelineSpec, StepOutput, StepSpec)
+
+
+@dataclass(frozen=True, slots=True)
+class FromStep:
+    """The value comes from output ``port`` of step node ``node``."""
+
+    node: str
+    port: str
+
+    def __str__(self) -> str:
+        return f"{self.node}.{self.port}" if self.port else self.node
+
+
+@dataclass(frozen=True, slots=True)
+class FromInput:
+    """The value is the top-level pipeline input ``name``, given at submission."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f"inputs.{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class FromLiteral:
+    value: Any
+
+    def __str__(self) -> str:
+        return repr(self.value)
+
+
+@dataclass(frozen=True, slots=True)
+class Unbound:
+    """Nothing provides a value (a nested pipeline's input left unbound)."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Dangling:
+    """The binding names a step, output or input that does not exist."""
+
+    reason: str
+
+
+Endpoint = Union[FromStep, FromInput, FromLiteral, Unbound, Dangling]
+
+
+def input_node(name: str) -> str:
+    return f"in:{name}"
+
+
+def output_node(name: str) -> str:
+    return f"out:{name}"
+
+
+@dataclass(slots=True)
+class StepNode:
+    """A leaf step of the flattened graph, with its bindings resolved."""
+
+    id: str
+    step: StepSpec
+    component: ComponentSpec
+    pipeline: PipelineSpec
+    scope: tuple[str, ...]
+    bindings: dict[str, Endpoint] = field(default_factory=dict)
+
+    @property
+    def location(self) -> Location | None:
+        return self.step.location
+
+
+@dataclass(slots=True)
+class Graph:
+    """A compiled pipeline: the spec, the DAG and the resolved step nodes.
+
+    DAG nodes are step ids (``prepare``, ``features.prepare``), ``in:NAME`` for pipeline
+    inputs and ``out:NAME`` for pipeline outputs; each edge carries ``src_port`` and
+    ``dst_port``.
+    """
+
+    spec: PipelineSpec
+    dag: nx.MultiDiGraph
+    steps: dict[str, StepNode]
+    outputs: dict[str, Endpoint]
+    duplicates: list[tuple[PipelineSpec, str, list[StepSpec]]]
+
+    def step_nodes(self) -> Iterator[StepNode]:
+        return iter(self.steps.values())
+
+    def input(self, name: str) -> PipelineInputSpec | None:
+        return self.spec.input(name)
+
+    def edges(self) -> Iterator[tuple[str, str, str, str]]:
+        """Every connection as ``(source node, source port, target node, target port)``."""
+        for u, v, data in self.dag.edges(data=True):
+            yield u, data["src_port"], v, data["dst_port"]
+
+
+class _Scope:
+    """Resolves bindings inside one (possibly nested) pipeline."""
+
+    __slots__ = ("spec", "prefix", "env", "by_name", "inner", "path")
+
+    def __init__(self, spec: PipelineSpec, prefix: str, env: Callable[[str], Endpoint],
+                 path: tuple[str, ...]) -> None:
+        self.spec = spec
+        self.prefix = prefix
+        self.env = env
+        self.path = path
+        self.by_name: dict[str, StepSpec] = {}
+        for step in spec.steps:
+            self.by_name.setdefault(step.name, step)
+        self.inner: dict[str, _Scope] = {}
+
+    def resolve(self, binding: Binding) -> Endpoint:
+        if isinstance(binding, Literal):
+            return FromLiteral(binding.value)
+        if isinstance(binding, PipelineInput):
+            return self.env(binding.name)
+        step = self.by_name.get(binding.step)
+        if step is None:
+            return Dangling(f"pipeline {self.spec.name!r} has no step {binding.step!r}")
+        if isinstance(step.target, ComponentSpec):
+            return FromStep(self.prefix + step.name, binding.port)
+        inner = self.inner_scope(step)
+        out = step.target.output(binding.port)
+        if out is None:
+            if not binding.port:
+                return FromStep(self.prefix + step.name, "")
+            return Dangling(f"nested pipeline step {self.prefix + step.name!r} has no output "
+                            f"{binding.port!r}")
+        return inner.resolve(out)
+
+    def inner_scope(self, step: StepSpec) -> "_Scope":
+        scope = self.inner.get(step.name)
+        if scope is None:
+            target: PipelineSpec = step.target  # type: ignore[assignment]
+            qualified = self.prefix + step.name
+
+            def env(name: str, step=step, target=target, qualified=qualified) -> Endpoint:
+                bound = step.binding(name)
+                if bound is not None:
+                    return self.resolve(bound)
+                declared = target.input(name)
+                if declared is None:
+                    return Dangling(f"pipeline {target.name!r} has no input {name!r}")
+                if not declared.required:
+                    return FromLiteral(declared.default)
+                return Unbound(f"step {qualified!r} (pipeline {target.name!r}) leaves its "
+                               f"input {name!r} unbound")
+
+            scope = _Scope(target, qualified + ".", env, (*self.path, step.name))
+            self.inner[step.name] = scope
+        return scope
+
+
+def compile_pipeline(spec: PipelineSpec) -> Graph:
+    """Flatten ``spec`` into a Graph. Never raises for wiring problems: checks report them.
+
+    Example:
+        >>> graph = compile_pipeline(defect_classifier.spec)
+        >>> sorted(graph.steps)
+        ['evaluate', 'prepare', 'train']
+    """
+    dag = nx.MultiDiGraph()
+    for inp in spec.inputs:
+        dag.add_node(input_node(inp.name), kind="input", spec=inp)
+    names = {i.name for i in spec.inputs}
+
+    def top_env(name: str) -> Endpoint:
+        if name in names:
+            return FromInput(name)
+        return Dangling(f"pipeline {spec.name!r} has no input {name!r}")
+
+    steps: dict[str, StepNode] = {}
+    duplicates: list[tuple[PipelineSpec, str, list[StepSpec]]] = []
+    root = _Scope(spec, "", top_env, ())
+    _add_scope(root, dag, steps, duplicates)
+
+    for node in steps.values():
+        for key, endpoint in node.bindings.items():
+            if isinstance(endpoint, FromStep) and endpoint.node in steps:
+                dag.add_edge(endpoint.node, node.id, key=f"{endpoint.port}->{key}",
+                             src_port=endpoint.port, dst_port=key)
+            elif isinstance(endpoint, FromInput):
+                dag.add_edge(input_node(endpoint.name), node.id, key=f"->{key}",
+                             src_port="", dst_port=key)
+    outputs: dict[str, Endpoint] = {}
+    for name, binding in spec.outputs:
+        endpoint = root.resolve(binding)
+        outputs[name] = endpoint
+        dag.add_node(output_node(name), kind="output")
+        if isinstance(endpoint, FromStep) and endpoint.node in steps:
+            dag.add_edge(endpoint.node, output_node(name), key=f"{endpoint.port}->",
+                         src_port=endpoint.port, dst_port="")
+        elif isinstance(endpoint, FromInput):
+            dag.add_edge(input_node(endpoint.name), output_node(name), key="->",
+                         src_port="", dst_port="")
+    return Graph(spec, dag, steps, outputs, duplicates)
+
+
+def _add_scope(scope: _Scope, dag: nx.MultiDiGraph, steps: dict[str, StepNode],
+               duplicates: list) -> None:
+    seen: dict[str, list[StepSpec]] = {}
+    for step in scope.spec.steps:
+        seen.setdefault(step.name, []).append(step)
+        if isinstance(step.target, PipelineSpec):
+            _add_scope(scope.inner_scope(step), dag, steps, duplicates)
+            continue
+        node_id = scope.prefix + step.name
+        if node_id in steps:
+            node_id = f"{node_id}#{len(seen[step.name])}"
+        node = StepNode(node_id, step, step.target, scope.spec, scope.path,
+                        {key: scope.resolve(b) for key, b in step.bindings})
+        steps[node_id] = node
+        dag.add_node(node_id, kind="step")
+    for name, group in seen.items():
+        if len(group) > 1:
+            duplicates.append((scope.spec, scope.prefix + name, group))

@@ -1,0 +1,107 @@
+"""Loading a pipeline from a user's file: ``FILE.py`` or ``FILE.py:function``.
+
+Every failure becomes a LoadError (or the DefinitionError the user's code raised) that names
+the file and line; nothing from inside mlpipe reaches the user as a bare traceback.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+import traceback
+
+from mlpipe.dsl import Pipeline
+from mlpipe.errors import LoadError, MlpipeError
+from mlpipe.source import display_path
+
+_MLPIPE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def split_target(target: str) -> tuple[str, str | None]:
+    """``"pipelines/x.py:fn"`` -> ``("pipelines/x.py", "fn")``."""
+    path, sep, func = target.rpartition(":")
+    if sep and func.isidentifier() and path:
+        return path, func
+    return target, None
+
+
+def _module_name(path: str) -> tuple[str, str]:
+    """The dotted name to import ``path`` under, and the sys.path root it needs."""
+    cwd = os.getcwd()
+    rel = os.path.relpath(path, cwd)
+    parts = rel[:-3].split(os.sep)
+    if not rel.startswith(os.pardir) and all(p.isidentifier() for p in parts):
+        return ".".join(parts), cwd
+    return os.path.basename(path)[:-3], os.path.dirname(path)
+
+
+def _user_location(exc: BaseException, fallback: str) -> tuple[str, int | None]:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not os.path.abspath(f.filename).startswith(_MLPIPE_DIR)
+              and "importlib" not in f.filename and not f.filename.startswith("<frozen")]
+    if not frames:
+        return display_path(fallback), None
+    return display_path(frames[-1].filename), frames[-1].lineno
+
+
+def import_file(path: str):
+    """Import the Python file at ``path`` as a module and return it."""
+    if not os.path.exists(path):
+        raise LoadError(f"no such file: {path}", hint="give the path of a Python file that "
+                        "defines a @pipeline", file=path)
+    if not path.endswith(".py"):
+        raise LoadError(f"{path} is not a Python file", hint="give a .py file that defines a "
+                        "@pipeline", file=path)
+    abspath = os.path.abspath(path)
+    name, root = _module_name(abspath)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    existing = sys.modules.get(name)
+    if existing is not None and os.path.abspath(getattr(existing, "__file__", "") or "") == abspath:
+        return existing
+    try:
+        return importlib.import_module(name)
+    except MlpipeError:
+        raise
+    except SyntaxError as exc:
+        raise LoadError(f"syntax error: {exc.msg}", hint="fix the syntax and run again",
+                        file=display_path(exc.filename or path), line=exc.lineno) from exc
+    except (Exception, SystemExit) as exc:
+        file, line = _user_location(exc, path)
+        raise LoadError(f"importing {display_path(path)} raised {type(exc).__name__}: {exc}",
+                        hint="fix the error in the file (or the module it imports) and run "
+                             "again", file=file, line=line) from exc
+
+
+def load_pipeline(target: str) -> Pipeline:
+    """The pipeline named by ``FILE.py[:function]``.
+
+    Without ``:function`` the file must define exactly one ``@pipeline`` of its own.
+
+    Raises:
+        LoadError: the file cannot be imported or does not name exactly one pipeline.
+        DefinitionError: a component or pipeline in it is malformed.
+    """
+    path, func = split_target(target)
+    module = import_file(path)
+    own = {n: v for n, v in vars(module).items()
+           if isinstance(v, Pipeline) and getattr(v.fn, "__module__", None) == module.__name__}
+    if func is not None:
+        found = getattr(module, func, None)
+        if not isinstance(found, Pipeline):
+            available = ", ".join(sorted(own)) or "none"
+            raise LoadError(f"{display_path(path)} has no @pipeline named {func!r} "
+                            f"(pipelines: {available})", hint=f"use {display_path(path)}:NAME "
+                            f"with one of those names", file=display_path(path))
+        return found
+    if len(own) == 1:
+        return next(iter(own.values()))
+    if not own:
+        raise LoadError(f"{display_path(path)} defines no @pipeline",
+                        hint="decorate the pipeline function with @pipeline, or name it as "
+                             "FILE.py:function", file=display_path(path))
+    raise LoadError(f"{display_path(path)} defines {len(own)} pipelines: "
+                    f"{', '.join(sorted(own))}",
+                    hint=f"choose one: {display_path(path)}:{sorted(own)[0]}",
+                    file=display_path(path))

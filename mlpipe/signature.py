@@ -1,0 +1,126 @@
+"""The signature reader: a decorated function's parameters become port and parameter specs.
+
+Raises DefinitionError (with the user's file and line) for what makes a spec impossible;
+never judges wiring, which is the checks' job.
+"""
+from __future__ import annotations
+
+import enum
+import inspect
+from dataclasses import replace
+import typing
+from types import FunctionType
+from typing import Any
+
+from mlpipe.annotations import Param, ParamMarker, PortMarker
+from mlpipe.errors import DefinitionError
+from mlpipe.params import check_value, param_type_of
+from mlpipe.source import FunctionSource
+from mlpipe.spec import ParamSpec, ParamType, PortSpec, plain_value
+
+_ANNOTATE_HINT = ("annotate it as Input[...] (an artifact read), Output[...] (an artifact "
+                  "written) or Param[...] (a scalar setting)")
+
+
+def _fail(message: str, hint: str | None, src: FunctionSource, param: str | None = None):
+    loc = src.location(param)
+    raise DefinitionError(message, hint=hint, file=loc.file if loc else None,
+                          line=loc.line if loc else None)
+
+
+def type_hints(fn: FunctionType, what: str, src: FunctionSource) -> dict[str, Any]:
+    """``get_type_hints`` with extras, turning unresolvable annotations into DefinitionError."""
+    try:
+        return typing.get_type_hints(fn, include_extras=True)
+    except Exception as exc:  # NameError, TypeError from a string annotation
+        _fail(f"the annotations of {what} cannot be evaluated: {exc}",
+              "import every name used in an annotation at module level", src)
+        raise  # unreachable: _fail raises
+
+
+def _marker(hint: Any) -> PortMarker | ParamMarker | None:
+    for meta in getattr(hint, "__metadata__", ()):
+        if isinstance(meta, (PortMarker, ParamMarker)):
+            return meta
+    return None
+
+
+def read_component_signature(fn: FunctionType, what: str, src: FunctionSource
+                             ) -> tuple[tuple[PortSpec, ...], tuple[PortSpec, ...], tuple[ParamSpec, ...]]:
+    """Inputs, outputs and params of a component function, in declaration order."""
+    hints = type_hints(fn, what, src)
+    inputs: list[PortSpec] = []
+    outputs: list[PortSpec] = []
+    params: list[ParamSpec] = []
+    seen_lower: dict[str, str] = {}
+    for name, p in inspect.signature(fn).parameters.items():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            _fail(f"{what} takes {'*' if p.kind is p.VAR_POSITIONAL else '**'}{name}; a "
+                  f"component's ports must each be named", "declare every input, output and "
+                  "parameter as its own argument", src, name)
+        if name.startswith("_") or not name.isascii():
+            _fail(f"port name {name!r} of {what} would be rejected by Azure ML",
+                  "use ASCII letters, digits and underscores, starting with a letter", src, name)
+        if name.lower() in seen_lower:
+            _fail(f"{what} has ports {seen_lower[name.lower()]!r} and {name!r}, which Azure ML "
+                  f"treats as the same name (it ignores case)", "rename one of them", src, name)
+        seen_lower[name.lower()] = name
+        if name not in hints:
+            _fail(f"parameter {name!r} of {what} has no annotation", _ANNOTATE_HINT, src, name)
+        hint = hints[name]
+        marker = _marker(hint)
+        has_default = p.default is not inspect.Parameter.empty
+        if marker is None:
+            if hint in (int, float, str, bool) or (isinstance(hint, type) and issubclass(hint, enum.Enum)):
+                marker = typing.get_args(_param_annotation(hint))[1]
+            else:
+                _fail(f"parameter {name!r} of {what} is annotated {_show(hint)}, which mlpipe "
+                      f"cannot map to an input, output or parameter", _ANNOTATE_HINT, src, name)
+        if marker.problem:
+            _fail(f"parameter {name!r} of {what}: {marker.problem}", None, src, name)
+        if isinstance(marker, PortMarker):
+            port = PortSpec(name, marker.kind, marker.contract, description=marker.description)
+            if marker.direction == "Output":
+                if has_default:
+                    _fail(f"output {name!r} of {what} has a default ({p.default!r}); an output "
+                          f"is a path mlpipe provides", "remove the default", src, name)
+                outputs.append(port)
+            else:
+                if has_default and p.default is not None:
+                    _fail(f"input {name!r} of {what} has the default {p.default!r}; an input's "
+                          f"default can only be None (optional)",
+                          "bind a data reference in the pipeline instead", src, name)
+                inputs.append(PortSpec(name, marker.kind, marker.contract,
+                                       optional=has_default, description=marker.description))
+        else:
+            params.append(_param_spec(name, marker, p.default if has_default else inspect.Parameter.empty,
+                                      what, src))
+    return tuple(inputs), tuple(outputs), tuple(params)
+
+
+def _param_annotation(python_type: type) -> Any:
+    return Param[python_type]
+
+
+def _show(hint: Any) -> str:
+    return getattr(hint, "__name__", None) or repr(hint)
+
+
+def _param_spec(name: str, marker: ParamMarker, default: Any, what: str,
+                src: FunctionSource) -> ParamSpec:
+    ptype = param_type_of(marker.type)
+    enum_class = marker.type if ptype is ParamType.ENUM else None
+    spec = ParamSpec(name, ptype, required=default is inspect.Parameter.empty,
+                     minimum=marker.minimum, maximum=marker.maximum, choices=marker.choices,
+                     enum_class=enum_class, description=marker.description)
+    if spec.required or default is None:
+        return spec if spec.required else _replace_default(spec, None)
+    problem = check_value(spec, default)
+    if problem is not None:
+        _fail(f"default of parameter {name!r} of {what}: {problem.message}",
+              "change the default or the constraint", src, name)
+    return _replace_default(spec, plain_value(default))
+
+
+def _replace_default(spec: ParamSpec, default: Any) -> ParamSpec:
+    return replace(spec, required=False, default=default)

@@ -1,0 +1,272 @@
+"""Reading the user's source: where a function is declared, and its code digest.
+
+The code digest is taken over parsed code (AST without docstrings, comments or positions), so
+an edit to a docstring or a comment keeps it, while any change to the code changes it.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.util
+import inspect
+import os
+import sys
+import sysconfig
+from dataclasses import dataclass
+from types import CodeType, FunctionType, ModuleType
+from typing import Iterator
+
+from mlpipe.spec import Location, canonical_json
+
+_PARSED: dict[str, tuple[tuple[int, int], ast.Module]] = {}
+_MODULE_DIGESTS: dict[str, tuple[tuple[int, int], str]] = {}
+_MLPIPE_DIR = os.path.dirname(os.path.abspath(__file__))
+_NOT_LOCAL = tuple(
+    os.path.realpath(p) + os.sep
+    for p in {sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib"),
+              sysconfig.get_path("purelib"), sysconfig.get_path("platlib"), _MLPIPE_DIR}
+    if p
+)
+
+
+def display_path(path: str) -> str:
+    """A path as a user wants to read it: relative to the working directory when inside it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith(os.pardir + os.sep) else rel
+
+
+def parse_file(path: str) -> ast.Module | None:
+    """The parsed module at ``path``, cached while the file's size and mtime are unchanged."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    key = (st.st_mtime_ns, st.st_size)
+    cached = _PARSED.get(path)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    try:
+        with open(path, "rb") as fh:
+            tree = ast.parse(fh.read(), filename=path)
+    except (OSError, SyntaxError, ValueError):
+        return None
+    _PARSED[path] = (key, tree)
+    return tree
+
+
+def _source_file(fn: FunctionType) -> str | None:
+    try:
+        path = inspect.getsourcefile(fn)
+    except TypeError:
+        return None
+    return os.path.abspath(path) if path else None
+
+
+def _function_node(tree: ast.Module, fn: FunctionType) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    first = fn.__code__.co_firstlineno
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == fn.__name__:
+            lines = {node.lineno, *(d.lineno for d in node.decorator_list)}
+            if first in lines:
+                return node
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionSource:
+    """Where a function lives: its file, its ``def`` line, and each parameter's line."""
+
+    file: str | None
+    line: int
+    param_lines: tuple[tuple[str, int], ...] = ()
+
+    def location(self, param: str | None = None) -> Location | None:
+        if self.file is None:
+            return None
+        line = dict(self.param_lines).get(param, self.line) if param else self.line
+        return Location(display_path(self.file), line)
+
+
+def function_source(fn: FunctionType) -> FunctionSource:
+    """File, ``def`` line and per-parameter lines of ``fn`` (the def line where unknown)."""
+    path = _source_file(fn)
+    line = fn.__code__.co_firstlineno
+    if path is None:
+        return FunctionSource(None, line)
+    tree = parse_file(path)
+    node = _function_node(tree, fn) if tree is not None else None
+    if node is None:
+        return FunctionSource(path, line)
+    a = node.args
+    params = [*a.posonlyargs, *a.args, *a.kwonlyargs]
+    return FunctionSource(path, node.lineno, tuple((p.arg, p.lineno) for p in params))
+
+
+# --- code digest --------------------------------------------------------------------------
+
+def _strip_docstrings(node: ast.AST) -> ast.AST:
+    for sub in ast.walk(node):
+        body = getattr(sub, "body", None)
+        if (isinstance(sub, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                and body and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            sub.body = body[1:] or [ast.Pass()]
+    return node
+
+
+def _dump(node: ast.AST) -> str:
+    # Parse a fresh copy: stripping must not change the cached tree.
+    clone = ast.parse(ast.unparse(node)) if not isinstance(node, ast.Module) else node
+    return ast.dump(_strip_docstrings(clone), annotate_fields=False, include_attributes=False)
+
+
+def _names_used(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _top_level_definitions(tree: ast.Module) -> dict[str, list[ast.stmt]]:
+    defs: dict[str, list[ast.stmt]] = {}
+
+    def add(name: str, stmt: ast.stmt) -> None:
+        defs.setdefault(name, []).append(stmt)
+
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            add(stmt.name, stmt)
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            for target in targets:
+                for n in ast.walk(target):
+                    if isinstance(n, ast.Name):
+                        add(n.id, stmt)
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            for alias in stmt.names:
+                add((alias.asname or alias.name).split(".")[0], stmt)
+    return defs
+
+
+def _is_local_file(path: str | None) -> bool:
+    if not path or not path.endswith(".py"):
+        return False
+    real = os.path.realpath(path)
+    return not real.startswith(_NOT_LOCAL)
+
+
+def _module_file(name: str) -> str | None:
+    module = sys.modules.get(name)
+    if isinstance(module, ModuleType):
+        return getattr(module, "__file__", None)
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError, AttributeError):
+        return None
+    return spec.origin if spec is not None else None
+
+
+def _imported_modules(stmt: ast.Import | ast.ImportFrom, package: str | None) -> Iterator[str]:
+    if isinstance(stmt, ast.Import):
+        for alias in stmt.names:
+            yield alias.name
+        return
+    base = stmt.module or ""
+    if stmt.level:
+        if not package:
+            return
+        parts = package.split(".")
+        parts = parts[: len(parts) - stmt.level + 1]
+        base = ".".join([*parts, base] if base else parts)
+    for alias in stmt.names:
+        sub = f"{base}.{alias.name}" if base else alias.name
+        yield sub if _module_file(sub) else base
+
+
+def _package_of(path: str) -> str | None:
+    for name, module in list(sys.modules.items()):
+        if getattr(module, "__file__", None) and os.path.abspath(module.__file__) == path:
+            return name if path.endswith("__init__.py") else name.rpartition(".")[0]
+    return None
+
+
+def _local_import_digests(stmts: list[ast.stmt], path: str, seen: set[str]) -> dict[str, str]:
+    package = _package_of(path)
+    found: dict[str, str] = {}
+    for stmt in stmts:
+        if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            continue
+        for name in _imported_modules(stmt, package):
+            file = _module_file(name)
+            if _is_local_file(file):
+                found[name] = _module_digest(os.path.abspath(file), seen)
+    return found
+
+
+def _module_digest(path: str, seen: set[str]) -> str:
+    """Digest of a whole local module and, transitively, the local modules it imports."""
+    tree = parse_file(path)
+    if tree is None:
+        return "unreadable"
+    key = _PARSED[path][0]
+    cached = _MODULE_DIGESTS.get(path)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    if path in seen:
+        return "cycle"
+    seen.add(path)
+    imports = [s for s in ast.walk(tree) if isinstance(s, (ast.Import, ast.ImportFrom))]
+    material = {"module": _dump(ast.parse(ast.unparse(tree))),
+                "imports": _local_import_digests(imports, path, seen)}
+    digest = "sha256:" + hashlib.sha256(canonical_json(material).encode()).hexdigest()
+    _MODULE_DIGESTS[path] = (key, digest)
+    return digest
+
+
+def _bytecode_material(code: CodeType) -> list:
+    consts = [_bytecode_material(c) if isinstance(c, CodeType) else repr(c)
+              for c in code.co_consts]
+    return [code.co_code.hex(), consts, list(code.co_names)]
+
+
+def code_digest(fn: FunctionType) -> str:
+    """Digest of ``fn``'s code: its parsed body, the module-level names it uses, local imports.
+
+    A module-level name the function uses (a helper, a constant, a class) is followed
+    transitively; an import of a local module (a file of the user's project, not the standard
+    library or an installed package) contributes that whole module's digest. Where no source
+    is available (a function built at run time), the bytecode is digested instead.
+    """
+    path = _source_file(fn)
+    tree = parse_file(path) if path else None
+    node = _function_node(tree, fn) if tree is not None else None
+    if node is None:
+        material = {"bytecode": _bytecode_material(fn.__code__)}
+        return "sha256:" + hashlib.sha256(canonical_json(material).encode()).hexdigest()
+
+    defs = _top_level_definitions(tree)
+    included: list[ast.stmt] = []
+    included_ids: set[int] = set()
+    pending = list(_names_used(node))
+    visited: set[str] = set()
+    while pending:
+        name = pending.pop()
+        if name in visited:
+            continue
+        visited.add(name)
+        for stmt in defs.get(name, ()):
+            if id(stmt) in included_ids or stmt is node:
+                continue
+            included_ids.add(id(stmt))
+            included.append(stmt)
+            if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                pending.extend(_names_used(stmt))
+    included.sort(key=lambda s: s.lineno)
+    material = {
+        "function": _dump(node),
+        "globals": [_dump(s) for s in included if not isinstance(s, (ast.Import, ast.ImportFrom))],
+        "imports": sorted(ast.unparse(s) for s in included if isinstance(s, (ast.Import, ast.ImportFrom))),
+        "local_modules": _local_import_digests(included, path, set()),
+    }
+    return "sha256:" + hashlib.sha256(canonical_json(material).encode()).hexdigest()

@@ -1,0 +1,1 @@
+"""Pipelines of the example."""
