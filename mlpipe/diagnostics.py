@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from mlpipe.paths import display_path
+
 
 class Severity(str, enum.Enum):
     """How bad a diagnostic is: errors stop a run, warnings and info do not."""
@@ -94,7 +96,8 @@ class Diagnostic:
     def where(self) -> str | None:
         if self.file is None:
             return None
-        return f"{self.file}:{self.line}" if self.line else self.file
+        file = display_path(self.file)
+        return f"{file}:{self.line}" if self.line else file
 
     def to_json(self) -> dict:
         """The JSON object printed by ``mlpipe check --format json``."""
@@ -106,7 +109,7 @@ class Diagnostic:
             "port": self.port,
             "from": self.source,
             "to": self.target,
-            "file": self.file,
+            "file": None if self.file is None else display_path(self.file),
             "line": self.line,
             "message": self.message,
             "hint": self.hint,

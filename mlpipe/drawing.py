@@ -139,7 +139,7 @@ def render_mermaid(graph: Graph) -> str:
     for scope, nodes in clusters.items():
         indent = "  "
         if scope:
-            out.append(f"  subgraph {re.sub(r'[^A-Za-z0-9_]', '_', '.'.join(scope))}"
+            out.append(f"  subgraph sg_{re.sub(r'[^A-Za-z0-9_]', '_', '.'.join(scope))}"
                        f"[\"{_mermaid_text('.'.join(scope))}\"]")
             indent = "    "
         for node in nodes:

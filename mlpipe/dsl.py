@@ -9,6 +9,7 @@ import contextvars
 import enum
 import functools
 import inspect
+import os
 import re
 import sys
 import traceback
@@ -19,10 +20,10 @@ from typing import Any, Callable, TypeVar, overload
 
 from mlpipe.annotations import ParamMarker, PortMarker
 from mlpipe.distribution import Distribution
-from mlpipe.errors import DefinitionError, MlpipeError
+from mlpipe.errors import DefinitionError, MlpipeError, with_article
 from mlpipe.params import param_type_of
 from mlpipe.signature import read_component_signature, type_hints, _marker
-from mlpipe.source import code_digest, display_path, function_source, FunctionSource
+from mlpipe.source import FunctionSource, code_digest, function_source
 from mlpipe.spec import (Binding, CandidateSpec, Compute, ComponentSpec, Environment, InputRole,
                          Literal, Location, ParamSpec, PipelineInput, PipelineInputSpec,
                          PipelineSpec, PortSpec, StepOutput, StepSpec, plain_value)
@@ -32,7 +33,7 @@ PIPELINE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,254}$")
 STEP_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,254}$")
 
 F = TypeVar("F", bound=Callable[..., Any])
-_MLPIPE_DIR = display_path(__file__).rsplit("/", 1)[0]
+_MLPIPE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def _suggest_name(name: str) -> str:
@@ -47,7 +48,12 @@ def _fail(message: str, hint: str | None, loc: Location | None) -> None:
 
 
 def _caller(frame: FrameType) -> Location:
-    return Location(display_path(frame.f_code.co_filename), frame.f_lineno)
+    return Location(_absolute(frame.f_code.co_filename), frame.f_lineno)
+
+
+@functools.lru_cache(maxsize=256)
+def _absolute(filename: str) -> str:
+    return filename if filename.startswith("<") else os.path.abspath(filename)
 
 
 # --- components ---------------------------------------------------------------------------
@@ -380,7 +386,7 @@ class Pipeline:
     def __call__(self, *args: Any, **kwargs: Any) -> StepHandle:
         where = _caller(sys._getframe(1))
         if _TRACE.get() is not None:
-            self.spec  # build (and check for self-use) before wiring it in
+            _ = self.spec  # build (and check for self-use) before wiring it in
         return _add_step(self, self.name, args, kwargs, where)
 
     def __repr__(self) -> str:
@@ -423,10 +429,10 @@ def pipeline(fn: FunctionType | None = None, *, name: str | None = None,
 
 def _user_frame(exc: BaseException) -> Location | None:
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
-              if not display_path(f.filename).startswith(_MLPIPE_DIR)]
+              if not _absolute(f.filename).startswith(_MLPIPE_DIR)]
     if not frames:
         return None
-    return Location(display_path(frames[-1].filename), frames[-1].lineno or 0)
+    return Location(_absolute(frames[-1].filename), frames[-1].lineno or 0)
 
 
 def _trace_pipeline(p: Pipeline) -> PipelineSpec:
@@ -478,13 +484,16 @@ def _trace_pipeline(p: Pipeline) -> PipelineSpec:
 
 def _name_steps(trace: _Trace) -> None:
     used = {b.name for b in trace.builders if b.explicit}
+    counters: dict[str, int] = {}
     for b in trace.builders:
         if b.explicit:
             continue
-        name, i = b.base, 1
+        i = counters.get(b.base, 0)
+        name = b.base if i == 0 else f"{b.base}_{i + 1}"
         while name in used:
             i += 1
-            name = f"{b.base}_{i}"
+            name = f"{b.base}_{i + 1}"
+        counters[b.base] = i + 1
         b.name = name
         used.add(name)
 
@@ -539,7 +548,7 @@ def _pipeline_outputs(result: Any, trace: _Trace, what: str, src: FunctionSource
                       "use names like model or report", src.location())
             outs.append((key, _output_binding(value, trace, what, src, f"output {key!r}")))
         return tuple(outs), None
-    _fail(f"{what} returns a {type(result).__name__}; a pipeline returns a Candidate, a dict "
+    _fail(f"{what} returns {with_article(type(result).__name__)}; a pipeline returns a Candidate, a dict "
           f"of outputs, one output, a step, or None", "return {'name': step.output, ...}",
           src.location())
 

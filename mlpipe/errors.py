@@ -1,8 +1,15 @@
 """The exceptions mlpipe raises. Every error builds its message in one place from its fields.
 
-Nothing here imports the rest of mlpipe.
+Nothing here imports the rest of mlpipe but its path rendering.
 """
 from __future__ import annotations
+
+from mlpipe.paths import display_path
+
+
+def with_article(word: str) -> str:
+    """``an int``, ``a str``: for messages that name a type."""
+    return f"an {word}" if word[:1].lower() in "aeiou" else f"a {word}"
 
 
 class MlpipeError(Exception):
@@ -30,7 +37,8 @@ class MlpipeError(Exception):
         """``file:line`` (or just ``file``) when a location is known."""
         if self.file is None:
             return None
-        return f"{self.file}:{self.line}" if self.line else self.file
+        file = display_path(self.file)
+        return f"{file}:{self.line}" if self.line else file
 
     def render(self) -> str:
         """The whole text shown to a user: located message, then the hint."""

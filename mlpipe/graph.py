@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator, Union
 import networkx as nx
 
 from mlpipe.spec import (Binding, ComponentSpec, Literal, Location, PipelineInput,
-                         PipelineInputSpec, PipelineSpec, StepOutput, StepSpec)
+                         PipelineInputSpec, PipelineSpec, StepSpec)
 
 
 @dataclass(frozen=True, slots=True)

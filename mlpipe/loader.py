@@ -13,7 +13,7 @@ import traceback
 
 from mlpipe.dsl import Pipeline
 from mlpipe.errors import LoadError, MlpipeError
-from mlpipe.source import display_path
+from mlpipe.paths import display_path
 
 _MLPIPE_DIR = os.path.dirname(os.path.abspath(__file__))
 

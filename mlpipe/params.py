@@ -8,6 +8,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
+from mlpipe.errors import with_article
 from mlpipe.spec import ParamSpec, ParamType
 
 _PYTHON_TYPES: dict[ParamType, tuple[type, ...]] = {
@@ -24,10 +25,6 @@ class ValueProblem:
 
     kind: str
     message: str
-
-
-def _a(word: str) -> str:
-    return f"an {word}" if word[:1] in "aeiou" else f"a {word}"
 
 
 def param_type_of(python_type: type) -> ParamType:
@@ -62,8 +59,8 @@ def check_value(spec: ParamSpec, value: Any) -> ValueProblem | None:
         return None
     allowed = _PYTHON_TYPES[spec.type]
     if isinstance(value, bool) and spec.type is not ParamType.BOOL or not isinstance(value, allowed):
-        return ValueProblem("type", f"{value!r} is {_a(type(value).__name__)}, "
-                                    f"not {_a(spec.type.value)}")
+        return ValueProblem("type", f"{value!r} is {with_article(type(value).__name__)}, "
+                                    f"not {with_article(spec.type.value)}")
     if spec.choices is not None and value not in spec.choices:
         return ValueProblem("choices", f"{value!r} is not {describe_constraint(spec)}")
     if (spec.minimum is not None and value < spec.minimum) or (

@@ -29,15 +29,6 @@ _NOT_LOCAL = tuple(
 )
 
 
-def display_path(path: str) -> str:
-    """A path as a user wants to read it: relative to the working directory when inside it."""
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if rel.startswith(os.pardir + os.sep) else rel
-
-
 def parse_file(path: str) -> ast.Module | None:
     """The parsed module at ``path``, cached while the file's size and mtime are unchanged."""
     try:
@@ -87,7 +78,7 @@ class FunctionSource:
         if self.file is None:
             return None
         line = dict(self.param_lines).get(param, self.line) if param else self.line
-        return Location(display_path(self.file), line)
+        return Location(self.file, line)
 
 
 def function_source(fn: FunctionType) -> FunctionSource:

@@ -14,6 +14,8 @@ from typing import Any, Union
 from mlpipe.artifacts import AssetType
 from mlpipe.contracts.base import Contract, contract_label, contract_spec
 from mlpipe.distribution import Distribution
+from mlpipe.errors import with_article
+from mlpipe.paths import display_path
 
 
 def canonical_json(value: Any) -> str:
@@ -43,7 +45,7 @@ def plain_value(value: Any) -> Any:
         return {k: plain_value(v) for k, v in value.items()}
     if hasattr(value, "__fspath__"):
         return str(value)
-    raise TypeError(f"a {type(value).__name__} value cannot be passed to a step; "
+    raise TypeError(f"{with_article(type(value).__name__)} value cannot be passed to a step; "
                     f"use a number, string, bool, enum member, path, or a list/dict of those")
 
 
@@ -55,7 +57,7 @@ class Location:
     line: int
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}"
+        return f"{display_path(self.file)}:{self.line}"
 
 
 @dataclass(frozen=True, slots=True)

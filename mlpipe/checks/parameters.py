@@ -6,6 +6,7 @@ from typing import Iterator
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_step
 from mlpipe.diagnostics import Diagnostic, Severity, register_code
+from mlpipe.errors import with_article
 from mlpipe.graph import FromInput, FromLiteral, Graph, StepNode, Unbound
 from mlpipe.params import check_value, describe_constraint
 from mlpipe.spec import InputRole, ParamSpec, ParamType
@@ -24,7 +25,7 @@ _BY_KIND = {"type": TYPE, "range": RANGE, "choices": CHOICES}
 
 def _hint(param: ParamSpec, kind: str) -> str:
     if kind == "type":
-        return f"pass {'an' if param.type.value[0] in 'aeiou' else 'a'} {param.type.value}"
+        return f"pass {with_article(param.type.value)}"
     return f"pass a value {describe_constraint(param)}"
 
 

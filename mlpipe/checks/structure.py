@@ -43,6 +43,8 @@ UNUSED_INPUT = register_code("MP112", "unused-pipeline-input", Severity.WARNING,
 
 @check(CYCLE)
 def cycles(graph: Graph) -> Iterator[Diagnostic]:
+    if nx.is_directed_acyclic_graph(graph.dag):
+        return
     step_graph = graph.dag.subgraph(graph.steps)
     for component in nx.strongly_connected_components(step_graph):
         first = min(component)
