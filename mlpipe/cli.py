@@ -31,6 +31,20 @@ def _load_graph(target: str):
         _fail(err)
 
 
+def _codes(value: str | None) -> set[str]:
+    from mlpipe.checks import published_codes
+
+    if not value:
+        return set()
+    wanted = {c.strip().upper() for c in value.split(",") if c.strip()}
+    known = {c.code for c in published_codes()}
+    unknown = sorted(wanted - known)
+    if unknown:
+        raise click.BadParameter(f"unknown code(s) {', '.join(unknown)}; codes are listed in "
+                                 f"docs/checks.md")
+    return wanted
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="mlpipe")
 def main() -> None:
@@ -41,11 +55,16 @@ def main() -> None:
 @click.argument("target", metavar="FILE.py[:function]")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="How to print the diagnostics.")
-def check(target: str, fmt: str) -> None:
+@click.option("--select", metavar="CODES", help="Report only these codes (comma-separated).")
+@click.option("--ignore", metavar="CODES", help="Do not report these codes (comma-separated).")
+def check(target: str, fmt: str, select: str | None, ignore: str | None) -> None:
     """Compile a pipeline and run every check; exit 1 if any error is found."""
     from mlpipe.diagnostics import has_errors, render_json, render_text
 
+    selected, ignored = _codes(select), _codes(ignore)
     _, diagnostics = _load_graph(target)
+    diagnostics = [d for d in diagnostics if (not selected or d.code in selected)
+                   and d.code not in ignored]
     click.echo(render_json(diagnostics) if fmt == "json" else render_text(diagnostics))
     sys.exit(EXIT_PROBLEMS if has_errors(diagnostics) else EXIT_CLEAN)
 

@@ -60,8 +60,10 @@ def render_text(graph: Graph) -> str:
             lines.append(f"  {name:<{width}}  <- {endpoint}")
     if spec.candidate is not None:
         c = spec.candidate
-        ev = f", evaluation={c.evaluation}" if c.evaluation else ""
-        lines.append(f"candidate: model={c.model}{ev}")
+        parts = [f"model <- {graph.outputs[c.model]}"]
+        if c.evaluation:
+            parts.append(f"evaluation <- {graph.outputs[c.evaluation]}")
+        lines.append(f"candidate{' ' + c.name if c.name else ''}: {', '.join(parts)}")
     return "\n".join(lines)
 
 

@@ -145,3 +145,13 @@ def test_real_process_exit_codes_and_streams():
     assert (missing.returncode, missing.stdout) == (2, "")
     assert missing.stderr.startswith("error: nope.py: no such file")
     assert "Traceback" not in missing.stderr
+
+
+def test_select_and_ignore_codes():
+    ignored = run(["check", "fixtures/checks/mp107.py:bad", "--ignore", "mp107"], cwd=TESTS)
+    assert (ignored.exit_code, ignored.output) == (0, "No problems found.\n")
+    selected = run(["check", "fixtures/checks/mp102.py:bad", "--select", "MP107"], cwd=TESTS)
+    assert selected.output == "No problems found.\n" and selected.exit_code == 0
+    unknown = run(["check", "pipelines/defect_classifier.py", "--ignore", "MP999"])
+    assert unknown.exit_code == 2
+    assert "unknown code(s) MP999; codes are listed in docs/checks.md" in unknown.output
