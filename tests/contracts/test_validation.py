@@ -177,7 +177,13 @@ def test_split_manifest_with_one_id_in_two_splits(tmp_path):
                                             r"disjoint splits") as exc:
         validate(SPLIT, path)
     assert exc.value.key == "a" and exc.value.line == 4
-    validate(SplitManifest(required=["train", "test"], disjoint=False), path)
+    overlapping = SplitManifest(required=["train", "test"], disjoint=False)
+    validate(overlapping, path)
+    write_csv(path, ["id", "split"], [["a", "train"], ["a", "test"], ["b", "val"], ["a", "test"]])
+    with pytest.raises(ContractError, match=r"s.csv:5: id 'a' is listed twice in split 'test' "
+                                            r"\(lines 3 and 5\); split-manifest promises one "
+                                            r"row per id"):
+        validate(overlapping, path)
 
 
 @pytest.mark.parametrize("rows, match", [
