@@ -59,8 +59,8 @@ def _edges(graph: Graph) -> Iterator[tuple[StepNode, str, PortSpec, str, PortSpe
             elif isinstance(endpoint, FromInput):
                 declared = graph.input(endpoint.name)
                 producer = declared.port if declared is not None else None
-                if producer is None:
-                    continue  # an undeclared pipeline input: checked when the run validates it
+                if producer is None or producer.contract is None:
+                    continue  # data given at submission: validated when the run starts
             else:
                 continue
             if producer is not None:
