@@ -32,6 +32,7 @@ test-fast: $(VENV)/.installed-dev
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_build.py
+	$(BIN)/python benchmarks/bench_contracts.py
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .hypothesis

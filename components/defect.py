@@ -8,16 +8,33 @@ import random
 import shutil
 from pathlib import Path
 
-from components.images import read_pgm
+import yaml
+
+from components.images import SIZE, read_pgm
 from mlpipe import Compute, Environment, Input, Output, Param, PyTorch, component
+from mlpipe.contracts import (ImageFolder, LabelMap, Metric, MetricsReport, MLflowModel,
+                              SplitManifest, Tensor)
 
 CLASSES = ("ok", "scratch", "dent")
+SPLITS = ("train", "val", "test")
+
+# What each artifact means; `mlpipe check` compares them on every edge and the local run
+# validates every output against its contract before anything downstream reads it.
+LABELS = LabelMap("defect-labels", classes=CLASSES, version="2")
+SPLIT = SplitManifest("defect-split", splits=SPLITS, required=("train", "test"))
+RAW = ImageFolder("defect-raw", layout="{class}/{file}", classes=LABELS, file_kinds=["pgm"])
+EXAMPLES = ImageFolder("defect-examples", layout="{split}/{class}/{file}", classes=LABELS,
+                       splits=SPLITS, file_kinds=["pgm"])
+MODEL = MLflowModel("defect-softmax", inputs=Tensor("float64", (-1, SIZE * SIZE)),
+                    outputs=Tensor("float64", (-1, len(CLASSES))), labels=LABELS)
+REPORT = MetricsReport("defect-evaluation", metrics=[
+    Metric("accuracy", split="test"), *(Metric(f"recall_{c}", split="test") for c in CLASSES)])
 
 
 @component(version="1.3.0", environment=Environment("defect-cpu", version="4"),
            compute=Compute("cpu-cluster", sku="Standard_D4s_v3"))
-def prepare(raw: Input["uri_folder"], split: Input["uri_file"],
-            examples: Output["uri_folder"], labels: Output["uri_file"],
+def prepare(raw: Input[RAW], split: Input[SPLIT],
+            examples: Output[EXAMPLES], labels: Output[LABELS],
             seed: Param[int] = 13):
     """Sort the raw images into examples/<split>/<class>/ and write the label encoding."""
     with open(split, newline="") as fh:
@@ -26,7 +43,7 @@ def prepare(raw: Input["uri_folder"], split: Input["uri_file"],
         target = Path(examples) / part / image_id
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(Path(raw) / image_id, target)
-    Path(labels).write_text(json.dumps({c: i for i, c in enumerate(CLASSES)}, indent=2))
+    LABELS.write(labels)
 
 
 def _load(folder: Path, encoding: dict[str, int]) -> list[tuple[list[float], int]]:
@@ -44,8 +61,8 @@ def _softmax(scores: list[float]) -> list[float]:
 @component(version="2.0.0", environment=Environment("defect-gpu", version="7"),
            compute=Compute("gpu-cluster", sku="Standard_NC24rs_v3"),
            distribution=PyTorch(processes_per_node=4), instances=2)
-def train(examples: Input["uri_folder"], labels: Input["uri_file"],
-          model: Output["mlflow_model"], epochs: Param[int, 1:200] = 10,
+def train(examples: Input[EXAMPLES], labels: Input[LABELS],
+          model: Output[MODEL], epochs: Param[int, 1:200] = 10,
           learning_rate: Param[float, 0.0001:1.0] = 0.5, seed: Param[int] = 13):
     """Fit a softmax classifier on the training split with plain SGD."""
     encoding = json.loads(Path(labels).read_text())
@@ -66,14 +83,15 @@ def train(examples: Input["uri_folder"], labels: Input["uri_file"],
     out = Path(model)
     out.mkdir(parents=True, exist_ok=True)
     (out / "weights.json").write_text(json.dumps({"labels": encoding, "weights": weights}))
-    (out / "MLmodel").write_text("flavors:\n  python_function:\n    loader_module: "
-                                 "components.defect\nmodel_format: softmax-json\n")
+    (out / "MLmodel").write_text(yaml.safe_dump({
+        "flavors": {"python_function": {"loader_module": "components.defect"}},
+        "model_format": "softmax-json", **MODEL.mlmodel_fields()}, sort_keys=False))
 
 
 @component(version="1.1.0", environment=Environment("defect-cpu", version="4"),
            compute=Compute("cpu-cluster", sku="Standard_D4s_v3"))
-def evaluate(model: Input["mlflow_model"], examples: Input["uri_folder"],
-             labels: Input["uri_file"], report: Output["uri_file"]):
+def evaluate(model: Input[MODEL], examples: Input[EXAMPLES],
+             labels: Input[LABELS], report: Output[REPORT]):
     """Accuracy of the model on the test split, per class and overall."""
     saved = json.loads((Path(model) / "weights.json").read_text())
     encoding = json.loads(Path(labels).read_text())

@@ -81,5 +81,29 @@ def graph(target: str, fmt: str) -> None:
     click.echo(RENDERERS[fmt](compiled))
 
 
+@main.command()
+@click.argument("contract", metavar="CONTRACT")
+@click.argument("path", type=click.Path(exists=True))
+def validate(contract: str, path: str) -> None:
+    """Check the file or folder PATH against CONTRACT; exit 1 if it does not match.
+
+    CONTRACT is MODULE:NAME (components.defect:LABELS), FILE.py:NAME, MODULE:component.port
+    (components.defect:prepare.labels), or a contract kind (label-map) for its form only.
+    """
+    from mlpipe.contracts import contract_label, validate as check_artifact
+    from mlpipe.errors import ContractError
+    from mlpipe.loader import load_contract
+
+    try:
+        found = load_contract(contract)
+        check_artifact(found, path)
+    except ContractError as err:
+        click.echo(f"error: {err.render()}", err=True)
+        sys.exit(EXIT_PROBLEMS)
+    except MlpipeError as err:
+        _fail(err)
+    click.echo(f"{path}: matches {contract_label(found)}")
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

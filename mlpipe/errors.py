@@ -58,3 +58,20 @@ class LoadError(MlpipeError, ImportError):
 
 class UsageError(MlpipeError, ValueError):
     """A command or API called with arguments that cannot work."""
+
+
+class ContractError(MlpipeError, ValueError):
+    """An artifact on disk that does not match its contract.
+
+    ``file`` is the file at fault and ``line`` its row (1-based, header included) where one
+    row is at fault; ``column`` and ``key`` name the column or key when one is.
+    """
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str | None = None, file: str | None = None,
+                 line: int | None = None, column: str | None = None,
+                 key: str | None = None) -> None:
+        self.column = column
+        self.key = key
+        super().__init__(message, hint=hint, file=file, line=line)

@@ -105,3 +105,59 @@ def load_pipeline(target: str) -> Pipeline:
                     f"{', '.join(sorted(own))}",
                     hint=f"choose one: {display_path(path)}:{sorted(own)[0]}",
                     file=display_path(path))
+
+
+def load_contract(ref: str):
+    """The contract named on the command line.
+
+    ``ref`` is a contract kind (``label-map``: any artifact of that kind), or
+    ``MODULE:NAME`` where MODULE is a dotted module (``components.defect``) or a ``.py`` file
+    and NAME a contract class or instance in it (``LABELS``), or ``component.port`` for the
+    contract of a component's port (``prepare.labels``).
+
+    Raises:
+        LoadError: the module cannot be imported, or NAME is not a contract there.
+    """
+    from mlpipe.contracts import KINDS, is_contract
+
+    target, sep, name = ref.rpartition(":")
+    if not sep:
+        if ref in KINDS:
+            return KINDS[ref]
+        raise LoadError(f"{ref!r} is neither a contract kind nor MODULE:NAME",
+                        hint=f"use MODULE:NAME (e.g. components.defect:LABELS) or one of the "
+                             f"kinds {', '.join(sorted(KINDS))}")
+    if target.endswith(".py"):
+        module = import_file(target)
+    else:
+        if os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())
+        try:
+            module = importlib.import_module(target)
+        except MlpipeError:
+            raise
+        except (Exception, SystemExit) as exc:
+            raise LoadError(f"importing {target} raised {type(exc).__name__}: {exc}",
+                            hint="give a module importable from the current directory, or a "
+                                 ".py file") from exc
+    value, parts = module, name.split(".")
+    for i, part in enumerate(parts):
+        spec = getattr(value, "spec", None)
+        if i and hasattr(spec, "port") and not is_contract(value):
+            port = spec.port(part)
+            if port is None:
+                raise LoadError(f"component {'.'.join(parts[:i])!r} has no port {part!r}",
+                                hint=f"its ports: {', '.join(p.name for p in (*spec.inputs, *spec.outputs))}")
+            value = port.contract
+            if value is None:
+                raise LoadError(f"port {name!r} of {target} declares no contract",
+                                hint="annotate the port as Input[...]/Output[...] with a contract")
+            continue
+        if not hasattr(value, part):
+            raise LoadError(f"{target} has no attribute {'.'.join(parts[:i + 1])!r}",
+                            hint="name a contract defined in that module (e.g. LABELS)")
+        value = getattr(value, part)
+    if not is_contract(value):
+        raise LoadError(f"{ref} is a {type(value).__name__}, not a contract",
+                        hint="name a contract class or instance, or component.port")
+    return value

@@ -1,48 +1,180 @@
-"""The base every contract type derives from, and how a port reads a contract's facts.
+"""The base every contract type derives from: versioning, differences, run-time validation.
 
-Knows nothing of specs, graphs or backends.
+Knows nothing of specs, graphs, checks or backends; imports only errors and artifact kinds.
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar
+import dataclasses
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Iterator
 
 from mlpipe.artifacts import AssetType
+from mlpipe.errors import ContractError, DefinitionError
+
+_VERSION = re.compile(r"^(\d+)(?:\.(\d+))?$")
+
+#: The kebab names a Difference may carry; each is a diagnostic of the MP4xx family.
+DIFFERENCE_KINDS = (
+    "contract-kind-mismatch", "contract-version-incompatible", "schema-column-missing", "schema-dtype-mismatch", "schema-unit-mismatch",
+    "schema-nullability-mismatch", "feature-order-mismatch", "label-encoding-mismatch",
+    "split-disjointness-not-promised", "split-missing", "metric-scope-mismatch",
+    "contract-requirement-unmet",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """One way a producer's contract fails a consumer's requirement.
+
+    Args:
+        message: the concrete difference, both sides quoted (``class 'dent' is 2 here, 1 there``).
+        hint: what to change, imperative.
+        kind: which MP4xx diagnostic reports it (one of ``DIFFERENCE_KINDS``);
+            user-defined contracts normally keep the default.
+    """
+
+    message: str
+    hint: str
+    kind: str = "contract-requirement-unmet"
+
+
+def parse_version(version: str) -> tuple[int, int]:
+    """``"2"`` -> ``(2, 0)``, ``"2.1"`` -> ``(2, 1)``; anything else raises ValueError."""
+    m = _VERSION.match(str(version))
+    if not m:
+        raise ValueError(f"contract version {version!r} is not MAJOR or MAJOR.MINOR")
+    return int(m.group(1)), int(m.group(2) or 0)
+
+
+def version_satisfies(produced: str, required: str) -> bool:
+    """The versioning rule: same MAJOR, and the producer's MINOR at least the consumer's.
+
+    A minor version only widens a contract (adds optional columns, classes of metrics the
+    consumer may ignore); a major version changes meaning, so it never matches another major.
+    """
+    p_major, p_minor = parse_version(produced)
+    r_major, r_minor = parse_version(required)
+    return p_major == r_major and p_minor >= r_minor
+
+
+def plain(value: Any) -> Any:
+    """A JSON-able form of a contract field (nested contracts and value types by ``to_dict``)."""
+    if isinstance(value, Contract):
+        return value.spec()
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    return value
+
+
+#: contract kind -> its class, filled as contract types are defined (``mlpipe validate KIND``)
+KINDS: dict[str, type["Contract"]] = {}
 
 
 class Contract:
     """A versioned statement of what an artifact means.
 
-    Subclasses set ``kind`` (kebab-case name of the contract type) and ``transport`` (the
-    Azure ML type the artifact travels as) and describe their parameters in :meth:`spec`.
-    A port may be annotated with the class itself (any artifact of that kind) or with an
-    instance (that exact parametrisation).
+    Subclasses are frozen dataclasses whose every field has a default, so ``Kind()`` is the
+    permissive requirement "any artifact of this kind". They set ``kind`` (kebab-case) and
+    ``transport`` (the Azure ML type the artifact travels as), and override
+    :meth:`differences` (the compile-time rule) and :meth:`validate` (the run-time check).
+    A port may be annotated with the class itself or with an instance.
 
     Example:
-        >>> class Report(Contract):
-        ...     kind = "report"
+        >>> @dataclass(frozen=True)
+        ... class Vocabulary(Contract):
+        ...     kind = "vocabulary"
         ...     transport = AssetType.URI_FILE
+        ...     name: str | None = None
+        ...     size: int | None = None
+        ...     version: str = "1"
     """
 
     kind: ClassVar[str] = "contract"
     transport: ClassVar[AssetType] = AssetType.URI_FOLDER
     version: str = "1"
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "kind" in cls.__dict__:
+            KINDS[cls.kind] = cls
+
+    def __post_init__(self) -> None:
+        try:
+            parse_version(self.version)
+        except ValueError as exc:
+            raise DefinitionError(f"{type(self).__name__}: {exc}",
+                                  hint='write the version as "2" or "2.1"') from None
+
     def spec(self) -> dict[str, Any]:
         """Canonical, JSON-able description of this contract; it goes into spec digests."""
-        fields = {k: v for k, v in vars(self).items() if not k.startswith("_")}
-        return {"kind": self.kind, "version": str(self.version), **fields}
+        if dataclasses.is_dataclass(self):
+            fields = {f.name: plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        else:
+            fields = {k: plain(v) for k, v in vars(self).items() if not k.startswith("_")}
+        return {"kind": self.kind, **fields, "version": str(self.version)}
 
     @property
     def label(self) -> str:
+        """A short name for messages: ``label-map:defect-labels`` or ``image-folder``."""
         name = getattr(self, "name", None)
         return f"{self.kind}:{name}" if name else self.kind
+
+    def differences(self, required: "Contract") -> Iterator[Difference]:
+        """How this (the producer's) contract fails ``required`` (the consumer's).
+
+        Called only when ``self`` is an instance of ``type(required)`` and their versions
+        are compatible. The default asks for equal descriptions, name and version aside;
+        contract types override it with their own widening rules.
+        """
+        mine = {k: v for k, v in self.spec().items() if k not in ("name", "version")}
+        theirs = {k: v for k, v in required.spec().items() if k not in ("name", "version")}
+        for key in sorted(set(mine) | set(theirs)):
+            if mine.get(key) != theirs.get(key):
+                yield Difference(f"{key} is {mine.get(key)!r} but the consumer requires "
+                                 f"{theirs.get(key)!r}",
+                                 f"declare the same {key} on both ports")
+
+    def validate(self, path: Path) -> None:
+        """Check the artifact at ``path``; raise ContractError naming what is wrong.
+
+        The default checks that the path exists and is a file or a folder as the transport
+        says; contract types extend it.
+        """
+        check_exists(self, path)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.spec()!r})"
 
 
+def check_exists(contract: Contract, path: Path) -> None:
+    """Raise ContractError unless ``path`` exists as a file or a folder, as ``contract`` travels."""
+    path = Path(path)
+    wants_file = contract.transport is AssetType.URI_FILE
+    if not path.exists():
+        raise ContractError(f"nothing exists here; {contract.label} expects a "
+                            f"{'file' if wants_file else 'folder'} there",
+                            hint="write the artifact to this path", file=str(path))
+    if wants_file and not path.is_file():
+        raise ContractError(f"this is a folder; {contract.label} expects a file",
+                            hint="write a single file", file=str(path))
+    if not wants_file and not path.is_dir():
+        raise ContractError(f"this is a file; {contract.label} expects a folder",
+                            hint="write a folder", file=str(path))
+
+
 def _is_contract_class(value: object) -> bool:
     return isinstance(value, type) and issubclass(value, Contract)
+
+
+def as_instance(contract: Contract | type[Contract]) -> Contract:
+    """The instance a contract class stands for: its permissive default ``Kind()``."""
+    return contract() if _is_contract_class(contract) else contract
 
 
 def contract_spec(contract: Contract | type[Contract]) -> dict[str, Any]:

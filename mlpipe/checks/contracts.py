@@ -1,0 +1,95 @@
+"""Contract checks (MP4xx): on every edge, the producer's contract must satisfy the consumer's.
+
+Pure: graph in, diagnostics out. The rules live with the contract types
+(``mlpipe.contracts.compatibility``); this module only places and names them.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+from mlpipe.artifacts import can_connect
+from mlpipe.checks.registry import CHECK_CRASHED, check
+from mlpipe.checks.where import at_edge
+from mlpipe.contracts import compatibility, contract_label
+from mlpipe.diagnostics import Code, Diagnostic, Severity, register_code
+from mlpipe.graph import FromInput, FromStep, Graph, StepNode
+from mlpipe.spec import PortSpec
+
+E = Severity.ERROR
+CODES: dict[str, Code] = {c.name: c for c in (
+    register_code("MP401", "contract-kind-mismatch", E,
+                  "An edge connects contracts of different kinds (a label map to an image folder)."),
+    register_code("MP402", "contract-version-incompatible", E,
+                  "The producer's contract version does not satisfy the consumer's."),
+    register_code("MP403", "schema-column-missing", E,
+                  "A column (or model input) the consumer requires is not produced."),
+    register_code("MP404", "schema-dtype-mismatch", E,
+                  "A column is produced with another dtype than the consumer requires."),
+    register_code("MP405", "schema-unit-mismatch", E,
+                  "A column is produced in another unit than the consumer requires."),
+    register_code("MP406", "schema-nullability-mismatch", E,
+                  "A column may be null but the consumer requires a value in every row."),
+    register_code("MP407", "feature-order-mismatch", E,
+                  "Features are produced in another order than the consumer requires."),
+    register_code("MP408", "label-encoding-mismatch", E,
+                  "A class is encoded with another code, or is missing, on one side of an edge."),
+    register_code("MP409", "split-disjointness-not-promised", E,
+                  "A consumer requiring disjoint splits is fed a manifest that does not promise it."),
+    register_code("MP410", "split-missing", E,
+                  "A split the consumer requires is not guaranteed by the producer's manifest."),
+    register_code("MP411", "metric-scope-mismatch", E,
+                  "A metric the consumer requires as global is produced as a partial value."),
+    register_code("MP412", "contract-requirement-unmet", E,
+                  "Any other way the producer's contract fails the consumer's requirement."),
+    register_code("MP413", "contract-unverified", Severity.WARNING,
+                  "A port with a contract is fed by an output that declares none."),
+)}
+
+
+def _edges(graph: Graph) -> Iterator[tuple[StepNode, str, PortSpec, str, PortSpec]]:
+    """(consumer node, consumer key, consumer port, source label, producer port) per edge."""
+    for node in graph.step_nodes():
+        for key, endpoint in node.bindings.items():
+            consumer = node.component.input(key)
+            if consumer is None or consumer.contract is None:
+                continue
+            producer: PortSpec | None = None
+            if isinstance(endpoint, FromStep) and endpoint.node in graph.steps:
+                producer = graph.steps[endpoint.node].component.output(endpoint.port)
+            elif isinstance(endpoint, FromInput):
+                declared = graph.input(endpoint.name)
+                producer = declared.port if declared is not None else None
+                if producer is None or producer.contract is None:
+                    continue  # data given at submission: validated when the run starts
+            else:
+                continue
+            if producer is not None:
+                yield node, key, consumer, str(endpoint), producer
+
+
+@check(*CODES.values())
+def contract_edges(graph: Graph) -> Iterator[Diagnostic]:
+    for node, key, consumer, source, producer in _edges(graph):
+        edge = f"{source} -> {node.id}.{key}"
+        where = at_edge(graph, source, f"{node.id}.{key}", node)
+        if not can_connect(producer.kind, consumer.kind):
+            continue  # MP301 already reports this edge
+        if producer.contract is None:
+            yield Diagnostic.of(
+                CODES["contract-unverified"],
+                f"{edge}: {contract_label(consumer.contract)} is required but '{source}' "
+                f"declares no contract ({producer.kind})",
+                hint=f"annotate '{source}' as Output[...] with the contract it produces",
+                **where)
+            continue
+        try:
+            differences = compatibility(producer.contract, consumer.contract)
+        except Exception as exc:  # a user-defined rule that raises spoils one edge, not all
+            yield Diagnostic.of(
+                CHECK_CRASHED, f"{edge}: the compatibility rule of "
+                f"{contract_label(consumer.contract)} raised {type(exc).__name__}: {exc}",
+                hint="fix the contract type's differences() method", **where)
+            continue
+        for diff in differences:
+            code = CODES.get(diff.kind, CODES["contract-requirement-unmet"])
+            yield Diagnostic.of(code, f"{edge}: {diff.message}", hint=diff.hint, **where)

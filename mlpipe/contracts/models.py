@@ -1,0 +1,279 @@
+"""Model contracts: the model's signature (input features in order with dtypes, outputs) and
+the label map it was trained with; validated against an MLflow ``MLmodel`` file.
+
+Knows nothing of specs; never imports mlflow (the MLmodel file is YAML, read with PyYAML).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from mlpipe.artifacts import AssetType
+from mlpipe.contracts.base import Contract, Difference, check_exists
+from mlpipe.contracts.labels import LabelMap, check_encoding, encoding_differences
+from mlpipe.contracts.tabular import Column
+from mlpipe.errors import ContractError, DefinitionError
+
+#: mlpipe dtype -> MLflow column type (mlflow.types.DataType names)
+MLFLOW_TYPES = {"int32": "integer", "int64": "long", "float32": "float", "float64": "double",
+                "string": "string", "bool": "boolean", "timestamp": "datetime"}
+TENSOR_DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
+                 "bool")
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A tensor input or output: numpy dtype and shape (``-1`` for a free dimension).
+
+    Example:
+        >>> Tensor("float64", (-1, 64))
+    """
+
+    dtype: str
+    shape: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if self.dtype not in TENSOR_DTYPES:
+            raise DefinitionError(f"Tensor dtype {self.dtype!r} is not one of "
+                                  f"{', '.join(TENSOR_DTYPES)}", hint="use a numpy dtype name")
+        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"dtype": self.dtype, "shape": list(self.shape)}
+
+    def mlflow(self) -> list[dict[str, Any]]:
+        return [{"type": "tensor", "tensor-spec": {"dtype": self.dtype, "shape": list(self.shape)}}]
+
+    def __str__(self) -> str:
+        return f"tensor {self.dtype}{list(self.shape)}"
+
+
+def _normalise(value: Any, what: str) -> Any:
+    if value is None or isinstance(value, Tensor):
+        return value
+    cols = tuple(value)
+    if not all(isinstance(c, Column) for c in cols):
+        raise DefinitionError(f"model {what} must be a Tensor(...) or a list of Column(...), "
+                              f"got {value!r}", hint='write [Column("length", "float64"), ...]')
+    return cols
+
+
+def _show(io: Any) -> str:
+    if isinstance(io, Tensor):
+        return str(io)
+    return "[" + ", ".join(f"{c.name}:{c.dtype}" for c in io) + "]"
+
+
+def _mlflow(io: Any) -> list[dict[str, Any]]:
+    if isinstance(io, Tensor):
+        return io.mlflow()
+    return [{"name": c.name, "type": MLFLOW_TYPES[c.dtype], "required": not c.nullable}
+            for c in io]
+
+
+@dataclass(frozen=True, eq=True)
+class ModelSignature(Contract):
+    """A trained model: what it reads, what it returns, and the label map it was trained with.
+
+    Args:
+        name: the model contract's name.
+        inputs: a Tensor, or the input features as Columns in the order the model reads them.
+        outputs: a Tensor, or Columns.
+        labels: the LabelMap the model's class codes follow.
+        version: ``MAJOR`` or ``MAJOR.MINOR``.
+
+    Example:
+        >>> ModelSignature("scorer", inputs=[Column("length", "float64")], labels=LABELS)
+    """
+
+    kind = "model-signature"
+    transport = AssetType.CUSTOM_MODEL
+
+    name: str | None = None
+    inputs: Any = None
+    outputs: Any = None
+    labels: LabelMap | None = None
+    version: str = "1"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "inputs", _normalise(self.inputs, "inputs"))
+        object.__setattr__(self, "outputs", _normalise(self.outputs, "outputs"))
+        if self.labels is not None and not isinstance(self.labels, LabelMap):
+            raise DefinitionError(f"model labels must be a LabelMap, got {self.labels!r}",
+                                  hint="pass the LabelMap the model was trained with")
+
+    def differences(self, required: Contract) -> Iterator[Difference]:
+        assert isinstance(required, ModelSignature)
+        for what in ("inputs", "outputs"):
+            yield from _io_differences(what, getattr(self, what), getattr(required, what),
+                                       self.label)
+        if required.labels is not None:
+            if self.labels is None:
+                yield Difference(f"the consumer requires a model trained with "
+                                 f"{required.labels.label} but {self.label} names no label map",
+                                 "declare labels=... on the producer's model contract",
+                                 "label-encoding-mismatch")
+            else:
+                yield from encoding_differences(self.labels, required.labels, "model labels: ")
+
+    def mlmodel_fields(self) -> dict[str, Any]:
+        """The ``signature`` and ``metadata`` entries of an MLmodel file for this contract.
+
+        A step body merges them into the MLmodel it writes (or passes the signature to
+        ``mlflow.*.log_model``), so that :meth:`validate` can check the model.
+        """
+        fields: dict[str, Any] = {}
+        signature = {k: json.dumps(_mlflow(v)) for k, v in
+                     (("inputs", self.inputs), ("outputs", self.outputs)) if v is not None}
+        if signature:
+            fields["signature"] = signature
+        if self.labels is not None:
+            fields["metadata"] = {"label_map": self.labels.encoding}
+        return fields
+
+    def validate(self, path: Path) -> None:
+        """Check the model folder's MLmodel: its signature and its recorded label map.
+
+        Raises:
+            ContractError: naming the MLmodel file and the input, output or class that differs.
+        """
+        path = Path(path)
+        check_exists(self, path)
+        mlmodel = path / "MLmodel"
+        needs = self.inputs is not None or self.outputs is not None or self.labels is not None
+        if not mlmodel.is_file():
+            if needs or self.transport is AssetType.MLFLOW_MODEL:
+                raise ContractError(f"the model folder has no MLmodel file; {self.label} "
+                                    f"checks the model's signature there",
+                                    hint="save the model with MLflow, or write an MLmodel file "
+                                         "with the contract's mlmodel_fields()", file=str(path))
+            return
+        doc = _read_mlmodel(mlmodel, self.label)
+        if self.transport is AssetType.MLFLOW_MODEL and not doc.get("flavors"):
+            raise ContractError(f"MLmodel declares no flavors; {self.label} is an MLflow model",
+                                hint="save the model with an MLflow flavor", file=str(mlmodel),
+                                key="flavors")
+        signature = doc.get("signature") or {}
+        for what in ("inputs", "outputs"):
+            want = getattr(self, what)
+            if want is None:
+                continue
+            if what not in signature:
+                raise ContractError(f"MLmodel has no signature {what}; {self.label} expects "
+                                    f"{_show(want)}", hint="log the model with a signature",
+                                    file=str(mlmodel), key=f"signature.{what}")
+            _check_io(self.label, mlmodel, what, want, signature[what])
+        if self.labels is not None:
+            found = (doc.get("metadata") or {}).get("label_map")
+            if not isinstance(found, dict):
+                raise ContractError(f"MLmodel records no metadata.label_map; {self.label} was "
+                                    f"trained with {self.labels.label}",
+                                    hint="log the model with metadata={'label_map': {...}}",
+                                    file=str(mlmodel), key="metadata.label_map")
+            check_encoding(self.labels, found, str(mlmodel))
+
+
+@dataclass(frozen=True, eq=True)
+class MLflowModel(ModelSignature):
+    """An MLflow model folder (``MLmodel`` plus files) with the signature of ModelSignature.
+
+    Example:
+        >>> MLflowModel("defect-softmax", inputs=Tensor("float64", (-1, 64)), labels=LABELS)
+    """
+
+    kind = "mlflow-model"
+    transport = AssetType.MLFLOW_MODEL
+
+
+def _io_differences(what: str, have: Any, want: Any, label: str) -> Iterator[Difference]:
+    if want is None:
+        return
+    if have is None:
+        yield Difference(f"the consumer requires model {what} {_show(want)} but {label} "
+                         f"declares none", f"declare {what}=... on the producer's model contract")
+        return
+    if isinstance(have, Tensor) or isinstance(want, Tensor):
+        if have != want:
+            kind = ("schema-dtype-mismatch" if isinstance(have, Tensor) and
+                    isinstance(want, Tensor) and have.dtype != want.dtype
+                    else "contract-requirement-unmet")
+            yield Difference(f"model {what} are {_show(have)} but the consumer requires "
+                             f"{_show(want)}", f"declare the same {what} on both ports", kind)
+        return
+    mine = {c.name: c for c in have}
+    for col in want:
+        if col.name not in mine:
+            yield Difference(f"the consumer requires model {what[:-1]} {col.name!r} but the "
+                             f"model's {what} are {_show(have)}",
+                             f"declare {col.name!r} in the producer's {what}",
+                             "schema-column-missing")
+        elif mine[col.name].dtype != col.dtype:
+            yield Difference(f"model {what[:-1]} {col.name!r} is {mine[col.name].dtype} but the "
+                             f"consumer requires {col.dtype}", "declare the same dtype on both "
+                             "ports", "schema-dtype-mismatch")
+    names = [c.name for c in want]
+    extra = [c.name for c in have if c.name not in names]
+    if extra:
+        yield Difference(f"the model's {what} include {extra[0]!r}, which the consumer does not "
+                         f"provide ({_show(want)})", f"declare the same {what} on both ports",
+                         "schema-column-missing")
+    elif [c.name for c in have] != names and len(have) == len(want):
+        yield Difference(f"model {what} are in the order {', '.join(c.name for c in have)} but "
+                         f"the consumer requires {', '.join(names)}",
+                         f"declare the {what} in the same order on both ports",
+                         "feature-order-mismatch")
+
+
+def _read_mlmodel(mlmodel: Path, label: str) -> dict[str, Any]:
+    import yaml
+
+    try:
+        doc = yaml.safe_load(mlmodel.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise ContractError(f"MLmodel is not YAML ({exc.__class__.__name__}); {label} reads "
+                            f"the model's signature there", hint="rewrite the MLmodel file",
+                            file=str(mlmodel), line=mark.line + 1 if mark else None) from None
+    if not isinstance(doc, dict):
+        raise ContractError(f"MLmodel holds no mapping; {label} reads the model's signature "
+                            f"there", hint="rewrite the MLmodel file", file=str(mlmodel))
+    return doc
+
+
+def _check_io(label: str, mlmodel: Path, what: str, want: Any, raw: Any) -> None:
+    try:
+        found = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError:
+        found = None
+    if not isinstance(found, list):
+        raise ContractError(f"signature {what} is not a JSON list; {label} expects "
+                            f"{_show(want)}", hint="log the model with an MLflow signature",
+                            file=str(mlmodel), key=f"signature.{what}")
+    expected = _mlflow(want)
+    if isinstance(want, Tensor):
+        if found != expected:
+            raise ContractError(f"signature {what} are {json.dumps(found)} but {label} "
+                                f"expects {_show(want)}", hint=f"log the model with {what} "
+                                f"{_show(want)}", file=str(mlmodel), key=f"signature.{what}")
+        return
+    names = [f.get("name") if isinstance(f, dict) else None for f in found]
+    for pos, col in enumerate(want):
+        if col.name not in names:
+            raise ContractError(f"signature {what} lack {col.name!r} ({col.dtype}); {label} "
+                                f"expects {_show(want)}", hint=f"log the model with {what} "
+                                f"{_show(want)}", file=str(mlmodel), key=col.name,
+                                column=col.name)
+        entry = found[names.index(col.name)]
+        if entry.get("type") != MLFLOW_TYPES[col.dtype]:
+            raise ContractError(f"signature {what[:-1]} {col.name!r} is {entry.get('type')} but "
+                                f"{label} expects {MLFLOW_TYPES[col.dtype]} ({col.dtype})",
+                                hint="cast the feature before logging the model",
+                                file=str(mlmodel), key=col.name, column=col.name)
+        if names.index(col.name) != pos:
+            raise ContractError(f"signature {what[:-1]} {pos + 1} is {names[pos]!r} but "
+                                f"{label} expects {col.name!r} there (order {', '.join(c.name for c in want)})",
+                                hint="log the model with its features in the contract's order",
+                                file=str(mlmodel), key=col.name, column=col.name)

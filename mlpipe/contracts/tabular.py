@@ -1,0 +1,376 @@
+"""Tabular schema contracts: columns with dtype, unit, nullability, role and feature order.
+
+Compile-time rule and run-time validation of CSV and Parquet files (through pyarrow, the
+``mlpipe[tabular]`` extra, imported only when a table is validated). Knows nothing of specs.
+"""
+from __future__ import annotations
+
+import csv
+import difflib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from mlpipe.artifacts import AssetType
+from mlpipe.contracts.base import Contract, Difference, check_exists
+from mlpipe.errors import ContractError, DefinitionError, UsageError
+
+DTYPES = ("int32", "int64", "float32", "float64", "string", "bool", "timestamp")
+ROLES = ("key", "feature", "label", "weight", "other")
+_HEADER = re.compile(r"^(?P<name>.*?)\s*\[(?P<unit>[^\]]*)\]$")
+_TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a table.
+
+    Args:
+        name: the column's name (in a CSV header, ``name`` or ``name [unit]``).
+        dtype: one of ``int32 int64 float32 float64 string bool timestamp``.
+        unit: the physical unit of the values (``"mm"``, ``"s"``, ``"USD"``), if any.
+        nullable: whether a value may be missing.
+        role: ``key``, ``feature``, ``label``, ``weight`` or ``other``.
+
+    Example:
+        >>> Column("length", "float64", unit="mm")
+    """
+
+    name: str
+    dtype: str
+    unit: str | None = None
+    nullable: bool = False
+    role: str = "feature"
+
+    def __post_init__(self) -> None:
+        if self.dtype not in DTYPES:
+            raise DefinitionError(f"column {self.name!r} has dtype {self.dtype!r}, which is "
+                                  f"not one of {', '.join(DTYPES)}",
+                                  hint="use one of the listed dtypes")
+        if self.role not in ROLES:
+            raise DefinitionError(f"column {self.name!r} has role {self.role!r}, which is not "
+                                  f"one of {', '.join(ROLES)}", hint="use one of the listed roles")
+
+    @property
+    def header(self) -> str:
+        """How a CSV header names this column: ``length [mm]``, or ``length`` with no unit."""
+        return f"{self.name} [{self.unit}]" if self.unit else self.name
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "dtype": self.dtype, "unit": self.unit,
+                "nullable": self.nullable, "role": self.role}
+
+
+@dataclass(frozen=True, eq=True)
+class TabularSchema(Contract):
+    """A table (a CSV or Parquet file) with named, typed columns.
+
+    Args:
+        name: the schema's name; versions are compared between schemas of the same name.
+        columns: the columns the table must have; a file may have more (safe widening).
+        ordered: whether the order of the ``feature`` columns matters to the consumer.
+        version: ``MAJOR`` or ``MAJOR.MINOR`` (see docs/contracts.md).
+
+    Example:
+        >>> PARTS = TabularSchema("parts", columns=[Column("id", "string", role="key"),
+        ...                                         Column("length", "float64", unit="mm")])
+    """
+
+    kind = "tabular-schema"
+    transport = AssetType.URI_FILE
+
+    name: str | None = None
+    columns: tuple[Column, ...] = ()
+    ordered: bool = False
+    version: str = "1"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        cols = tuple(self.columns)
+        if not all(isinstance(c, Column) for c in cols):
+            raise DefinitionError(f"TabularSchema {self.name!r}: columns must be Column(...) "
+                                  f"values", hint='write Column("name", "float64", unit="mm")')
+        names = [c.name for c in cols]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise DefinitionError(f"TabularSchema {self.name!r} declares column {dupes[0]!r} "
+                                  f"twice", hint="give each column one declaration")
+        object.__setattr__(self, "columns", cols)
+
+    def column(self, name: str) -> Column | None:
+        return next((c for c in self.columns if c.name == name), None)
+
+    @property
+    def features(self) -> tuple[str, ...]:
+        """The names of the feature columns, in declared order."""
+        return tuple(c.name for c in self.columns if c.role == "feature")
+
+    def differences(self, required: Contract) -> Iterator[Difference]:
+        assert isinstance(required, TabularSchema)
+        for want in required.columns:
+            have = self.column(want.name)
+            if have is None:
+                yield Difference(f"column {want.name!r} ({want.dtype}) is required but not "
+                                 f"produced (produced: {_names(self.columns)})",
+                                 f"add column {want.name!r} to the producer's schema, or stop "
+                                 f"requiring it", "schema-column-missing")
+                continue
+            if have.dtype != want.dtype:
+                yield Difference(f"column {want.name!r} is {have.dtype} but the consumer "
+                                 f"requires {want.dtype}",
+                                 f"cast {want.name!r} to {want.dtype} in the producer, or "
+                                 f"change the consumer's dtype", "schema-dtype-mismatch")
+            if have.unit != want.unit:
+                yield Difference(f"column {want.name!r} is in {_unit(have.unit)} but the "
+                                 f"consumer requires {_unit(want.unit)}",
+                                 f"convert {want.name!r} to {_unit(want.unit)} in the producer, "
+                                 f"or declare the same unit on both ports", "schema-unit-mismatch")
+            if have.nullable and not want.nullable:
+                yield Difference(f"column {want.name!r} may be null but the consumer requires "
+                                 f"a value in every row",
+                                 f"fill or drop missing {want.name!r} values in the producer "
+                                 f"and declare it nullable=False", "schema-nullability-mismatch")
+            if have.role != want.role:
+                yield Difference(f"column {want.name!r} is produced as a {have.role} but the "
+                                 f"consumer reads it as a {want.role}",
+                                 "declare the same role on both ports")
+        if required.ordered:
+            wanted = required.features
+            have_order = [n for n in self.features if n in wanted]
+            if all(self.column(n) is not None for n in wanted) and tuple(have_order) != wanted:
+                pos = next(i for i, (a, b) in enumerate(zip(have_order, wanted)) if a != b)
+                yield Difference(f"feature {pos + 1} is {have_order[pos]!r} but the consumer "
+                                 f"requires {wanted[pos]!r} (produced order: "
+                                 f"{', '.join(have_order)}; required: {', '.join(wanted)})",
+                                 "declare the features in the same order on both ports",
+                                 "feature-order-mismatch")
+
+    def csv_header(self) -> list[str]:
+        """The header row a CSV file of this schema has (units in brackets)."""
+        return [c.header for c in self.columns]
+
+    def arrow_schema(self):
+        """The pyarrow schema of a Parquet file of this schema (units as field metadata)."""
+        pa = _pyarrow()
+        return pa.schema([pa.field(c.name, _arrow_type(pa, c.dtype), nullable=c.nullable,
+                                   metadata={"unit": c.unit} if c.unit else None)
+                          for c in self.columns])
+
+    def validate(self, path: Path) -> None:
+        """Check a CSV or Parquet file (or every such file in a folder) against the schema.
+
+        Raises:
+            ContractError: naming the file, the column and, for a bad value, the row.
+        """
+        path = Path(path)
+        if path.is_dir():
+            files = sorted(p for p in path.rglob("*") if p.suffix.lower() in _TABLE_SUFFIXES)
+            if not files:
+                raise ContractError(f"the folder holds no .csv or .parquet file; {self.label} "
+                                    f"expects a table", hint="write the table as CSV or Parquet",
+                                    file=str(path))
+            for f in files:
+                self.validate(f)
+            return
+        check_exists(self, path)
+        if path.suffix.lower() == ".csv":
+            _validate_csv(self, path)
+        elif path.suffix.lower() in (".parquet", ".pq"):
+            _validate_parquet(self, path)
+        else:
+            raise ContractError(f"the file is neither .csv nor .parquet; {self.label} validates "
+                                f"only those", hint="name the file *.csv or *.parquet",
+                                file=str(path))
+
+
+def _names(columns: Iterable[Column]) -> str:
+    return ", ".join(c.name for c in columns) or "none"
+
+
+def _unit(unit: str | None) -> str:
+    return repr(unit) if unit else "no unit"
+
+
+def _pyarrow():
+    try:
+        import pyarrow
+    except ImportError:
+        raise UsageError("validating a CSV or Parquet table needs pyarrow, which is not "
+                         "installed", hint="pip install 'mlpipe[tabular]'") from None
+    return pyarrow
+
+
+def _arrow_type(pa, dtype: str):
+    return {"int32": pa.int32(), "int64": pa.int64(), "float32": pa.float32(),
+            "float64": pa.float64(), "string": pa.string(), "bool": pa.bool_(),
+            "timestamp": pa.timestamp("us")}[dtype]
+
+
+def _arrow_matches(pa, arrow_type, dtype: str) -> bool:
+    if dtype == "string":
+        return pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
+    if dtype == "timestamp":
+        return pa.types.is_timestamp(arrow_type)
+    return arrow_type == _arrow_type(pa, dtype)
+
+
+def _missing(schema: TabularSchema, col: Column, present: list[str], path: Path) -> ContractError:
+    close = difflib.get_close_matches(col.name, present, n=1)
+    renamed = f"; is {close[0]!r} the same column renamed?" if close else ""
+    return ContractError(f"the table has no column {col.name!r} ({col.dtype}) required by "
+                         f"{schema.label}{renamed}",
+                         hint=f"write the column as {col.header!r}", file=str(path),
+                         line=1 if path.suffix == ".csv" else None, column=col.name)
+
+
+def _check_columns(schema: TabularSchema, path: Path, found: dict[str, str | None],
+                   order: list[str], unit_where: str) -> None:
+    for col in schema.columns:
+        if col.name not in found:
+            raise _missing(schema, col, order, path)
+        unit = found[col.name]
+        if unit != col.unit:
+            raise ContractError(f"column {col.name!r} is in {_unit(unit)} but "
+                                f"{schema.label} requires {_unit(col.unit)}",
+                                hint=f"convert the values and state the unit {unit_where}",
+                                file=str(path), line=1 if path.suffix == ".csv" else None,
+                                column=col.name)
+    if schema.ordered:
+        have = [n for n in order if n in schema.features]
+        if tuple(have) != schema.features:
+            raise ContractError(f"feature columns are in the order {', '.join(have)} "
+                                f"but {schema.label} requires {', '.join(schema.features)}",
+                                hint="write the feature columns in the schema's order",
+                                file=str(path), line=1 if path.suffix == ".csv" else None)
+
+
+def _validate_csv(schema: TabularSchema, path: Path) -> None:
+    pa = _pyarrow()
+    from pyarrow import csv as pacsv
+
+    with path.open(newline="", encoding="utf-8") as fh:
+        header = next(csv.reader(fh), None)
+    if not header:
+        raise ContractError(f"the file is empty; {schema.label} expects a header row",
+                            hint="write the header row " + ",".join(schema.csv_header()),
+                            file=str(path), line=1)
+    found: dict[str, str | None] = {}
+    raw_name: dict[str, str] = {}
+    for cell in header:
+        m = _HEADER.match(cell)
+        name, unit = (m.group("name"), m.group("unit") or None) if m else (cell, None)
+        if name in found:
+            raise ContractError(f"column {name!r} appears twice in the header",
+                                hint="give each column one header cell", file=str(path),
+                                line=1, column=name)
+        found[name], raw_name[name] = unit, cell
+    _check_columns(schema, path, found, list(found), "in the header as 'name [unit]'")
+    types = {raw_name[c.name]: _arrow_type(pa, c.dtype) for c in schema.columns}
+    options = pacsv.ConvertOptions(column_types=types, include_columns=list(types),
+                                   null_values=[""], strings_can_be_null=True,
+                                   quoted_strings_can_be_null=False)
+    try:
+        table = pacsv.read_csv(path, convert_options=options)
+    except pa.ArrowInvalid as exc:
+        raise _conversion_error(schema, path, header, raw_name, str(exc)) from None
+    for col in schema.columns:
+        if col.nullable:
+            continue
+        values = table.column(raw_name[col.name])
+        if values.null_count:
+            row = _first_null(values)
+            raise ContractError(f"row {row + 1} has no value in column {col.name!r}, "
+                                f"which {schema.label} declares not nullable",
+                                hint=f"fill the missing {col.name!r} values or declare the "
+                                     f"column nullable=True", file=str(path),
+                                line=_csv_line(path, row), column=col.name)
+
+
+def _first_null(values) -> int:
+    import pyarrow.compute as pc
+
+    return pc.index(pc.is_null(values), True).as_py()
+
+
+def _csv_line(path: Path, row: int) -> int:
+    """The file line on which data row ``row`` (0-based) starts, fields spanning lines included."""
+    with path.open(newline="", encoding="utf-8") as fh:
+        reader = csv.reader(fh)
+        next(reader, None)
+        line = reader.line_num
+        for i, _ in enumerate(reader):
+            if i == row:
+                return line + 1
+            line = reader.line_num
+    return line
+
+
+def _conversion_error(schema: TabularSchema, path: Path, header: list[str],
+                      raw_name: dict[str, str], text: str) -> ContractError:
+    m = re.search(r"CSV column #(\d+).*invalid value '(.*)'", text, re.S)
+    if m is None:
+        return ContractError(f"the file cannot be read as CSV: {text}",
+                             hint="fix the file so it is well-formed CSV", file=str(path))
+    index, bad = int(m.group(1)), m.group(2)
+    cell = header[index]
+    col = next(c for c in schema.columns if raw_name[c.name] == cell)
+    with path.open(newline="", encoding="utf-8") as fh:
+        reader = csv.reader(fh)
+        next(reader)
+        start, row = 2, 0
+        for row, fields in enumerate(reader, 1):
+            if index < len(fields) and fields[index] == bad:
+                break
+            start = reader.line_num + 1
+    return ContractError(f"row {row}, column {col.name!r} holds {bad!r}, which is not "
+                         f"a {col.dtype} as {schema.label} requires",
+                         hint=f"write {col.dtype} values in {col.name!r}, or change the "
+                              f"column's dtype", file=str(path), line=start, column=col.name)
+
+
+def _validate_parquet(schema: TabularSchema, path: Path) -> None:
+    pa = _pyarrow()
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.ParquetFile(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise ContractError(f"the file cannot be read as Parquet: {exc}",
+                            hint="write a valid Parquet file", file=str(path)) from None
+    arrow = meta.schema_arrow
+    found: dict[str, str | None] = {}
+    for field in arrow:
+        unit = (field.metadata or {}).get(b"unit")
+        found[field.name] = unit.decode() if unit else None
+    _check_columns(schema, path, found, list(arrow.names), "as the field's 'unit' metadata")
+    for col in schema.columns:
+        actual = arrow.field(col.name).type
+        if not _arrow_matches(pa, actual, col.dtype):
+            raise ContractError(f"column {col.name!r} is {actual} but {schema.label} "
+                                f"requires {col.dtype}",
+                                hint=f"cast {col.name!r} to {col.dtype} before writing",
+                                file=str(path), column=col.name)
+    _check_parquet_nulls(schema, path, meta)
+
+
+def _check_parquet_nulls(schema: TabularSchema, path: Path, meta) -> None:
+    """Nulls from the row-group statistics; a column is read only where they are missing."""
+    index = {name: i for i, name in enumerate(meta.schema_arrow.names)}
+    for col in schema.columns:
+        if col.nullable:
+            continue
+        offset = 0
+        for g in range(meta.metadata.num_row_groups):
+            group = meta.metadata.row_group(g)
+            stats = group.column(index[col.name]).statistics
+            if stats is None or not stats.has_null_count or stats.null_count:
+                values = meta.read_row_group(g, columns=[col.name]).column(0)
+                if values.null_count:
+                    row = offset + _first_null(values)
+                    raise ContractError(
+                        f"row {row + 1} has no value in column {col.name!r}, which "
+                        f"{schema.label} declares not nullable",
+                        hint=f"fill the missing {col.name!r} values or declare the column "
+                             f"nullable=True", file=str(path), column=col.name)
+            offset += group.num_rows
