@@ -67,6 +67,30 @@ WRITER_UNKNOWN = register_code(
     "MP517", "writer-for-unknown-output", Severity.ERROR,
     "A writer policy names an output the component does not have.")
 
+# Run-time findings of the post-step coordination check (mlpipe.backends.local.coordination).
+UNRECORDED = register_code(
+    "MP520", "coordination-unrecorded", Severity.WARNING,
+    "Ranks of a distributed step left no coordination record, so coordination is unevidenced.")
+OVERLAP = register_code(
+    "MP521", "shard-overlap", Severity.ERROR,
+    "Two ranks consumed the same example in one distributed step.")
+COPIES = register_code(
+    "MP522", "independent-copies", Severity.ERROR,
+    "Every rank consumed the whole data set: N independent copies, not a distributed run.")
+COVERAGE = register_code(
+    "MP523", "coverage-gap", Severity.ERROR,
+    "Examples of the data set that no rank consumed.")
+WRITERS = register_code(
+    "MP524", "multiple-writers", Severity.ERROR,
+    "More than one rank wrote an output that has a single writer.")
+WRONG_WRITER = register_code(
+    "MP525", "undeclared-writer", Severity.ERROR,
+    "A rank other than the declared writer wrote an output.")
+PARTIAL_GLOBAL = register_code(
+    "MP526", "partial-metric-logged-as-global", Severity.ERROR,
+    "A metric logged as global by more than one rank: each rank's partial view, not the whole.")
+
+
 _LAUNCHERS = re.compile(r"(?<![\w.-])(torchrun|torch\.distributed\.(?:launch|run)|mpirun|mpiexec|"
                         r"deepspeed|horovodrun|accelerate\s+launch)(?![\w-])")
 _WORLD_FLAG = re.compile(r"--world[-_]size[=\s]+(\d+)")
