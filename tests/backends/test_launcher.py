@@ -1,6 +1,7 @@
 """The local launcher on real processes: a real gloo DDP group, TF_CONFIG, failures, timeouts."""
 import json
 import os
+import shutil
 import pathlib
 import sys
 import time
@@ -159,3 +160,27 @@ def test_bad_arguments_are_usage_errors(tmp_path):
         launch("python train.py", distribution=None, log_dir=tmp_path)
     with pytest.raises(UsageError, match="instances=0; the node count is an int >= 1"):
         launch(["python"], distribution=None, instances=0, log_dir=tmp_path)
+
+
+needs_mpirun = pytest.mark.skipif(shutil.which("mpirun") is None, reason="OpenMPI not installed")
+
+
+@pytest.mark.slow
+@needs_mpirun
+def test_mpi_launches_world_size_ranks_through_mpirun(tmp_path):
+    result = launch([sys.executable, str(SCRIPTS / "mpi_script.py"), str(tmp_path)],
+                    distribution=Mpi(processes_per_node=2), instances=2, env=_env(tmp_path),
+                    cwd=str(ROOT), log_dir=tmp_path / "logs", timeout=120)
+    seen = [json.loads((tmp_path / f"mpi-{r}.json").read_text()) for r in range(4)]
+    assert [(s["rank"], s["world_size"]) for s in seen] == [(r, 4) for r in range(4)]
+    assert (result.framework, result.world_size) == ("mpi", 4)
+
+
+@pytest.mark.slow
+@needs_mpirun
+def test_an_mpi_rank_that_exits_3_is_named(tmp_path):
+    with pytest.raises(LaunchFailed, match=r"(?s)rank 1 of 2 exited with code 3; mpirun stopped "
+                                           r"the job.*rank-1.log:\n    rank 1 fails on purpose\n"):
+        launch([sys.executable, str(SCRIPTS / "mpi_script.py"), str(tmp_path), "1"],
+               distribution=Mpi(processes_per_node=2), env=_env(tmp_path), cwd=str(ROOT),
+               log_dir=tmp_path / "logs", timeout=120)

@@ -442,6 +442,9 @@ def _group_members(pgid: int) -> list[int]:
 
 # --- MPI -----------------------------------------------------------------------------------
 
+_MPI_TAG = re.compile(r"\[\d+,(\d+)\]<std(?:out|err)>:")
+
+
 def _run_mpi(argv: list[str], layout: _Plan, base: dict[str, str], cwd: str | Path | None,
              logs: Path, timeout: float | None):
     mpirun = shutil.which("mpirun", path=base.get("PATH"))
@@ -474,10 +477,13 @@ def _run_mpi(argv: list[str], layout: _Plan, base: dict[str, str], cwd: str | Pa
     wall = time.monotonic() - started
     text = log.read_text(errors="replace")
     # split the tagged output ("[1,RANK]<stdout>:line") into one log per rank
-    for rank in range(layout.world):
-        tag = f"[1,{rank}]"
-        (logs / f"rank-{rank}.log").write_text("\n".join(
-            line.split(":", 1)[-1] for line in text.splitlines() if line.startswith(tag)) + "\n")
+    per_rank: dict[int, list[str]] = {r: [] for r in range(layout.world)}
+    for line in text.splitlines():
+        m = _MPI_TAG.match(line)
+        if m and int(m.group(1)) in per_rank:
+            per_rank[int(m.group(1))].append(_MPI_TAG.sub("", line))
+    for rank, lines in per_rank.items():
+        (logs / f"rank-{rank}.log").write_text("\n".join(lines) + "\n")
     if failure is None and code != 0:
         m = re.search(r"Process name: \[\[\d+,\d+\],(\d+)\]", text)
         m2 = re.search(r"Exit code:\s*(-?\d+)", text)
