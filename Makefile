@@ -19,11 +19,16 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(PIP) install --quiet -e '.[dev]'
 	@touch $@ $(VENV)/.installed-base
 
+# torch (the CPU build) for the distributed tests; the default install never pulls it.
+$(VENV)/.installed-torch: pyproject.toml | $(VENV)/.installed-dev
+	$(PIP) install --quiet -e '.[dev,torch]'
+	@touch $@
+
 demo: $(VENV)/.installed-base
 	$(BIN)/mlpipe check pipelines/defect_classifier.py
 	$(BIN)/mlpipe graph pipelines/defect_classifier.py
 
-test: $(VENV)/.installed-dev
+test: $(VENV)/.installed-dev $(VENV)/.installed-torch
 	$(BIN)/python -m pytest
 
 # The fast half: everything not marked slow (no subprocess-heavy, distributed or PostgreSQL tests).

@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 
 from components.images import SIZE, read_pgm
-from mlpipe import Compute, Environment, Input, Output, Param, PyTorch, component
+from mlpipe import Compute, Environment, Input, Output, Param, component
 from mlpipe.contracts import (ImageFolder, LabelMap, Metric, MetricsReport, MLflowModel,
                               SplitManifest, Tensor)
 
@@ -58,9 +58,10 @@ def _softmax(scores: list[float]) -> list[float]:
     return [e / total for e in exps]
 
 
-@component(version="2.0.0", environment=Environment("defect-gpu", version="7"),
-           compute=Compute("gpu-cluster", sku="Standard_NC24rs_v3"),
-           distribution=PyTorch(processes_per_node=4), instances=2)
+# A single-process softmax fit: declaring it distributed would only start idle copies (MP512,
+# MP513). The distributed CNN trainer is components.defect_ddp.train.
+@component(version="2.1.0", environment=Environment("defect-cpu", version="4"),
+           compute=Compute("cpu-cluster", sku="Standard_D4s_v3"))
 def train(examples: Input[EXAMPLES], labels: Input[LABELS],
           model: Output[MODEL], epochs: Param[int, 1:200] = 10,
           learning_rate: Param[float, 0.0001:1.0] = 0.5, seed: Param[int] = 13):

@@ -19,7 +19,7 @@ from types import FrameType, FunctionType
 from typing import Any, Callable, TypeVar, overload
 
 from mlpipe.annotations import ParamMarker, PortMarker
-from mlpipe.distribution import Distribution
+from mlpipe.distribution import Distribution, as_distribution
 from mlpipe.errors import DefinitionError, MlpipeError, with_article
 from mlpipe.params import param_type_of
 from mlpipe.signature import read_component_signature, type_hints, _marker
@@ -105,7 +105,8 @@ def component(fn: FunctionType | None = None, *, name: str | None = None, versio
         environment: the Azure ML environment the step runs in.
         compute: the compute target (a ``Compute`` or its name).
         instances: number of nodes (Azure ML ``resources.instance_count``).
-        distribution: ``PyTorch(...)``, ``TensorFlow(...)`` or ``Mpi(...)``.
+        distribution: ``PyTorch(...)``, ``TensorFlow(...)`` or ``Mpi(...)`` (or Azure ML's
+            dict form, ``{"type": "pytorch", "process_count_per_instance": 4}``).
         environment_variables: variables set for the step.
         reuse: False for a non-deterministic component whose results must never be reused.
 
@@ -161,6 +162,12 @@ def _component_spec(fn: Any, o: dict[str, Any]) -> ComponentSpec:
         _fail(f"{what} has instances={instances!r}; the node count is an int >= 1",
               "pass instances=1 or more", loc)
     dist = o["distribution"]
+    if isinstance(dist, (str, Mapping)):
+        try:
+            dist = as_distribution(dist)
+        except (TypeError, ValueError) as exc:
+            _fail(f"{what} has distribution {dist!r}: {exc}",
+                  "pass distribution=PyTorch(processes_per_node=N)", loc)
     if dist is not None and not isinstance(dist, Distribution):
         _fail(f"{what} has distribution {dist!r}, not PyTorch(...), TensorFlow(...) or Mpi(...)",
               "pass distribution=PyTorch(processes_per_node=N)", loc)

@@ -75,3 +75,32 @@ class ContractError(MlpipeError, ValueError):
         self.column = column
         self.key = key
         super().__init__(message, hint=hint, file=file, line=line)
+
+
+class DistributedError(MlpipeError, RuntimeError):
+    """A distributed step that could not be launched, did not coordinate, or misused a helper."""
+
+
+class LaunchFailed(DistributedError):
+    """A distributed launch that ended badly: one worker failed, hung, or never joined.
+
+    Args:
+        reason: what happened, stated with the rank and the numbers.
+        rank: the global rank that failed (or the first one still hanging), where known.
+        returncode: its exit status (negative: killed by that signal), where known.
+        log_path: its log file.
+        log_tail: the last lines of that log.
+    """
+
+    def __init__(self, reason: str, *, rank: int | None = None, returncode: int | None = None,
+                 log_path: str | None = None, log_tail: str = "", hint: str | None = None) -> None:
+        self.reason = reason
+        self.rank = rank
+        self.returncode = returncode
+        self.log_path = log_path
+        self.log_tail = log_tail
+        message = reason
+        if log_tail:
+            body = "\n".join(f"    {line}" for line in log_tail.splitlines())
+            message += f"\n  last lines of {log_path}:\n{body}"
+        super().__init__(message, hint=hint)

@@ -250,7 +250,9 @@ def test_var_args():
     ({"instances": 0}, r"has instances=0; the node count is an int >= 1"),
     ({"environment": "env"}, r"has environment 'env', not an Environment"),
     ({"compute": 3}, r"has compute 3, not a Compute or a compute name"),
-    ({"distribution": "pytorch"}, r"has distribution 'pytorch', not PyTorch"),
+    ({"distribution": 4}, r"has distribution 4, not PyTorch"),
+    ({"distribution": "ray"}, r"has distribution 'ray': distribution type 'ray' "
+                                   r"is not pytorch, tensorflow or mpi"),
     ({"environment_variables": {"A": 1}}, r"has environment_variables \{'A': 1\}"),
 ])
 def test_bad_component_options(options, message):

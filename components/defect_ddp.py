@@ -1,0 +1,130 @@
+"""The visual-defect classifier's distributed trainer: PyTorch DDP and a small CNN on the 8x8
+images. The same code runs on CPUs with gloo (mlpipe's local launcher) and on GPUs with NCCL
+(Azure ML). torch is imported inside the step bodies only, so this module loads without it.
+
+Run one step by hand under the local launcher:
+    python -m components.defect_ddp EXAMPLES LABELS MODEL [--epochs N]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from mlpipe import Compute, Environment, Input, Output, Param, PyTorch, component
+
+
+@component(name="train_cnn", version="3.0.0", environment=Environment("defect-gpu", version="7"),
+           compute=Compute("gpu-cluster", sku="Standard_NC24rs_v3"), instances=2,
+           distribution=PyTorch(processes_per_node=4, backend="nccl", writers={"model": "rank0"},
+                                metrics={"train_loss": "mean", "train_accuracy": "mean"}))
+def train_cnn(examples: Input["uri_folder"], labels: Input["uri_file"],
+              model: Output["mlflow_model"], epochs: Param[int, 1:500] = 40,
+              learning_rate: Param[float, 0.0001:1.0] = 0.01, seed: Param[int] = 13):
+    """Data-parallel CNN training: each rank trains on its shard, DDP averages the gradients,
+    rank 0 saves the model."""
+    import math
+
+    import torch
+    import torch.distributed as dist
+    from torch import nn
+    from torch.nn.parallel import DistributedDataParallel
+
+    from components.images import SIZE, read_pgm
+    from mlpipe.runtime import (all_reduce_metric, is_writer, local_rank, mark_written, shard,
+                                world_size)
+
+    cuda = torch.cuda.is_available()
+    if world_size() > 1:
+        dist.init_process_group("nccl" if cuda else "gloo", init_method="env://")
+    device = torch.device(f"cuda:{local_rank()}" if cuda else "cpu")
+    encoding = json.loads(Path(labels).read_text())
+    root = Path(examples) / "train"
+    ids = sorted(f"{p.parent.name}/{p.name}" for p in root.glob("*/*.pgm")
+                 if p.parent.name in encoding)
+    mine = shard(ids, seed=seed)
+    x = torch.tensor([read_pgm(root / i) for i in mine]).view(-1, 1, SIZE, SIZE).to(device)
+    y = torch.tensor([encoding[i.split("/")[0]] for i in mine]).to(device)
+
+    torch.manual_seed(seed)    # the same initial weights on every rank
+    net = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                        nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.Flatten(),
+                        nn.Linear(16 * (SIZE // 2) ** 2, len(encoding))).to(device)
+    ddp = DistributedDataParallel(net) if world_size() > 1 else net
+    opt = torch.optim.Adam(ddp.parameters(), lr=learning_rate)
+    batch = 16
+    # Every rank takes the same number of steps (DDP needs it) even when shards differ by one.
+    steps = math.ceil(math.ceil(len(ids) / world_size()) / batch)
+    loss = torch.tensor(0.0)
+    for _ in range(epochs):
+        order = torch.randperm(len(mine))
+        for s in range(steps):
+            idx = order[[(s * batch + k) % len(mine) for k in range(batch)]]
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(ddp(x[idx]), y[idx])
+            loss.backward()
+            opt.step()
+    with torch.no_grad():
+        accuracy = (net(x).argmax(1) == y).float().mean().item()
+    all_reduce_metric("train_loss", loss.item(), op="mean", population=f"train, {len(ids)}")
+    all_reduce_metric("train_accuracy", accuracy, op="mean", population=f"train, {len(ids)}")
+    if is_writer("model"):
+        out = Path(model)
+        out.mkdir(parents=True, exist_ok=True)
+        torch.save(net.state_dict(), out / "model.pt")
+        (out / "labels.json").write_text(json.dumps(encoding))
+        (out / "MLmodel").write_text("flavors:\n  pytorch:\n    model_data: model.pt\n"
+                                     "model_format: defect-cnn\n")
+        mark_written("model")
+    if world_size() > 1:
+        dist.barrier()
+        dist.destroy_process_group()
+
+
+@component(name="evaluate_cnn", version="1.0.0", environment=Environment("defect-gpu", version="7"),
+           compute=Compute("cpu-cluster", sku="Standard_D4s_v3"))
+def evaluate_cnn(model: Input["mlflow_model"], examples: Input["uri_folder"],
+                 labels: Input["uri_file"], report: Output["uri_file"]):
+    """Accuracy of the CNN on the whole test split, per class and overall (one process)."""
+    import torch
+    from torch import nn
+
+    from components.images import SIZE, read_pgm
+
+    encoding = json.loads(Path(labels).read_text())
+    saved = json.loads((Path(model) / "labels.json").read_text())
+    if saved != encoding:
+        raise ValueError(f"model was trained with labels {saved}, evaluation uses {encoding}")
+    net = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                        nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.Flatten(),
+                        nn.Linear(16 * (SIZE // 2) ** 2, len(encoding)))
+    net.load_state_dict(torch.load(Path(model) / "model.pt"))
+    files = sorted(p for p in (Path(examples) / "test").glob("*/*.pgm")
+                   if p.parent.name in encoding)
+    x = torch.tensor([read_pgm(p) for p in files]).view(-1, 1, SIZE, SIZE)
+    y = torch.tensor([encoding[p.parent.name] for p in files])
+    with torch.no_grad():
+        hit = net(x).argmax(1) == y
+    metrics = {"accuracy": {"value": hit.float().mean().item() if len(files) else 0.0,
+                            "scope": "global"}}
+    for name, code in encoding.items():
+        mask = y == code
+        metrics[f"recall_{name}"] = {"value": hit[mask].float().mean().item() if mask.any()
+                                     else 0.0, "scope": "global"}
+    Path(report).write_text(json.dumps({"population": {"split": "test", "examples": len(files)},
+                                        "metrics": metrics}, indent=2))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Run train_cnn's body (under a launcher).")
+    parser.add_argument("examples")
+    parser.add_argument("labels")
+    parser.add_argument("model")
+    parser.add_argument("--epochs", type=int, default=40)
+    parser.add_argument("--seed", type=int, default=13)
+    args = parser.parse_args()
+    train_cnn.fn(args.examples, args.labels, args.model, epochs=args.epochs, seed=args.seed)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Backends: where a pipeline runs (``local`` here, ``azure`` in a workspace)."""

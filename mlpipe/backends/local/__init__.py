@@ -1,0 +1,1 @@
+"""The local backend: runs steps on this machine (the launcher for distributed steps lives here)."""

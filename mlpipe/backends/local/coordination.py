@@ -1,0 +1,175 @@
+"""After a distributed step: did its workers really coordinate? Reads the per-rank records and
+metric lines the runtime left in the step directory and judges coverage, overlap, writers and
+metric scope. Reads files only; never launches or changes anything.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mlpipe.checks.distribution import (COPIES, COVERAGE, OVERLAP, PARTIAL_GLOBAL, UNRECORDED,
+                                        WRITERS, WRONG_WRITER)
+from mlpipe.diagnostics import Diagnostic, Severity
+from mlpipe.distribution import Distribution
+
+@dataclass(frozen=True)
+class CoordinationReport:
+    """What the records of one distributed step show.
+
+    ``findings`` are diagnostics (codes MP520-MP526); ``ok`` is False when any is an error.
+    ``to_dict()`` is what the evidence store keeps.
+    """
+
+    world_size: int
+    recorded_ranks: tuple[int, ...]
+    consumed: dict[int, int]
+    population: int
+    covered: int
+    writers: dict[str, tuple[int, ...]]
+    metrics: dict[str, dict[str, Any]]
+    findings: tuple[Diagnostic, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        return not any(d.severity is Severity.ERROR for d in self.findings)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "world_size": self.world_size,
+                "recorded_ranks": list(self.recorded_ranks),
+                "consumed_per_rank": {str(k): v for k, v in sorted(self.consumed.items())},
+                "population": self.population, "covered": self.covered,
+                "writers": {k: list(v) for k, v in sorted(self.writers.items())},
+                "metrics": self.metrics,
+                "findings": [d.to_json() for d in self.findings]}
+
+
+def _records(step_dir: Path) -> dict[int, dict[str, Any]]:
+    found: dict[int, dict[str, Any]] = {}
+    for path in sorted((step_dir / "coordination").glob("rank-*.json")):
+        data = json.loads(path.read_text())
+        found[int(data["rank"])] = data
+    return found
+
+
+def _metric_lines(step_dir: Path) -> list[dict[str, Any]]:
+    path = step_dir / "metrics.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _few(ids: set[str] | list[str], n: int = 3) -> str:
+    shown = sorted(ids)[:n]
+    more = len(ids) - len(shown)
+    return ", ".join(repr(i) for i in shown) + (f" and {more} more" if more > 0 else "")
+
+
+def check_coordination(step_dir: str | Path, *, world_size: int,
+                       distribution: Distribution | None = None,
+                       step: str | None = None) -> CoordinationReport:
+    """Judge the coordination records one distributed step left behind.
+
+    Args:
+        step_dir: the step's ``MLPIPE_STEP_DIR``.
+        world_size: how many processes were launched.
+        distribution: the step's declared distribution (for its writer policies); None means
+            ``"rank0"`` for every output.
+        step: the step id, to locate the findings.
+
+    Returns:
+        The report; it never raises for what it finds.
+
+    Example:
+        >>> report = check_coordination(run_dir, world_size=4)
+        >>> report.ok, report.covered, report.population
+        (True, 210, 210)
+    """
+    step_dir = Path(step_dir)
+    records = _records(step_dir)
+    where = {"step": step}
+    findings: list[Diagnostic] = []
+    missing = sorted(set(range(world_size)) - set(records))
+    if world_size > 1 and missing:
+        findings.append(Diagnostic.of(
+            UNRECORDED, f"{len(missing)} of {world_size} ranks left no coordination record "
+                        f"(ranks {', '.join(map(str, missing))}); data coverage and output "
+                        f"ownership are unevidenced",
+            hint="divide the data with mlpipe.runtime.shard(...) (or record_consumed) and call "
+                 "mark_written(output) after saving", **where))
+
+    consumed = {r: set(rec.get("consumed", [])) for r, rec in records.items()}
+    population = set().union(*(set(rec.get("population", [])) for rec in records.values()))
+    seen = set().union(*consumed.values()) if consumed else set()
+    full = [r for r, ids in consumed.items() if population and ids >= population]
+    if world_size > 1 and len(records) > 1 and len(full) == len(records):
+        findings.append(Diagnostic.of(
+            COPIES, f"all {len(records)} ranks consumed the whole data set ({len(population)} "
+                    f"examples): {len(records)} independent copies trained side by side, not one "
+                    f"data-parallel run", hint="give each rank its own part with "
+                    "mlpipe.runtime.shard(ids) (or a DistributedSampler)", **where))
+    else:
+        owners: dict[str, list[int]] = {}
+        for r, ids in consumed.items():
+            for i in ids:
+                owners.setdefault(i, []).append(r)
+        shared = {i for i, rs in owners.items() if len(rs) > 1}
+        if shared:
+            pairs = sorted({tuple(sorted(owners[i])) for i in shared})[:3]
+            findings.append(Diagnostic.of(
+                OVERLAP, f"{len(shared)} examples were consumed by more than one rank "
+                         f"({_few(shared)}; ranks {', '.join(map(str, pairs))})",
+                hint="every rank must pass the same ids, in the same order, to shard()",
+                **where))
+    gap = population - seen
+    if gap:
+        findings.append(Diagnostic.of(
+            COVERAGE, f"{len(gap)} of {len(population)} examples were consumed by no rank "
+                      f"({_few(gap)})", hint="deal out every id (shard() does), or drop "
+                      "unused ids from the data set before the step", **where))
+
+    writers: dict[str, list[int]] = {}
+    for r, rec in sorted(records.items()):
+        for name in rec.get("wrote", []):
+            writers.setdefault(name, []).append(r)
+    for name, ranks in sorted(writers.items()):
+        policy = distribution.writer_policy(name) if distribution else None
+        policy = "rank0" if policy is None else policy
+        if policy == "sharded":
+            continue
+        if len(ranks) > 1:
+            findings.append(Diagnostic.of(
+                WRITERS, f"output {name!r} was written by {len(ranks)} ranks "
+                         f"({', '.join(map(str, ranks))}); its writer policy is {policy!r}",
+                hint="guard the save with mlpipe.runtime.is_writer(...)", port=name, **where))
+        expected = 0 if policy == "rank0" else policy
+        if any(r != expected for r in ranks) and len(ranks) == 1:
+            findings.append(Diagnostic.of(
+                WRONG_WRITER, f"output {name!r} was written by rank {ranks[0]}, but its writer "
+                              f"is rank {expected} (policy {policy!r})",
+                hint="guard the save with mlpipe.runtime.is_writer(...)", port=name, **where))
+
+    metrics: dict[str, dict[str, Any]] = {}
+    for line in _metric_lines(step_dir):
+        m = metrics.setdefault(line["name"], {"scopes": set(), "global_ranks": set()})
+        m["scopes"].add(line["scope"])
+        if line["scope"] == "global":
+            m["global_ranks"].add(line["rank"])
+    for name, m in sorted(metrics.items()):
+        ranks = sorted(r for r in m["global_ranks"] if r is not None)
+        if world_size > 1 and len(ranks) > 1:
+            findings.append(Diagnostic.of(
+                PARTIAL_GLOBAL, f"metric {name!r} was logged as global by {len(ranks)} ranks "
+                                f"({', '.join(map(str, ranks))}); each is one rank's partial view",
+                hint="log it with mlpipe.runtime.all_reduce_metric(...), or with "
+                     "scope='partial'", **where))
+    summary = {k: {"scopes": sorted(v["scopes"]),
+                   "global_ranks": sorted(r for r in v["global_ranks"] if r is not None)}
+               for k, v in metrics.items()}
+    return CoordinationReport(
+        world_size=world_size, recorded_ranks=tuple(sorted(records)),
+        consumed={r: len(ids) for r, ids in consumed.items()}, population=len(population),
+        covered=len(population & seen) if population else len(seen),
+        writers={k: tuple(v) for k, v in writers.items()}, metrics=summary,
+        findings=tuple(findings))

@@ -1,0 +1,229 @@
+"""Inside a distributed step: who am I (rank, world), do I write this output, which examples are
+mine, and a metric all-reduced before it is logged as global. Also the coordination record each
+rank leaves in ``$MLPIPE_STEP_DIR/coordination/rank-<RANK>.json`` for the post-step check.
+
+Reads only the variables the launcher (Azure ML or mlpipe's local one) sets; imports torch only
+inside ``all_reduce_metric``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+from typing import Any, Hashable, Sequence, TypeVar
+
+from mlpipe.errors import DistributedError
+from mlpipe.runtime.metrics import log_metric
+
+T = TypeVar("T", bound=Hashable)
+
+#: Set by the launcher: the step's writer policy as JSON (``{"*": "rank0", "model": 1}``).
+WRITERS_VAR = "MLPIPE_WRITERS"
+
+
+def _int_var(*names: str) -> int | None:
+    for name in names:
+        value = os.environ.get(name)
+        if value is not None and value.strip().isdigit():
+            return int(value)
+    return None
+
+
+def _tf_config() -> dict[str, Any] | None:
+    raw = os.environ.get("TF_CONFIG")
+    try:
+        return json.loads(raw) if raw else None
+    except ValueError:
+        return None
+
+
+def rank() -> int:
+    """This process's global rank: ``RANK`` (PyTorch), ``OMPI_COMM_WORLD_RANK`` (MPI) or
+    TF_CONFIG's ``task.index``; 0 outside a distributed launch.
+
+    Example:
+        >>> rank()
+        0
+    """
+    found = _int_var("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
+    if found is not None:
+        return found
+    tf = _tf_config()
+    return int(tf["task"]["index"]) if tf and tf.get("task", {}).get("type") == "worker" else 0
+
+
+def world_size() -> int:
+    """How many processes the step runs as (``WORLD_SIZE``, ``OMPI_COMM_WORLD_SIZE`` or the
+    TF_CONFIG worker count); 1 outside a distributed launch."""
+    found = _int_var("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
+    if found is not None:
+        return found
+    tf = _tf_config()
+    return len(tf["cluster"].get("worker", [])) or 1 if tf and "cluster" in tf else 1
+
+
+def local_rank() -> int:
+    """This process's rank on its node (``LOCAL_RANK``): the GPU it should use."""
+    found = _int_var("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK")
+    return 0 if found is None else found
+
+
+def node_rank() -> int:
+    """The index of this process's node (``NODE_RANK``)."""
+    found = _int_var("NODE_RANK", "OMPI_COMM_WORLD_NODE_RANK")
+    return 0 if found is None else found
+
+
+def _policy(output: str | None) -> Any:
+    try:
+        table = json.loads(os.environ.get(WRITERS_VAR) or "{}")
+    except ValueError:
+        table = {}
+    if output is not None and output in table:
+        return table[output]
+    return table.get("*", "rank0")
+
+
+def is_writer(output: str | None = None) -> bool:
+    """Whether this rank writes ``output`` under the step's declared writer policy.
+
+    ``"rank0"`` (the default when nothing is declared): rank 0 only; a rank number: that rank;
+    ``"sharded"``: every rank (each into its own part).
+
+    Args:
+        output: the output's name; None asks about the default policy.
+
+    Example:
+        >>> if is_writer("model"):
+        ...     torch.save(model.module.state_dict(), Path(model_dir) / "model.pt")
+        ...     mark_written("model")
+    """
+    policy = _policy(output)
+    if policy == "sharded":
+        return True
+    if policy == "rank0":
+        return rank() == 0
+    return isinstance(policy, int) and rank() == policy
+
+
+# --- the coordination record ---------------------------------------------------------------
+
+_RECORD: dict[str, Any] = {"consumed": [], "wrote": [], "population": []}
+_SEEN: dict[str, set] = {"consumed": set(), "wrote": set(), "population": set()}
+
+
+def _save() -> None:
+    step_dir = os.environ.get("MLPIPE_STEP_DIR")
+    if not step_dir:
+        return
+    folder = Path(step_dir) / "coordination"
+    folder.mkdir(parents=True, exist_ok=True)
+    me = rank()
+    record = {"rank": me, "world_size": world_size(), "local_rank": local_rank(),
+              "node_rank": node_rank(), **_RECORD}
+    tmp = folder / f".rank-{me}.json.tmp"
+    tmp.write_text(json.dumps(record))
+    os.replace(tmp, folder / f"rank-{me}.json")
+
+
+def _add(key: str, values: Sequence[Any]) -> None:
+    seen, out = _SEEN[key], _RECORD[key]
+    for v in values:
+        s = str(v)
+        if s not in seen:
+            seen.add(s)
+            out.append(s)
+
+
+def record_consumed(ids: Sequence[Hashable], *, population: Sequence[Hashable] = ()) -> None:
+    """Record example ids this rank trained on (and, optionally, all ids of the data set).
+
+    ``shard`` calls it for you; call it yourself when you divide the data another way.
+    """
+    _add("consumed", ids)
+    _add("population", population)
+    _save()
+
+
+def mark_written(output: str) -> None:
+    """Record that this rank wrote ``output`` (for the single-writer check)."""
+    _add("wrote", [output])
+    _save()
+
+
+def shard(ids: Sequence[T], *, seed: int | None = None, record: bool = True) -> list[T]:
+    """This rank's disjoint part of ``ids``: together the ranks' parts cover every id once.
+
+    The split is the same in every epoch (shuffle inside your part per epoch if you like), so
+    "no overlap" holds over the whole run. Every rank must pass the same ids.
+
+    Args:
+        ids: all example ids, in the same order on every rank.
+        seed: permute ``ids`` with this seed before dealing them out (same on every rank).
+        record: add the part to this rank's coordination record.
+
+    Returns:
+        Every ``world_size()``-th id, starting at ``rank()``.
+
+    Example:
+        >>> shard(["a", "b", "c", "d", "e"])   # RANK=1, WORLD_SIZE=2
+        ['b', 'd']
+    """
+    order = list(ids)
+    if seed is not None:
+        random.Random(seed).shuffle(order)
+    part = order[rank()::world_size()]
+    if record:
+        record_consumed(part, population=order)
+    return part
+
+
+# --- metrics -------------------------------------------------------------------------------
+
+_OPS = ("mean", "sum", "min", "max")
+
+
+def all_reduce_metric(name: str, value: float, *, op: str = "mean",
+                      population: str | None = None) -> float:
+    """Combine one value from every rank and log the result once, as a global metric.
+
+    Every rank must call it (it is a collective). Rank 0 logs the reduced value with
+    ``scope="global"``; every rank gets it back.
+
+    Args:
+        name: the metric.
+        value: this rank's value on its shard.
+        op: ``"mean"``, ``"sum"``, ``"min"`` or ``"max"``.
+        population: what the global value describes (``"train, 210 examples"``).
+
+    Returns:
+        The reduced value.
+
+    Example:
+        >>> loss = all_reduce_metric("train_loss", local_loss, op="mean")
+    """
+    if op not in _OPS:
+        raise ValueError(f"all_reduce_metric op {op!r} is not one of {', '.join(_OPS)}")
+    size = world_size()
+    result = float(value)
+    if size > 1:
+        try:
+            import torch
+            import torch.distributed as dist
+        except ImportError:
+            dist = None
+        if dist is None or not dist.is_available() or not dist.is_initialized():
+            raise DistributedError(
+                f"all_reduce_metric({name!r}) runs in a world of {size} processes but no "
+                f"torch.distributed process group is initialised",
+                hint="call torch.distributed.init_process_group(init_method='env://') first")
+        device = "cuda" if dist.get_backend() == "nccl" else "cpu"
+        tensor = torch.tensor([result], dtype=torch.float64, device=device)
+        red = {"mean": dist.ReduceOp.SUM, "sum": dist.ReduceOp.SUM,
+               "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX}[op]
+        dist.all_reduce(tensor, op=red)
+        result = tensor.item() / size if op == "mean" else tensor.item()
+    if rank() == 0:
+        log_metric(name, result, scope="global", population=population)
+    return result

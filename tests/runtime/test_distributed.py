@@ -1,0 +1,148 @@
+"""Runtime helpers: ranks from each launcher's variables, sharding, writers, records, metrics."""
+import json
+
+import pytest
+
+from mlpipe.backends.local.coordination import check_coordination
+from mlpipe.distribution import PyTorch
+from mlpipe.errors import DistributedError
+from mlpipe.runtime import (all_reduce_metric, distributed, is_writer, local_rank, log_metric,
+                            mark_written, rank, shard, world_size)
+
+LAUNCH = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "NODE_RANK", "TF_CONFIG", "OMPI_COMM_WORLD_RANK",
+          "OMPI_COMM_WORLD_SIZE", "MLPIPE_WRITERS", "MLPIPE_STEP_DIR")
+
+
+@pytest.fixture(autouse=True)
+def clean(monkeypatch):
+    for name in LAUNCH:
+        monkeypatch.delenv(name, raising=False)
+    for key in distributed._RECORD:
+        distributed._RECORD[key] = []
+        distributed._SEEN[key] = set()
+
+
+def as_rank(monkeypatch, r, n, step_dir=None):
+    monkeypatch.setenv("RANK", str(r))
+    monkeypatch.setenv("WORLD_SIZE", str(n))
+    if step_dir is not None:
+        monkeypatch.setenv("MLPIPE_STEP_DIR", str(step_dir))
+    for key in distributed._RECORD:
+        distributed._RECORD[key] = []
+        distributed._SEEN[key] = set()
+
+
+def test_defaults_outside_a_launch():
+    assert (rank(), world_size(), local_rank(), is_writer()) == (0, 1, 0, True)
+
+
+def test_ranks_from_tf_config_and_openmpi(monkeypatch):
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": {"worker": ["a:1", "b:2", "c:3"]},
+                                                "task": {"type": "worker", "index": 2}}))
+    assert (rank(), world_size()) == (2, 3)
+    monkeypatch.delenv("TF_CONFIG")
+    monkeypatch.setenv("OMPI_COMM_WORLD_RANK", "5")
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "8")
+    assert (rank(), world_size()) == (5, 8)
+
+
+def test_shards_are_disjoint_and_cover_everything(monkeypatch):
+    ids = [f"id{i}" for i in range(23)]
+    parts = []
+    for r in range(4):
+        as_rank(monkeypatch, r, 4)
+        parts.append(shard(ids, seed=1))
+    assert sorted(sum(parts, [])) == sorted(ids)
+    assert all(set(a).isdisjoint(b) for i, a in enumerate(parts) for b in parts[i + 1:])
+    assert [len(p) for p in parts] == [6, 6, 6, 5]
+
+
+def test_writer_policy_from_the_launcher(monkeypatch):
+    monkeypatch.setenv("MLPIPE_WRITERS", json.dumps({"*": "rank0", "shards": "sharded", "log": 2}))
+    as_rank(monkeypatch, 2, 4)
+    assert (is_writer("model"), is_writer("shards"), is_writer("log")) == (False, True, True)
+    as_rank(monkeypatch, 0, 4)
+    assert (is_writer("model"), is_writer("log")) == (True, False)
+
+
+def _ranks(monkeypatch, tmp_path, n, body):
+    for r in range(n):
+        as_rank(monkeypatch, r, n, tmp_path)
+        body(r)
+
+
+def test_coordination_passes_for_correct_sharding(monkeypatch, tmp_path):
+    ids = [f"e{i}" for i in range(10)]
+
+    def body(r):
+        shard(ids)
+        if is_writer("model"):
+            mark_written("model")
+        log_metric("loss_rank", 0.5 + r, scope="partial")
+    _ranks(monkeypatch, tmp_path, 3, body)
+    report = check_coordination(tmp_path, world_size=3, distribution=PyTorch(writers="rank0"))
+    assert report.ok and report.findings == ()
+    assert (report.population, report.covered, report.writers) == (10, 10, {"model": (0,)})
+
+
+def _codes(report):
+    return [d.code for d in report.findings]
+
+
+def test_every_rank_reading_everything_is_independent_copies(monkeypatch, tmp_path):
+    ids = [f"e{i}" for i in range(10)]
+    _ranks(monkeypatch, tmp_path, 2, lambda r: distributed.record_consumed(ids, population=ids))
+    report = check_coordination(tmp_path, world_size=2)
+    assert not report.ok and _codes(report) == ["MP522"]
+    assert "all 2 ranks consumed the whole data set (10 examples)" in report.findings[0].message
+
+
+def test_overlap_gap_writers_and_global_metrics_are_findings(monkeypatch, tmp_path):
+    def body(r):
+        distributed.record_consumed([f"e{r}", "e1"], population=[f"e{i}" for i in range(4)])
+        mark_written("model")
+        mark_written("shards")
+        log_metric("accuracy", 0.9 - r / 10, scope="global")
+    _ranks(monkeypatch, tmp_path, 2, body)
+    report = check_coordination(tmp_path, world_size=3,
+                                distribution=PyTorch(writers={"model": "rank0",
+                                                              "shards": "sharded"}))
+    assert _codes(report) == ["MP520", "MP521", "MP523", "MP524", "MP526"]
+    assert [d.message for d in report.findings] == [
+        "1 of 3 ranks left no coordination record (ranks 2); data coverage and output ownership "
+        "are unevidenced",
+        "1 examples were consumed by more than one rank ('e1'; ranks (0, 1))",
+        "2 of 4 examples were consumed by no rank ('e2', 'e3')",
+        "output 'model' was written by 2 ranks (0, 1); its writer policy is 'rank0'",
+        "metric 'accuracy' was logged as global by 2 ranks (0, 1); each is one rank's partial view",
+    ]
+
+
+def test_a_write_by_the_wrong_rank(monkeypatch, tmp_path):
+    _ranks(monkeypatch, tmp_path, 2, lambda r: r == 1 and mark_written("model"))
+    report = check_coordination(tmp_path, world_size=2)
+    assert [d.message for d in report.findings if d.code == "MP525"] == [
+        "output 'model' was written by rank 1, but its writer is rank 0 (policy 'rank0')"]
+
+
+def test_log_metric_writes_the_shared_line_protocol(monkeypatch, tmp_path):
+    as_rank(monkeypatch, 3, 4, tmp_path)
+    log_metric("loss", 1.5, scope="partial", population="shard 3")
+    line = json.loads((tmp_path / "metrics.jsonl").read_text())
+    assert line == {"name": "loss", "value": 1.5, "scope": "partial", "rank": 3,
+                    "population": "shard 3"}
+    with pytest.raises(ValueError, match="metric 'loss' has scope 'local'; use 'global' or 'partial'"):
+        log_metric("loss", 1.0, scope="local")
+    with pytest.raises(ValueError, match="metric 'loss' has value nan; log a finite number"):
+        log_metric("loss", float("nan"))
+
+
+def test_all_reduce_metric_needs_a_process_group(monkeypatch, tmp_path):
+    as_rank(monkeypatch, 0, 1, tmp_path)
+    assert all_reduce_metric("loss", 2.0) == 2.0
+    assert json.loads((tmp_path / "metrics.jsonl").read_text())["scope"] == "global"
+    as_rank(monkeypatch, 0, 2, tmp_path)
+    with pytest.raises(DistributedError, match=r"all_reduce_metric\('loss'\) runs in a world of "
+                                               r"2 processes but no torch.distributed process "
+                                               r"group is initialised"):
+        all_reduce_metric("loss", 2.0)
