@@ -50,3 +50,13 @@ class LoadError(MlpipeError, ImportError):
 
 class UsageError(MlpipeError, ValueError):
     """A command or API called with arguments that cannot work."""
+
+
+class StoreError(MlpipeError, RuntimeError):
+    """The evidence store cannot be opened, migrated or written."""
+
+
+class StepFailed(MlpipeError, RuntimeError):
+    """A step of a run failed; the original exception is chained where there is one."""
+
+    exit_code = 1

@@ -1,0 +1,1 @@
+"""Backends: where a compiled pipeline runs (``local`` here; ``azure`` on a workspace)."""

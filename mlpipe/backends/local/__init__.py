@@ -1,0 +1,1 @@
+"""The local backend: runs a compiled pipeline on this machine, reusing results by content."""
