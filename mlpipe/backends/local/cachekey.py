@@ -81,34 +81,3 @@ def key_material(component: ComponentSpec, *, environment_digest: str,
 def cache_key(material: dict[str, Any]) -> str:
     """The key itself: sha256 over the canonical JSON of the material."""
     return digest_of(material)
-
-
-def differences(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
-    """The key parts that differ, one line each: ``params.epochs: 10 -> 12``.
-
-    Example:
-        >>> differences({"params": {"epochs": 10}}, {"params": {"epochs": 12}})
-        ['params.epochs: 10 -> 12']
-    """
-    lines: list[str] = []
-    for part in sorted(set(before) | set(after)):
-        a, b = before.get(part), after.get(part)
-        if a == b:
-            continue
-        if isinstance(a, dict) and isinstance(b, dict):
-            for name in sorted(set(a) | set(b)):
-                if a.get(name) != b.get(name):
-                    lines.append(f"{part}.{name}: {_show(a.get(name), name in a)} -> "
-                                 f"{_show(b.get(name), name in b)}")
-        else:
-            lines.append(f"{part}: {_show(a, part in before)} -> {_show(b, part in after)}")
-    return lines
-
-
-def _show(value: Any, present: bool) -> str:
-    if not present:
-        return "(absent)"
-    if isinstance(value, str) and ":" in value and len(value) > 30:
-        algo, _, rest = value.partition(":")
-        return f"{algo}:{rest[:12]}"
-    return repr(value) if not isinstance(value, dict) else digest_of(value)[:19]
