@@ -30,18 +30,17 @@ def pipeline_runs(s: Session, pipeline: str | None = None, *, limit: int | None 
 
 def runs_reusing(s: Session, step_run_id: str) -> list[m.Run]:
     """Every run with a step that reused the outputs of step run ``step_run_id``."""
-    query = (select(m.Run).join(m.StepRun, m.StepRun.run_id == m.Run.id)
-             .where(m.StepRun.reused_from_id == step_run_id).distinct()
-             .order_by(m.Run.started_at.desc()))
+    reusing = select(m.StepRun.run_id).where(m.StepRun.reused_from_id == step_run_id)
+    query = select(m.Run).where(m.Run.id.in_(reusing)).order_by(m.Run.started_at.desc())
     return list(s.scalars(query))
 
 
 def candidates_on_snapshot(s: Session, digest: str) -> list[m.CandidateRow]:
     """Every candidate whose run was given the data snapshot with content ``digest``."""
-    query = (select(m.CandidateRow)
-             .join(m.RunInput, m.RunInput.run_id == m.CandidateRow.run_id)
-             .join(m.Snapshot, m.Snapshot.id == m.RunInput.snapshot_id)
-             .where(m.Snapshot.digest == digest).distinct()
+    runs = (select(m.RunInput.run_id)
+            .join(m.Snapshot, m.Snapshot.id == m.RunInput.snapshot_id)
+            .where(m.Snapshot.digest == digest))
+    query = (select(m.CandidateRow).where(m.CandidateRow.run_id.in_(runs))
              .order_by(m.CandidateRow.created_at.desc()))
     return list(s.scalars(query))
 
