@@ -27,9 +27,14 @@ $(VENV)/.installed-torch: pyproject.toml | $(VENV)/.installed-dev
 demo: $(VENV)/.installed-base
 	$(BIN)/mlpipe check pipelines/defect_classifier.py
 	$(BIN)/mlpipe graph pipelines/defect_classifier.py
+	$(BIN)/python -m components.synthetic build/demo-data
+	$(BIN)/mlpipe submit pipelines/defect_classifier.py --input raw=build/demo-data/raw \
+		--input split=build/demo-data/split.csv --param epochs=3
 
+# The whole suite; the store tests also run against a throw-away PostgreSQL server on loopback
+# when PostgreSQL is installed (.ci/with-postgres; .ci/run installs it from Debian's packages).
 test: $(VENV)/.installed-dev $(VENV)/.installed-torch
-	$(BIN)/python -m pytest
+	.ci/with-postgres $(BIN)/python -m pytest
 
 # The fast half: everything not marked slow (no subprocess-heavy, distributed or PostgreSQL tests).
 test-fast: $(VENV)/.installed-dev

@@ -105,5 +105,130 @@ def validate(contract: str, path: str) -> None:
     click.echo(f"{path}: matches {contract_label(found)}")
 
 
+# --- running and the evidence store (SQLAlchemy is imported inside each command) ---------
+
+EXIT_INTERRUPTED = 130
+
+
+def _store():
+    from mlpipe.evidence import open_store
+
+    try:
+        return open_store()
+    except MlpipeError as err:
+        _fail(err)
+
+
+@main.command()
+@click.argument("target", metavar="FILE.py[:function]")
+@click.option("--input", "inputs", multiple=True, metavar="NAME=PATH",
+              help="A pipeline input: a file or folder, snapshotted by content.")
+@click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
+              help="A pipeline parameter.")
+@click.option("--target", "run_target", type=click.Choice(["local"]), default="local",
+              show_default=True, help="Where to run.")
+@click.option("--no-reuse", is_flag=True, help="Run every step, reusing nothing.")
+@click.option("--max-parallel", type=int, default=None, metavar="N",
+              help="Steps at a time (default: the number of cores).")
+def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...], run_target: str,
+           no_reuse: bool, max_parallel: int | None) -> None:
+    """Run a pipeline and record everything in the evidence store."""
+    import signal
+
+    from mlpipe.backends.local.executor import LocalExecutor
+    from mlpipe.backends.local.inputs import split_assignments
+    from mlpipe.diagnostics import has_errors, render_text
+
+    graph, diagnostics = _load_graph(target)
+    if has_errors(diagnostics):
+        click.echo(render_text(diagnostics), err=True)
+        click.echo("error: the pipeline has check errors; nothing was run", err=True)
+        sys.exit(EXIT_PROBLEMS)
+
+    def _stop(signum, _frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        executor = LocalExecutor(max_parallel=max_parallel, reuse=not no_reuse)
+        result = executor.submit(graph, inputs=split_assignments(inputs, "--input"),
+                                 params=split_assignments(params, "--param"))
+    except MlpipeError as err:
+        _fail(err)
+    except KeyboardInterrupt:
+        click.echo("error: interrupted; the run is recorded as interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    click.echo(f"run {result.run_id} {result.status}")
+    if result.candidate_id:
+        click.echo(f"candidate {result.candidate_id}")
+
+
+@main.command()
+@click.option("--pipeline", default=None, help="Only the runs of this pipeline.")
+@click.option("--limit", default=50, show_default=True, help="How many runs, newest first.")
+def runs(pipeline: str | None, limit: int) -> None:
+    """List recorded runs, newest first."""
+    from mlpipe.evidence.queries import pipeline_runs
+    from mlpipe.evidence.views import runs_table
+
+    store = _store()
+    try:
+        with store.session() as s:
+            click.echo(runs_table(pipeline_runs(s, pipeline, limit=limit)))
+    except MlpipeError as err:
+        _fail(err)
+
+
+@main.command()
+@click.argument("run")
+@click.option("--why", "why_step", default=None, metavar="STEP",
+              help="Explain why STEP was reused or re-run.")
+def show(run: str, why_step: str | None) -> None:
+    """Show a run: its steps with status, reused-from and duration."""
+    from mlpipe.evidence.views import get_run, show_run, why
+
+    store = _store()
+    try:
+        with store.session() as s:
+            found = get_run(s, run)
+            click.echo(why(s, found, why_step) if why_step else show_run(s, found))
+    except MlpipeError as err:
+        _fail(err)
+
+
+@main.command()
+@click.argument("run_a")
+@click.argument("run_b")
+def diff(run_a: str, run_b: str) -> None:
+    """What differs between two runs: code, environment, data, parameters, reuse, metrics."""
+    from mlpipe.evidence.views import diff_runs, get_run
+
+    store = _store()
+    try:
+        with store.session() as s:
+            click.echo(diff_runs(s, get_run(s, run_a), get_run(s, run_b)))
+    except MlpipeError as err:
+        _fail(err)
+
+
+@main.group()
+def store() -> None:
+    """Manage the evidence store."""
+
+
+@store.command("upgrade")
+def store_upgrade() -> None:
+    """Bring the configured store's schema to this mlpipe's version."""
+    from mlpipe.evidence import locate
+    from mlpipe.evidence.schema import HEAD
+    from mlpipe.evidence.store import Store
+
+    try:
+        opened = Store.open(locate().url, auto_upgrade=True)
+    except MlpipeError as err:
+        _fail(err)
+    click.echo(f"evidence store {opened.url} is at schema revision {HEAD}")
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

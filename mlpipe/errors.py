@@ -104,3 +104,13 @@ class LaunchFailed(DistributedError):
             body = "\n".join(f"    {line}" for line in log_tail.splitlines())
             message += f"\n  last lines of {log_path}:\n{body}"
         super().__init__(message, hint=hint)
+
+
+class StoreError(MlpipeError, RuntimeError):
+    """The evidence store cannot be opened, migrated or written."""
+
+
+class StepFailed(MlpipeError, RuntimeError):
+    """A step of a run failed; the original exception is chained where there is one."""
+
+    exit_code = 1

@@ -1,1 +1,1 @@
-"""Backends: where a pipeline runs (``local`` here, ``azure`` in a workspace)."""
+"""Backends: where a compiled pipeline runs (``local`` here; ``azure`` on a workspace)."""

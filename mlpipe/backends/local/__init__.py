@@ -1,1 +1,2 @@
-"""The local backend: runs steps on this machine (the launcher for distributed steps lives here)."""
+"""The local backend: runs a compiled pipeline on this machine, reusing results by content,
+and launches distributed steps the way Azure ML does."""

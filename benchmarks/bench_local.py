@@ -1,0 +1,212 @@
+"""Benchmarks of the local executor and the evidence store (issue 4), as ratios.
+
+Run: ``.venv/bin/python benchmarks/bench_local.py [--quick]``. Each figure is printed with
+the baseline measured in the same run; docs/performance.md records one run's output.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+STEPS = '''
+from pathlib import Path
+from mlpipe import Input, Output, component, pipeline
+
+@component
+def noop(src: Input["uri_file"], out: Output["uri_file"]):
+    Path(out).write_text(Path(src).read_text())
+
+def chain(n):
+    @pipeline(name=f"chain{n}")
+    def p(src):
+        x = src
+        for _ in range(n):
+            x = noop(src=x).out
+        return {"last": x}
+    return p
+
+chain50 = chain(50)
+chain100 = chain(100)
+'''
+
+
+def _project(root: Path):
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "benchsteps.py").write_text(STEPS)
+    (root / "seed.txt").write_text("x")
+    os.chdir(root)
+    sys.path.insert(0, str(root))
+    import benchsteps
+    return benchsteps
+
+
+def bench_executor(root: Path) -> None:
+    from mlpipe.backends.local.executor import LocalExecutor
+    from mlpipe.checks import check_pipeline
+
+    mod = _project(root)
+    t = time.perf_counter()
+    for _ in range(50):
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+    bare = (time.perf_counter() - t) / 50
+    t = time.perf_counter()
+    for _ in range(50):
+        subprocess.run([sys.executable, "-c", "import mlpipe"], check=True)
+    with_import = (time.perf_counter() - t) / 50
+    graph, _ = check_pipeline(mod.chain50.spec)
+    ex = LocalExecutor(max_parallel=1, reuse=False, stream=None)
+    ex.submit(graph, inputs={"src": "seed.txt"}, params={})  # warm: store created, schema
+    t = time.perf_counter()
+    ex.submit(graph, inputs={"src": "seed.txt"}, params={})
+    per_step = (time.perf_counter() - t) / 50
+    print(f"executor, 50-step chain (no reuse): {per_step * 1000:.1f} ms a step; bare "
+          f"`python -c pass` {bare * 1000:.1f} ms -> {per_step / bare:.2f}x; "
+          f"`python -c 'import mlpipe'` {with_import * 1000:.1f} ms -> "
+          f"{per_step / with_import:.2f}x")
+    graph100, _ = check_pipeline(mod.chain100.spec)
+    reuse = LocalExecutor(max_parallel=1, stream=None)
+    reuse.submit(graph100, inputs={"src": "seed.txt"}, params={})
+    time.sleep(2.1)  # let the stat cache treat the new artifacts as settled
+    reuse.submit(graph100, inputs={"src": "seed.txt"}, params={})
+    t = time.perf_counter()
+    result = reuse.submit(graph100, inputs={"src": "seed.txt"}, params={})
+    took = time.perf_counter() - t
+    assert set(result.steps.values()) == {"reused"}
+    print(f"fully reused re-run, 100 steps: {took:.3f} s of executor time "
+          f"(goal < 1 s: {took:.2f}x the goal)")
+
+
+def _read_all(paths: list[str]) -> int:
+    n = 0
+    for p in paths:
+        with open(p, "rb") as fh:
+            while chunk := fh.read(8 << 20):
+                n += len(chunk)
+    return n
+
+
+def bench_snapshot(root: Path, big_mib: int, small: int) -> None:
+    from mlpipe.backends.local.snapshot import StatCache, snapshot
+
+    root.mkdir(parents=True, exist_ok=True)
+    big = root / "big.bin"
+    with open(big, "wb") as fh:
+        block = os.urandom(1 << 20)
+        for _ in range(big_mib):
+            fh.write(block)
+    folder = root / "small"
+    folder.mkdir()
+    for i in range(small):
+        sub = folder / f"d{i // 1000:02d}"
+        sub.mkdir(exist_ok=True)
+        (sub / f"f{i:05d}.bin").write_bytes(os.urandom(4096))
+    files = sorted(str(p) for p in folder.rglob("*.bin"))
+    time.sleep(2.1)
+    _read_all([str(big)])  # warm the page cache
+    t = time.perf_counter(); _read_all([str(big)]); read_big = time.perf_counter() - t
+    t = time.perf_counter(); snapshot(big); hash_big = time.perf_counter() - t
+    gb = big_mib * (1 << 20) / 1e9
+    print(f"snapshot of a {big_mib} MiB file: {gb / hash_big:.2f} GB/s; plain read "
+          f"{gb / read_big:.2f} GB/s -> {read_big / hash_big:.2f}x the read (goal >= 0.8x)")
+    _read_all(files)
+    t = time.perf_counter(); _read_all(files); read_small = time.perf_counter() - t
+    cache = StatCache(root / "cache.sqlite")
+    t = time.perf_counter(); snapshot(folder, cache); hash_small = time.perf_counter() - t
+    cache.flush()
+    print(f"snapshot of {small} files of 4 KiB: {small / hash_small:,.0f} files/s; plain "
+          f"read {small / read_small:,.0f} files/s -> {read_small / hash_small:.2f}x the read "
+          f"(goal >= 0.6x)")
+    t = time.perf_counter()
+    for dirpath, _dirs, names in os.walk(folder):
+        for name in names:
+            os.stat(os.path.join(dirpath, name))
+    walk = time.perf_counter() - t
+    warm = StatCache(root / "cache.sqlite")
+    t = time.perf_counter(); snapshot(folder, warm); again = time.perf_counter() - t
+    print(f"unchanged re-snapshot with the stat cache: {small / again:,.0f} files/s; "
+          f"stat-only walk {small / walk:,.0f} files/s -> {walk / again:.2f}x the walk")
+
+
+def bench_queries(root: Path, n_steps: int) -> None:
+    from sqlalchemy import insert
+
+    from mlpipe.evidence import models as m
+    from mlpipe.evidence.queries import (candidate_story, candidates_on_snapshot,
+                                         pipeline_runs, runs_reusing)
+    from mlpipe.evidence.store import Store, utcnow
+
+    store = Store.open(f"sqlite:///{root / 'q.sqlite'}")
+    per_run = 10
+    n_runs = n_steps // per_run
+    now = utcnow()
+    with store.session() as s:
+        s.execute(insert(m.PipelineSpecRow), [{"digest": f"sha256:p{i}", "name": f"pipe{i}",
+                                               "spec": {}} for i in range(20)])
+        s.execute(insert(m.ComponentVersion), [{"id": 1, "name": "c", "version": "1",
+                                                "spec_digest": "sha256:c",
+                                                "code_digest": "sha256:k", "spec": {}}])
+        s.execute(insert(m.Snapshot), [{"id": i, "digest": f"blake3:{i}", "size": 1,
+                                        "file_count": 1, "reference": "/d", "mutable": True}
+                                       for i in range(1, 501)])
+        s.execute(insert(m.Artifact), [{"id": i, "digest": f"blake3:a{i}", "kind": "uri_file",
+                                        "size": 1, "file_count": 1, "location": "/x"}
+                                       for i in range(1, n_runs + 1)])
+        s.execute(insert(m.Run), [{"id": f"r-{i:08d}", "pipeline_name": f"pipe{i % 20}",
+                                   "pipeline_digest": f"sha256:p{i % 20}", "target": "local",
+                                   "params": {"i": i}, "status": "succeeded",
+                                   "started_at": now, "options": {}} for i in range(n_runs)])
+        s.execute(insert(m.RunInput), [{"run_id": f"r-{i:08d}", "name": "raw",
+                                        "snapshot_id": i % 500 + 1} for i in range(n_runs)])
+        s.execute(insert(m.StepRun), [{
+            "id": f"s-{i:08d}", "run_id": f"r-{i // per_run:08d}", "step": f"st{i % per_run}",
+            "component_version_id": 1, "compute": {}, "topology": {},
+            "cache_key": f"sha256:{i % 5000}", "key_material": {}, "cacheable": True,
+            "status": "reused" if i >= 5000 else "executed",
+            "reused_from_id": f"s-{i % 5000:08d}" if i >= 5000 else None,
+            "started_at": now} for i in range(n_steps)])
+        s.execute(insert(m.StepArtifact), [{"step_run_id": f"s-{i:08d}", "direction": "output",
+                                            "port": "out", "artifact_id": i // per_run + 1}
+                                           for i in range(0, n_steps, per_run)])
+        s.execute(insert(m.CandidateRow), [{"id": f"c-{i:08d}", "run_id": f"r-{i:08d}",
+                                            "model_artifact_id": i + 1, "created_at": now}
+                                           for i in range(n_runs)])
+    queries = {
+        "everything about candidate X": lambda s: candidate_story(s, f"c-{n_runs // 2:08d}"),
+        "runs that reused step run Y": lambda s: runs_reusing(s, "s-00001234"),
+        "candidates trained on snapshot Z": lambda s: candidates_on_snapshot(s, "blake3:77"),
+        "runs of a pipeline, newest first (50)": lambda s: pipeline_runs(s, "pipe7"),
+    }
+    for name, q in queries.items():
+        best = float("inf")
+        for _ in range(5):
+            with store.session() as s:
+                t = time.perf_counter()
+                q(s)
+                best = min(best, time.perf_counter() - t)
+        print(f"query at {n_steps:,} step runs, {name}: {best * 1000:.1f} ms "
+              f"(goal < 50 ms: {best / 0.05:.2f}x the goal)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="smaller data, for a smoke test")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_path = Path(tmp)
+        os.environ["MLPIPE_HOME"] = str(tmp_path / "proj" / "evidence")
+        os.environ.pop("MLPIPE_STORE_URL", None)
+        bench_queries(tmp_path, 10_000 if args.quick else 100_000)
+        bench_snapshot(tmp_path / "snap", 64 if args.quick else 1024,
+                       1000 if args.quick else 10_000)
+        bench_executor(tmp_path / "proj")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""The content-addressed artifact store: finished outputs, filed under their digest.
+
+An output enters only whole, by one rename, after its step succeeded; a half-written output
+can never be found here. Knows snapshots; knows nothing of steps, runs or the evidence store.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+from pathlib import Path
+
+from mlpipe.backends.local.snapshot import Snapshot, StatCache, snapshot
+
+
+class ArtifactStore:
+    """Artifacts under ``root/<algo>/<2 hex>/<hex>/<name>``.
+
+    Args:
+        root: the store's folder (``evidence/artifacts`` by default).
+        cache: stat cache used when verifying stored artifacts.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], cache: StatCache | None = None) -> None:
+        self.root = Path(root)
+        self.cache = cache
+
+    def entry(self, digest: str) -> Path:
+        algo, _, hexdigest = digest.partition(":")
+        return self.root / algo / hexdigest[:2] / hexdigest
+
+    def put(self, path: str | os.PathLike[str], snap: Snapshot) -> Path:
+        """Move the finished output at ``path`` (already hashed as ``snap``) into the store.
+
+        Returns:
+            Where the artifact now lives. When the store already holds a good copy, that copy
+            is kept and ``path`` is removed.
+        """
+        source = Path(path)
+        entry = self.entry(snap.digest)
+        if self.verify(entry, snap.digest):
+            _remove(source)
+            return self.location(entry)
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        staging = entry.parent / f".{entry.name}.{secrets.token_hex(4)}"
+        staging.mkdir()
+        os.rename(source, staging / source.name)
+        if entry.exists():
+            # a copy that failed verification: replace it (it was damaged or tampered with)
+            doomed = entry.parent / f".{entry.name}.old.{secrets.token_hex(4)}"
+            try:
+                os.rename(entry, doomed)
+                _remove(doomed)
+            except OSError:
+                pass
+        try:
+            os.rename(staging, entry)
+        except OSError:  # another process filed the same content first
+            _remove(staging)
+        return self.location(entry)
+
+    @staticmethod
+    def location(entry: Path) -> Path:
+        names = os.listdir(entry)
+        if len(names) != 1:
+            raise FileNotFoundError(f"artifact folder {entry} holds {len(names)} entries")
+        return entry / names[0]
+
+    def verify(self, entry_or_location: str | os.PathLike[str], digest: str) -> bool:
+        """Whether the stored artifact still exists and still has content ``digest``."""
+        path = Path(entry_or_location)
+        try:
+            target = self.location(path) if path == self.entry(digest) else path
+            return snapshot(target, self.cache).digest == digest
+        except OSError:
+            return False
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass

@@ -1,0 +1,428 @@
+"""The local executor: runs a compiled pipeline here, reusing steps by content, recording all.
+
+Schedules steps (in parallel up to ``max_parallel``), decides reuse from cache keys, and
+writes every fact to the evidence store as it happens. Running a step's process and filing
+its outputs is ``stepproc``'s job; hashing is ``snapshot``'s.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from mlpipe.backends.local import cachekey, inputs as inputs_mod
+from mlpipe.backends.local.cas import ArtifactStore
+from mlpipe.backends.local.progress import Progress
+from mlpipe.backends.local.snapshot import StatCache, snapshot
+from mlpipe.backends.local.stepproc import (Processes, StepJob, StepOutcome, declared_topology,
+                                            execute, tail)
+from mlpipe.errors import StepFailed, UsageError
+from mlpipe.evidence import models as m
+from mlpipe.evidence.config import Location, locate, project_root
+from mlpipe.evidence.queries import reusable
+from mlpipe.evidence.store import Store
+from mlpipe.graph import FromInput, FromLiteral, FromStep, Graph, StepNode
+
+
+@dataclass(slots=True)
+class RunResult:
+    """How a local run ended."""
+
+    run_id: str
+    status: str
+    steps: dict[str, str] = field(default_factory=dict)      # step -> status
+    step_runs: dict[str, str] = field(default_factory=dict)  # step -> step run id
+    candidate_id: str | None = None
+    failures: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Produced:
+    artifact: m.Artifact
+    path: str
+
+
+class LocalExecutor:
+    """Runs pipelines on this machine against one evidence store.
+
+    Args:
+        location: store URL and local folders (default: :func:`~mlpipe.evidence.locate`).
+        max_parallel: steps at a time (default: the number of cores).
+        reuse: False re-runs every step (``--no-reuse``).
+        stream: where progress goes (stderr by default; None for silence).
+
+    Example:
+        >>> result = LocalExecutor().submit(graph, inputs={"raw": "data/raw"}, params={})
+        >>> result.status
+        'succeeded'
+    """
+
+    def __init__(self, location: Location | None = None, *, max_parallel: int | None = None,
+                 reuse: bool = True, stream: TextIO | None = sys.stderr) -> None:
+        if max_parallel is not None and max_parallel < 1:
+            raise UsageError(f"--max-parallel {max_parallel} is not a positive number",
+                             hint="pass --max-parallel 1 or more")
+        self.location = location or locate()
+        self.max_parallel = max_parallel or os.cpu_count() or 1
+        self.reuse = reuse
+        self.stream = stream
+
+    def submit(self, graph: Graph, *, inputs: dict[str, str], params: dict[str, Any]
+               ) -> RunResult:
+        """Run ``graph`` (already checked) with the given pipeline inputs and parameters.
+
+        Raises:
+            UsageError: bad inputs or parameters (nothing is recorded).
+            StoreError: the evidence store cannot be opened or written.
+            StepFailed: a step failed; everything recorded up to then stays recorded.
+        """
+        paths, values = inputs_mod.resolve(graph.spec, inputs, params)
+        store = Store.open(self.location.url)
+        cache = StatCache(self.location.stat_cache)
+        try:
+            _sweep_work(store, self.location.work)
+            return _Run(self, graph, store, cache, paths, values).go()
+        finally:
+            cache.close()
+            store.close()
+
+
+class _Run:
+    """One run's state; lives on the scheduler thread only."""
+
+    def __init__(self, ex: LocalExecutor, graph: Graph, store: Store, cache: StatCache,
+                 paths: dict[str, str], values: dict[str, Any]) -> None:
+        self.ex, self.graph, self.store, self.cache = ex, graph, store, cache
+        self.paths, self.values = paths, values
+        self.cas = ArtifactStore(ex.location.artifacts, cache)
+        self.procs = Processes()
+        self.progress = Progress(len(graph.steps), ex.stream)
+        self.progress.width = max([12, *(len(s) for s in graph.steps)])
+        self.produced: dict[str, dict[str, _Produced]] = {}
+        self.inputs: dict[str, _Produced] = {}
+        self.rows: dict[str, Any] = {}
+        self.result: RunResult | None = None
+        self.failed_log: dict[str, Path] = {}
+
+    # --- setup ------------------------------------------------------------------------------
+
+    def _input_artifact(self, path: str, kind: str) -> tuple[_Produced, Any]:
+        snap = snapshot(path, self.cache)
+        art = self.store.artifact(snap.digest, kind, snap.size, snap.file_count, path)
+        return _Produced(art, path), snap
+
+    def _start(self) -> str:
+        spec = self.graph.spec
+        snaps = {}
+        for name, path in sorted(self.paths.items()):
+            declared = spec.input(name)
+            kind = declared.kind.value if declared and declared.kind else (
+                "uri_folder" if os.path.isdir(path) else "uri_file")
+            self.inputs[name], snap = self._input_artifact(path, kind)
+            snaps[name] = self.store.snapshot(snap.digest, path, snap.size, snap.file_count,
+                                              mutable=True)
+        pipeline = self.store.pipeline_spec(spec.digest, spec.name, spec.to_dict())
+        commit, dirty = _git_revision(str(project_root()))
+        code = self.store.code_revision(commit, dirty) if commit else None
+        run_id = self.store.begin_run(
+            pipeline=pipeline, target="local", params=self.values, inputs=snaps, code=code,
+            options={"reuse": self.ex.reuse, "max_parallel": self.ex.max_parallel,
+                     "executor": "local"})
+        self.result = RunResult(run_id, m.RUNNING)
+        self.progress.header(run_id, spec.name, self.ex.max_parallel)
+        return run_id
+
+    # --- the schedule -----------------------------------------------------------------------
+
+    def go(self) -> RunResult:
+        run_id = self._start()
+        result = self.result
+        steps = self.graph.steps
+        waiting = {sid: {p for p in self.graph.dag.predecessors(sid) if p in steps}
+                   for sid in steps}
+        order = {sid: i for i, sid in enumerate(steps)}
+        running: dict[Future, tuple[str, str, StepJob]] = {}
+        pool = ThreadPoolExecutor(self.ex.max_parallel, thread_name_prefix="mlpipe-step")
+        try:
+            while True:
+                ready = sorted((sid for sid, deps in waiting.items() if not deps),
+                               key=order.__getitem__)
+                for sid in ready:
+                    if len(running) >= self.ex.max_parallel:
+                        break
+                    del waiting[sid]
+                    started = self._begin_step(steps[sid], run_id)
+                    if started is None:
+                        self._release(sid, waiting)
+                    else:
+                        step_run_id, job = started
+                        running[pool.submit(execute, job, self.cas, self.cache, self.procs)] = (
+                            sid, step_run_id, job)
+                if not running:
+                    if any(not deps for deps in waiting.values()):
+                        continue
+                    break
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    sid, step_run_id, job = running.pop(future)
+                    if self._finish_step(sid, step_run_id, job, future.result()):
+                        self._release(sid, waiting)
+                    else:
+                        self._skip_downstream(sid, run_id, waiting)
+                self.cache.flush()
+        except BaseException as exc:
+            self.procs.stop_all()
+            pool.shutdown(wait=True, cancel_futures=True)
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                self.store.interrupt_run(run_id, "the executor was stopped (Ctrl-C or a "
+                                                 "signal) before the run finished")
+                result.status = m.INTERRUPTED
+            else:
+                self.store.interrupt_run(run_id, f"the executor failed: {exc}")
+                self.store.finish_run(run_id, m.FAILED, f"the executor failed: {exc}")
+                result.status = m.FAILED
+            raise
+        pool.shutdown(wait=True)
+        if result.failures:
+            result.status = m.FAILED
+            self.store.finish_run(run_id, m.FAILED, "; ".join(result.failures))
+            first = next(iter(self.failed_log.items()), None)
+            hint = None
+            if first is not None:
+                step, log = first
+                hint = (f"the last lines of {step}'s log:\n{_indent(tail(log))}\n"
+                        f"  whole log: {log}")
+            raise StepFailed(f"run {run_id} failed: {result.failures[0]}", hint=hint)
+        result.candidate_id = self._register_candidate(run_id)
+        result.status = m.SUCCEEDED
+        self.store.finish_run(run_id, m.SUCCEEDED)
+        return result
+
+    def _release(self, sid: str, waiting: dict[str, set[str]]) -> None:
+        for deps in waiting.values():
+            deps.discard(sid)
+
+    def _skip_downstream(self, sid: str, run_id: str, waiting: dict[str, set[str]]) -> None:
+        import networkx as nx
+        skipped = {d for d in nx.descendants(self.graph.dag, sid) if d in waiting}
+        for d in sorted(skipped):
+            del waiting[d]
+            node = self.graph.steps[d]
+            self.store.add_step_run(
+                run_id=run_id, step=d, component_version_id=self._component_row(node).id,
+                environment_id=None, compute=_compute(node), topology={}, cache_key=None,
+                key_material=None, status=m.SKIPPED, finished_at=None,
+                message=f"not run: upstream step {sid!r} failed")
+            self.result.steps[d] = m.SKIPPED
+            self.progress.finished(d, m.SKIPPED, detail=f"(upstream {sid!r} failed)")
+
+    # --- one step ---------------------------------------------------------------------------
+
+    def _component_row(self, node: StepNode) -> m.ComponentVersion:
+        comp = node.component
+        row = self.rows.get(comp.digest)
+        if row is None:
+            row = self.store.component_version(comp.name, comp.version, comp.digest,
+                                               comp.code_digest, comp.to_dict())
+            self.rows[comp.digest] = row
+        return row
+
+    def _environment_row(self, node: StepNode) -> tuple[m.EnvironmentRow, bool]:
+        comp = node.component
+        name, version, digest, mutable = cachekey.environment_identity(
+            comp.environment, comp.location.file if comp.location else None)
+        key = ("env", name, version, digest)
+        row = self.rows.get(key)
+        if row is None:
+            row = self.rows[key] = self.store.environment(name, version, digest, mutable)
+        return row, mutable
+
+    def _bound_inputs(self, node: StepNode) -> dict[str, _Produced]:
+        bound: dict[str, _Produced] = {}
+        for port in node.component.inputs:
+            endpoint = node.bindings.get(port.name)
+            if isinstance(endpoint, FromStep):
+                bound[port.name] = self.produced[endpoint.node][endpoint.port]
+            elif isinstance(endpoint, FromInput) and endpoint.name in self.inputs:
+                bound[port.name] = self.inputs[endpoint.name]
+            elif isinstance(endpoint, FromLiteral) and endpoint.value is not None:
+                path = os.path.abspath(os.fspath(endpoint.value))
+                if not os.path.exists(path):
+                    raise UsageError(f"step {node.id!r} input {port.name!r} is bound to {path}, "
+                                     f"which does not exist", hint="fix the path in the pipeline")
+                bound[port.name] = self._input_artifact(path, port.kind.value)[0]
+        return bound
+
+    def _params(self, node: StepNode) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        for param in node.component.params:
+            endpoint = node.bindings.get(param.name)
+            if isinstance(endpoint, FromLiteral):
+                values[param.name] = endpoint.value
+            elif isinstance(endpoint, FromInput) and endpoint.name in self.values:
+                values[param.name] = self.values[endpoint.name]
+            else:
+                values[param.name] = param.default
+        return values
+
+    def _begin_step(self, node: StepNode, run_id: str) -> tuple[str, StepJob] | None:
+        """Reuse the step (returning None) or record it running and return its job."""
+        comp = node.component
+        bound = self._bound_inputs(node)
+        params = self._params(node)
+        env_row, env_mutable = self._environment_row(node)
+        material = cachekey.key_material(
+            comp, environment_digest=env_row.digest, params=params,
+            inputs={port: p.artifact.digest for port, p in bound.items()})
+        key = cachekey.cache_key(material)
+        common = dict(run_id=run_id, step=node.id,
+                      component_version_id=self._component_row(node).id,
+                      environment_id=env_row.id, compute=_compute(node), cache_key=key,
+                      key_material=material)
+        why_not = None if self.ex.reuse else "reuse turned off (--no-reuse)"
+        if why_not is None and not comp.reuse:
+            why_not = f"component {comp.name!r} declares reuse=False"
+        if why_not is None:
+            origin = self._reusable(key, comp)
+            if origin is not None:
+                original, outputs = origin
+                step_run_id = self.store.add_step_run(
+                    **common, topology=original.topology, status=m.REUSED,
+                    reused_from_id=original.id, finished_at=None,
+                    message=f"reused outputs of step run {original.id} (run {original.run_id})")
+                self.store.link_inputs(step_run_id, {k: v.artifact for k, v in bound.items()})
+                self.store.finish_step_run(step_run_id, status=m.REUSED,
+                                           message=f"reused from {original.id}",
+                                           outputs={k: v.artifact for k, v in outputs.items()})
+                self.produced[node.id] = outputs
+                self.result.steps[node.id] = m.REUSED
+                self.result.step_runs[node.id] = step_run_id
+                self.progress.finished(node.id, m.REUSED,
+                                       detail=f"from {original.id} (run {original.run_id})")
+                return None
+        topology = declared_topology(comp)
+        step_run_id = self.store.add_step_run(
+            **common, topology={"declared": topology} if topology else {}, status=m.RUNNING,
+            message=why_not, log_path=str(self.ex.location.logs / run_id / f"{node.id}.log"))
+        self.store.link_inputs(step_run_id, {k: v.artifact for k, v in bound.items()})
+        self.result.step_runs[node.id] = step_run_id
+        if topology is not None:
+            self.progress.note(f"{node.id!r} is launched as {topology['world_size']} "
+                               f"process(es) the way Azure ML would")
+        self.progress.started(node.id)
+        job = StepJob(node.id, comp, {k: v.path for k, v in bound.items()},
+                      {k: v.artifact.digest for k, v in bound.items()}, params,
+                      self.ex.location.work / run_id / node.id.replace("/", "_"),
+                      self.ex.location.logs / run_id / f"{node.id}.log",
+                      os.getcwd(), [p for p in sys.path if p])
+        return step_run_id, job
+
+    def _reusable(self, key: str, comp) -> tuple[m.StepRun, dict[str, _Produced]] | None:
+        with self.store.session() as s:
+            found = reusable(s, key)
+        wanted = {p.name for p in comp.outputs}
+        for original in found:
+            outs = {a.port: a.artifact for a in original.artifacts if a.direction == "output"}
+            if set(outs) != wanted:
+                continue
+            good: dict[str, _Produced] = {}
+            for port, art in outs.items():
+                if not self.cas.verify(art.location, art.digest):
+                    break
+                good[port] = _Produced(art, art.location)
+            else:
+                return original, good
+        return None
+
+    def _finish_step(self, sid: str, step_run_id: str, job: StepJob,
+                     outcome: StepOutcome) -> bool:
+        topology = outcome.topology
+        if not outcome.ok:
+            self.store.finish_step_run(step_run_id, status=m.FAILED, message=outcome.message,
+                                       topology=topology)
+            self.result.failures.append(outcome.message or f"step {sid!r} failed")
+            self.result.steps[sid] = m.FAILED
+            self.failed_log[sid] = job.log
+            self.progress.finished(sid, m.FAILED, outcome.seconds,
+                                   detail=f"log: {job.log}")
+            return False
+        arts: dict[str, _Produced] = {}
+        for port, (snap, location) in outcome.outputs.items():
+            kind = job.component.output(port).kind.value
+            art = self.store.artifact(snap.digest, kind, snap.size, snap.file_count,
+                                      str(location))
+            arts[port] = _Produced(art, art.location)
+        self.store.finish_step_run(step_run_id, status=m.EXECUTED, message=outcome.not_cached,
+                                   cacheable=outcome.not_cached is None, topology=topology,
+                                   outputs={k: v.artifact for k, v in arts.items()},
+                                   metrics=outcome.metrics)
+        self.produced[sid] = arts
+        self.result.steps[sid] = m.EXECUTED
+        self.progress.finished(sid, m.EXECUTED, outcome.seconds, detail=outcome.not_cached)
+        return True
+
+    def _register_candidate(self, run_id: str) -> str | None:
+        cand = self.graph.spec.candidate
+        if cand is None:
+            return None
+
+        def artifact(name: str | None) -> m.Artifact | None:
+            endpoint = self.graph.outputs.get(name) if name else None
+            if isinstance(endpoint, FromStep):
+                return self.produced[endpoint.node][endpoint.port].artifact
+            if isinstance(endpoint, FromInput):
+                return self.inputs[endpoint.name].artifact
+            return None
+
+        model = artifact(cand.model)
+        if model is None:
+            return None
+        return self.store.register_candidate(run_id, model, artifact(cand.evaluation), cand.name)
+
+
+def _compute(node: StepNode) -> dict[str, Any]:
+    comp = node.component
+    return {"declared": None if comp.compute is None else comp.compute.to_dict(),
+            "ran_on": "local"}
+
+
+def _indent(text: str) -> str:
+    return "\n".join(f"    | {line}" for line in text.splitlines())
+
+
+def _git_revision(root: str) -> tuple[str | None, bool]:
+    try:
+        commit = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True,
+                                text=True, timeout=10)
+        if commit.returncode != 0:
+            return None, False
+        status = subprocess.run(["git", "-C", root, "status", "--porcelain",
+                                 "--untracked-files=no"], capture_output=True, text=True,
+                                timeout=30)
+        return commit.stdout.strip(), bool(status.stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        return None, False
+
+
+def _sweep_work(store: Store, work: Path) -> None:
+    """Remove scratch folders of runs that are no longer running (killed executors)."""
+    if not work.is_dir():
+        return
+    from sqlalchemy import select
+    names = [p.name for p in work.iterdir() if p.is_dir()]
+    if not names:
+        return
+    with store.session() as s:
+        running = set(s.scalars(select(m.Run.id).where(m.Run.id.in_(names),
+                                                        m.Run.status == m.RUNNING)))
+    for name in names:
+        if name not in running:
+            shutil.rmtree(work / name, ignore_errors=True)
+
+
+__all__ = ["LocalExecutor", "RunResult"]

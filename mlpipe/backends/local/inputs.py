@@ -1,0 +1,118 @@
+"""Turning ``--input name=PATH`` and ``--param name=VALUE`` into checked pipeline values.
+
+Pure parsing and validation against the pipeline spec; snapshots are the executor's job.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from mlpipe.errors import UsageError
+from mlpipe.params import check_value
+from mlpipe.spec import InputRole, ParamSpec, ParamType, PipelineSpec, plain_value
+
+
+def split_assignments(pairs: tuple[str, ...] | list[str], option: str) -> dict[str, str]:
+    """``["a=1", "b=x"]`` -> ``{"a": "1", "b": "x"}``; a pair without ``=`` is an error."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise UsageError(f"{option} {pair!r} is not NAME=VALUE",
+                             hint=f"write {option} name=value")
+        out[name.strip()] = value
+    return out
+
+
+def _parse(text: Any, param: ParamSpec | None) -> Any:
+    if not isinstance(text, str):
+        return text
+    kind = param.type if param is not None else None
+    if kind is ParamType.STR:
+        return text
+    if kind is ParamType.BOOL:
+        lowered = text.lower()
+        if lowered in ("true", "1", "yes"):
+            return True
+        if lowered in ("false", "0", "no"):
+            return False
+        return text
+    if kind is ParamType.ENUM:
+        choices = param.choices or ()
+        for choice in choices:
+            if str(choice) == text:
+                return choice
+        return text
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    if kind is ParamType.FLOAT and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+def _names(spec: PipelineSpec, role: InputRole) -> str:
+    return ", ".join(i.name for i in spec.inputs if i.role is role) or "none"
+
+
+def resolve(spec: PipelineSpec, inputs: dict[str, str], params: dict[str, Any]
+            ) -> tuple[dict[str, str], dict[str, Any]]:
+    """Check the given values against the pipeline's inputs and fill in defaults.
+
+    Returns:
+        ``(artifact inputs name -> absolute path, params name -> value)``.
+
+    Raises:
+        UsageError: an unknown name, a parameter given as an input (or the reverse), a
+            missing required input, a path that does not exist, or a bad parameter value.
+    """
+    paths: dict[str, str] = {}
+    for name, path in inputs.items():
+        declared = spec.input(name)
+        if declared is None:
+            raise UsageError(f"pipeline {spec.name!r} has no input {name!r} "
+                             f"(inputs: {_names(spec, InputRole.ARTIFACT)})",
+                             hint="use --input with one of those names")
+        if declared.role is InputRole.PARAM:
+            raise UsageError(f"{name!r} is a parameter of pipeline {spec.name!r}, not an input",
+                             hint=f"pass it as --param {name}={path}")
+        if not os.path.exists(path):
+            raise UsageError(f"input {name!r}: no such file or folder: {path}",
+                             hint="give the path of an existing file or folder")
+        paths[name] = os.path.abspath(path)
+    values: dict[str, Any] = {}
+    for name, text in params.items():
+        declared = spec.input(name)
+        if declared is None:
+            raise UsageError(f"pipeline {spec.name!r} has no parameter {name!r} "
+                             f"(parameters: {_names(spec, InputRole.PARAM)})",
+                             hint="use --param with one of those names")
+        if declared.role is InputRole.ARTIFACT:
+            raise UsageError(f"{name!r} is an input of pipeline {spec.name!r}, not a parameter",
+                             hint=f"pass it as --input {name}=PATH")
+        value = _parse(text, declared.param)
+        if declared.param is not None:
+            problem = check_value(declared.param, value)
+            if problem is not None:
+                raise UsageError(f"--param {name}={text}: {problem.message}",
+                                 hint="give a value that fits the parameter's declaration")
+        values[name] = plain_value(value)
+    for declared in spec.inputs:
+        if declared.name in paths or declared.name in values:
+            continue
+        if declared.required:
+            option = "--input" if declared.role is InputRole.ARTIFACT else "--param"
+            raise UsageError(f"pipeline {spec.name!r} needs {option} {declared.name}=...",
+                             hint=f"pass {option} {declared.name}="
+                                  f"{'PATH' if option == '--input' else 'VALUE'}")
+        if declared.role is InputRole.PARAM:
+            values[declared.name] = plain_value(declared.default)
+        elif declared.default is not None:
+            path = os.fspath(declared.default)
+            if not os.path.exists(path):
+                raise UsageError(f"input {declared.name!r} defaults to {path}, which does not "
+                                 f"exist", hint=f"pass --input {declared.name}=PATH")
+            paths[declared.name] = os.path.abspath(path)
+    return paths, values

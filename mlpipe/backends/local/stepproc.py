@@ -1,0 +1,276 @@
+"""Running one step in its own process and filing its outputs, off the scheduler's thread.
+
+Writes the request, starts ``python -m mlpipe.runtime.step`` (or the distributed launcher),
+waits, validates and hashes the outputs, and moves them into the artifact store only on
+success. Never touches the evidence store: the scheduler records what this returns.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mlpipe.artifacts import AssetType
+from mlpipe.backends.local.cas import ArtifactStore
+from mlpipe.backends.local.snapshot import Snapshot, StatCache, snapshot
+from mlpipe.runtime.metrics import METRICS_FILE, STEP_DIR_ENV
+from mlpipe.spec import ComponentSpec
+
+LOG_TAIL_LINES = 20
+
+
+@dataclass(slots=True)
+class StepJob:
+    """Everything one step process needs; built by the scheduler."""
+
+    node_id: str
+    component: ComponentSpec
+    inputs: dict[str, str]            # port -> path
+    input_digests: dict[str, str]     # port -> content digest
+    params: dict[str, Any]
+    work: Path
+    log: Path
+    cwd: str
+    sys_path: list[str]
+
+
+@dataclass(slots=True)
+class StepOutcome:
+    """What happened: success, the filed outputs, metrics, and why it may not be cached."""
+
+    ok: bool
+    seconds: float
+    outputs: dict[str, tuple[Snapshot, Path]] = field(default_factory=dict)
+    metrics: list[dict[str, Any]] = field(default_factory=list)
+    message: str | None = None
+    not_cached: str | None = None
+    topology: dict[str, Any] = field(default_factory=dict)
+
+
+class Processes:
+    """The step processes now running, so an interrupted executor can stop them all."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._procs: set[subprocess.Popen] = set()
+        self.stopping = False
+
+    def add(self, proc: subprocess.Popen) -> None:
+        with self._lock:
+            self._procs.add(proc)
+
+    def discard(self, proc: subprocess.Popen) -> None:
+        with self._lock:
+            self._procs.discard(proc)
+
+    def stop_all(self) -> None:
+        with self._lock:
+            self.stopping = True
+            procs = list(self._procs)
+        for proc in procs:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
+        deadline = time.monotonic() + 5
+        for proc in procs:
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+
+
+def declared_topology(component: ComponentSpec) -> dict[str, Any] | None:
+    """The launch a component declares, or None for a plain single-process step."""
+    if component.distribution is None and component.instances == 1:
+        return None
+    per_node = component.distribution.processes_per_instance() if component.distribution else 1
+    return {"distribution": None if component.distribution is None
+            else component.distribution.to_dict(),
+            "instances": component.instances, "world_size": per_node * component.instances}
+
+
+def _launch(job: StepJob, argv: list[str], env: dict[str, str], declared: dict[str, Any]
+            ) -> tuple[str | None, dict[str, Any]]:
+    """Run a distributed step through the local launcher: (failure message or None, topology).
+
+    The ranks' logs go to ``<step log>.ranks/rank-<R>.log`` and are appended to the step's log.
+    """
+    from mlpipe.backends.local.launcher import CoordinationFailed, launch
+    from mlpipe.errors import MlpipeError
+
+    comp = job.component
+    rank_logs = job.log.with_suffix(".ranks")
+    topology: dict[str, Any] = {"declared": declared, "distributed": True}
+    failed = None
+    try:
+        result = launch(argv, distribution=comp.distribution, instances=comp.instances, env=env,
+                        cwd=job.cwd, log_dir=rank_logs, timeout=None)
+    except CoordinationFailed as exc:
+        result = exc.result
+        failed = f"step {job.node_id!r} did not coordinate: {exc.message}"
+    except MlpipeError as exc:  # LaunchFailed, or a launch that cannot be made
+        result = None
+        failed = f"step {job.node_id!r} failed: {exc.message}"
+    if result is not None:
+        topology["ran"] = result.topology()
+        if result.coordination is not None:
+            topology["coordination"] = result.coordination.to_dict()
+    with open(job.log, "w") as log:
+        for rank_log in sorted(rank_logs.glob("rank-*.log")):
+            log.write(f"--- {rank_log.name} ---\n{rank_log.read_text(errors='replace')}")
+    return failed, topology
+
+
+def tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    """The last ``lines`` lines of a log file."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 16384))
+            text = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processes
+            ) -> StepOutcome:
+    """Run ``job`` and file its outputs; never raises for a failure of the step itself."""
+    start = time.perf_counter()
+    try:
+        return _execute(job, cas, cache, procs, start)
+    finally:
+        shutil.rmtree(job.work, ignore_errors=True)
+
+
+def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processes,
+             start: float) -> StepOutcome:
+    comp = job.component
+    step_dir = job.work / "step"
+    out_dir = job.work / "outputs"
+    step_dir.mkdir(parents=True)
+    out_dir.mkdir()
+    outputs: dict[str, str] = {}
+    for port in comp.outputs:
+        path = out_dir / port.name
+        if port.kind is not AssetType.URI_FILE:
+            path.mkdir()
+        outputs[port.name] = str(path)
+    request = {"function": comp.function, "sys_path": job.sys_path, "inputs": job.inputs,
+               "outputs": outputs, "params": job.params}
+    request_path = job.work / "request.json"
+    request_path.write_text(json.dumps(request))
+    env = dict(os.environ)
+    if comp.environment is not None:
+        env.update(dict(comp.environment.variables))
+    env.update(dict(comp.environment_variables))
+    env[STEP_DIR_ENV] = str(step_dir)
+    env["MLPIPE_PARENT_PID"] = str(os.getpid())
+    argv = [sys.executable, "-m", "mlpipe.runtime.step", str(request_path)]
+    declared = declared_topology(comp)
+    job.log.parent.mkdir(parents=True, exist_ok=True)
+    if procs.stopping:
+        return StepOutcome(False, 0.0, message="the run was interrupted")
+    if declared is not None:
+        failed, topology = _launch(job, argv, env, declared)
+        if failed is not None:
+            return StepOutcome(False, time.perf_counter() - start, message=failed,
+                               topology=topology)
+        returncode = 0
+    else:
+        topology = {"processes": 1, "distributed": False}
+        with open(job.log, "w") as log:
+            proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                    cwd=job.cwd, stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
+            procs.add(proc)
+            try:
+                returncode = proc.wait()
+            finally:
+                procs.discard(proc)
+    seconds = time.perf_counter() - start
+    if returncode != 0:
+        return StepOutcome(False, seconds, message=_failure(job, step_dir, returncode),
+                           topology=topology)
+    missing = [name for name, path in outputs.items() if not os.path.exists(path)]
+    if missing:
+        return StepOutcome(False, seconds, topology=topology,
+                           message=f"step {job.node_id!r} finished without writing its "
+                                   f"output{'s' if len(missing) > 1 else ''} "
+                                   f"{', '.join(map(repr, missing))}")
+    problem = _validate(comp, outputs)
+    if problem:
+        return StepOutcome(False, seconds, message=f"step {job.node_id!r}: {problem}",
+                           topology=topology)
+    snaps = {name: snapshot(path) for name, path in outputs.items()}
+    not_cached = _inputs_changed(job, cache)
+    filed = {name: (snap, cas.put(outputs[name], snap)) for name, snap in snaps.items()}
+    return StepOutcome(True, time.perf_counter() - start, filed, _metrics(step_dir),
+                       not_cached=not_cached, topology=topology)
+
+
+def _failure(job: StepJob, step_dir: Path, returncode: int) -> str:
+    try:
+        err = json.loads((step_dir / "error.json").read_text())
+        what = f"{err['type']}: {err['message']}"
+    except (OSError, ValueError, KeyError):
+        what = (f"killed by signal {-returncode}" if returncode < 0
+                else f"exit status {returncode}")
+    return f"step {job.node_id!r} failed: {what}"
+
+
+def _validate(comp: ComponentSpec, outputs: dict[str, str]) -> str | None:
+    from mlpipe.contracts import validate
+    from mlpipe.errors import MlpipeError
+
+    for port in comp.outputs:
+        if port.contract is None:
+            continue
+        try:
+            validate(port.contract, outputs[port.name])
+        except MlpipeError as exc:
+            return f"output {port.name!r} does not match its contract: {exc.message}"
+    return None
+
+
+def _inputs_changed(job: StepJob, cache: StatCache) -> str | None:
+    changed = []
+    for port, path in job.inputs.items():
+        try:
+            now = snapshot(path, cache).digest
+        except OSError:
+            now = "(gone)"
+        if now != job.input_digests.get(port):
+            changed.append(port)
+    if not changed:
+        return None
+    return (f"input{'s' if len(changed) > 1 else ''} {', '.join(map(repr, changed))} changed "
+            f"while the step ran; its result is not cached")
+
+
+def _metrics(step_dir: Path) -> list[dict[str, Any]]:
+    path = step_dir / METRICS_FILE
+    if not path.exists():
+        return []
+    found = []
+    for line in path.read_text().splitlines():
+        try:
+            row = json.loads(line)
+            found.append({"name": str(row["name"]), "value": float(row["value"]),
+                          "scope": str(row["scope"]), "rank": row.get("rank"),
+                          "population": row.get("population")})
+        except (ValueError, KeyError, TypeError):
+            continue
+    return found

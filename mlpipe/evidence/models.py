@@ -1,0 +1,211 @@
+"""The evidence store's tables, as SQLAlchemy 2 declarative models.
+
+Only the schema lives here; writing and querying are the store's job. Every change to these
+models needs an Alembic migration in ``mlpipe/evidence/migrations/versions``.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Optional
+
+from sqlalchemy import (JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Index, Integer,
+                        String, Text, UniqueConstraint)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+#: Run, step run and candidate statuses.
+RUNNING, SUCCEEDED, FAILED, INTERRUPTED = "running", "succeeded", "failed", "interrupted"
+EXECUTED, REUSED, SKIPPED = "executed", "reused", "skipped"
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class PipelineSpecRow(Base):
+    """A pipeline definition, identified by its spec digest."""
+
+    __tablename__ = "pipeline_specs"
+    digest: Mapped[str] = mapped_column(String(80), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), index=True)
+    spec: Mapped[dict[str, Any]]
+
+
+class ComponentVersion(Base):
+    """A component as declared: name, version and the digests of its spec and code."""
+
+    __tablename__ = "component_versions"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    version: Mapped[str] = mapped_column(String(100))
+    spec_digest: Mapped[str] = mapped_column(String(80), unique=True)
+    code_digest: Mapped[str] = mapped_column(String(80))
+    spec: Mapped[dict[str, Any]]
+
+
+class EnvironmentRow(Base):
+    """The software a step ran in; ``digest`` is its resolved content, never a mutable tag."""
+
+    __tablename__ = "environments"
+    __table_args__ = (UniqueConstraint("name", "version", "digest"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    version: Mapped[str] = mapped_column(String(100))  # "" when the environment has none
+    digest: Mapped[str] = mapped_column(String(80))
+    mutable: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class CodeRevision(Base):
+    """The git commit the pipeline's code came from, and whether the tree was dirty."""
+
+    __tablename__ = "code_revisions"
+    __table_args__ = (UniqueConstraint("commit", "dirty"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    commit: Mapped[str] = mapped_column(String(64))  # "" outside a git work tree
+    dirty: Mapped[bool] = mapped_column(Boolean)
+
+
+class Snapshot(Base):
+    """A data snapshot: the content digest of a file or folder and the reference given."""
+
+    __tablename__ = "snapshots"
+    __table_args__ = (UniqueConstraint("digest", "reference"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    digest: Mapped[str] = mapped_column(String(80), index=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    file_count: Mapped[int] = mapped_column(Integer)
+    reference: Mapped[str] = mapped_column(Text)
+    mutable: Mapped[bool] = mapped_column(Boolean)
+
+
+class Run(Base):
+    """One submission of a pipeline."""
+
+    __tablename__ = "runs"
+    __table_args__ = (Index("ix_runs_pipeline_started", "pipeline_name", "started_at"),
+                      Index("ix_runs_status", "status"))
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    pipeline_name: Mapped[str] = mapped_column(String(200))
+    pipeline_digest: Mapped[str] = mapped_column(ForeignKey("pipeline_specs.digest"))
+    target: Mapped[str] = mapped_column(String(40))
+    params: Mapped[dict[str, Any]]
+    status: Mapped[str] = mapped_column(String(20))
+    started_at: Mapped[datetime] = mapped_column(DateTime)
+    finished_at: Mapped[Optional[datetime]] = mapped_column(DateTime)
+    user: Mapped[Optional[str]] = mapped_column(String(200))
+    host: Mapped[Optional[str]] = mapped_column(String(255))
+    pid: Mapped[Optional[int]] = mapped_column(Integer)
+    pid_started: Mapped[Optional[str]] = mapped_column(String(40))
+    code_revision_id: Mapped[Optional[int]] = mapped_column(ForeignKey("code_revisions.id"))
+    options: Mapped[dict[str, Any]]
+    message: Mapped[Optional[str]] = mapped_column(Text)
+
+    pipeline: Mapped[PipelineSpecRow] = relationship()
+    code_revision: Mapped[Optional[CodeRevision]] = relationship()
+    steps: Mapped[list["StepRun"]] = relationship(back_populates="run",
+                                                  order_by="StepRun.started_at")
+    inputs: Mapped[list["RunInput"]] = relationship(back_populates="run")
+
+
+class RunInput(Base):
+    """Which data snapshot a run was given for each pipeline input."""
+
+    __tablename__ = "run_inputs"
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id"), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    snapshot_id: Mapped[int] = mapped_column(ForeignKey("snapshots.id"), index=True)
+
+    run: Mapped[Run] = relationship(back_populates="inputs")
+    snapshot: Mapped[Snapshot] = relationship()
+
+
+class StepRun(Base):
+    """One step of one run: executed, reused (naming the executed original), failed, skipped."""
+
+    __tablename__ = "step_runs"
+    __table_args__ = (Index("ix_step_runs_key_status", "cache_key", "status"),
+                      Index("ix_step_runs_step", "step", "started_at"))
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id"), index=True)
+    step: Mapped[str] = mapped_column(String(300))
+    component_version_id: Mapped[int] = mapped_column(ForeignKey("component_versions.id"))
+    environment_id: Mapped[Optional[int]] = mapped_column(ForeignKey("environments.id"))
+    compute: Mapped[dict[str, Any]]
+    topology: Mapped[dict[str, Any]]
+    cache_key: Mapped[Optional[str]] = mapped_column(String(80))
+    key_material: Mapped[Optional[dict[str, Any]]]
+    cacheable: Mapped[bool] = mapped_column(Boolean, default=True)
+    status: Mapped[str] = mapped_column(String(20))
+    reused_from_id: Mapped[Optional[str]] = mapped_column(ForeignKey("step_runs.id"), index=True)
+    started_at: Mapped[datetime] = mapped_column(DateTime)
+    finished_at: Mapped[Optional[datetime]] = mapped_column(DateTime)
+    log_path: Mapped[Optional[str]] = mapped_column(Text)
+    message: Mapped[Optional[str]] = mapped_column(Text)
+
+    run: Mapped[Run] = relationship(back_populates="steps")
+    component: Mapped[ComponentVersion] = relationship()
+    environment: Mapped[Optional[EnvironmentRow]] = relationship()
+    reused_from: Mapped[Optional["StepRun"]] = relationship(remote_side="StepRun.id")
+    artifacts: Mapped[list["StepArtifact"]] = relationship(back_populates="step_run")
+    metrics: Mapped[list["Metric"]] = relationship(back_populates="step_run")
+
+    @property
+    def duration(self) -> float | None:
+        if self.finished_at is None:
+            return None
+        return (self.finished_at - self.started_at).total_seconds()
+
+
+class Artifact(Base):
+    """A file or folder in the content-addressed store, by digest."""
+
+    __tablename__ = "artifacts"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    digest: Mapped[str] = mapped_column(String(80), unique=True)
+    kind: Mapped[str] = mapped_column(String(40))
+    size: Mapped[int] = mapped_column(BigInteger)
+    file_count: Mapped[int] = mapped_column(Integer)
+    location: Mapped[str] = mapped_column(Text)
+
+
+class StepArtifact(Base):
+    """That a step run consumed (``input``) or produced (``output``) an artifact on a port."""
+
+    __tablename__ = "step_artifacts"
+    step_run_id: Mapped[str] = mapped_column(ForeignKey("step_runs.id"), primary_key=True)
+    direction: Mapped[str] = mapped_column(String(6), primary_key=True)
+    port: Mapped[str] = mapped_column(String(200), primary_key=True)
+    artifact_id: Mapped[int] = mapped_column(ForeignKey("artifacts.id"), index=True)
+
+    step_run: Mapped[StepRun] = relationship(back_populates="artifacts")
+    artifact: Mapped[Artifact] = relationship()
+
+
+class Metric(Base):
+    """A value a step logged, with its scope (global or partial) and the rank that logged it."""
+
+    __tablename__ = "metrics"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    step_run_id: Mapped[str] = mapped_column(ForeignKey("step_runs.id"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    value: Mapped[float] = mapped_column(Float)
+    scope: Mapped[str] = mapped_column(String(10))
+    rank: Mapped[Optional[int]] = mapped_column(Integer)
+    population: Mapped[Optional[str]] = mapped_column(Text)
+
+    step_run: Mapped[StepRun] = relationship(back_populates="metrics")
+
+
+class CandidateRow(Base):
+    """A model candidate a successful run registered."""
+
+    __tablename__ = "candidates"
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id"), index=True)
+    name: Mapped[Optional[str]] = mapped_column(String(200))
+    model_artifact_id: Mapped[int] = mapped_column(ForeignKey("artifacts.id"))
+    evaluation_artifact_id: Mapped[Optional[int]] = mapped_column(ForeignKey("artifacts.id"))
+    created_at: Mapped[datetime] = mapped_column(DateTime)
+
+    run: Mapped[Run] = relationship()
+    model: Mapped[Artifact] = relationship(foreign_keys=[model_artifact_id])
+    evaluation: Mapped[Optional[Artifact]] = relationship(foreign_keys=[evaluation_artifact_id])

@@ -1,0 +1,293 @@
+"""Opening the evidence store and writing what ran, in short committed transactions.
+
+Knows the models and the schema; knows nothing of graphs, executors or the CLI. Every write
+commits at once so nothing recorded before a failure is lost.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import socket
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+from sqlalchemy import create_engine, event, select, update
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from mlpipe.errors import StoreError
+from mlpipe.evidence import models as m
+from mlpipe.evidence.schema import auto_upgrade_enabled, ensure_schema
+
+BUSY_TIMEOUT_MS = 60_000
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def new_id(prefix: str, nbytes: int = 6) -> str:
+    """A random id such as ``r-3f9a0c1b22d4``; ``prefix`` says what it names."""
+    return f"{prefix}-{secrets.token_hex(nbytes)}"
+
+
+def process_token(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot), so a reused pid is told apart."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        return fields[19].decode()
+    except (OSError, IndexError):
+        return None
+
+
+def _alive(pid: int | None, token: str | None) -> bool:
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    current = process_token(pid)
+    return token is None or current is None or current == token
+
+
+def _sqlite_engine(url: str) -> Engine:
+    parsed = make_url(url)
+    if parsed.database and parsed.database != ":memory:":
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn, _record) -> None:
+        dbapi_conn.isolation_level = None  # we issue BEGIN ourselves, below
+        cur = dbapi_conn.cursor()
+        cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn) -> None:
+        # IMMEDIATE takes the write lock up front: a deferred transaction that later writes
+        # fails with "database is locked" instead of waiting when another writer got there.
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url``: SQLite in WAL mode with a busy timeout, or any SQLAlchemy URL."""
+    try:
+        if make_url(url).get_backend_name() == "sqlite":
+            return _sqlite_engine(url)
+        return create_engine(url, pool_pre_ping=True)
+    except (ArgumentError, SQLAlchemyError, ImportError) as exc:
+        raise StoreError(f"cannot use the evidence store URL {url!r}: {exc}",
+                         hint="set MLPIPE_STORE_URL to a SQLAlchemy URL such as "
+                              "sqlite:///evidence/store.sqlite or "
+                              "postgresql+psycopg://user@host/db") from exc
+
+
+class Store:
+    """An open evidence store.
+
+    Args:
+        url: a SQLAlchemy URL; see :func:`mlpipe.evidence.config.locate` for the default.
+
+    Example:
+        >>> store = Store.open("sqlite:///evidence/store.sqlite")
+        >>> with store.session() as s:
+        ...     runs = pipeline_runs(s, "defect-classifier")
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+
+    @classmethod
+    def open(cls, url: str, *, auto_upgrade: bool | None = None) -> "Store":
+        """Connect, bring the schema to head, and mark dead runs of this host interrupted."""
+        engine = make_engine(url)
+        ensure_schema(engine, auto_upgrade=auto_upgrade_enabled() if auto_upgrade is None
+                      else auto_upgrade)
+        store = cls(engine)
+        store.mark_interrupted()
+        return store
+
+    @property
+    def url(self) -> str:
+        return self.engine.url.render_as_string(hide_password=True)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[Session]:
+        """A session whose work is committed on exit (rolled back on an exception)."""
+        try:
+            with self._sessions.begin() as session:
+                yield session
+        except SQLAlchemyError as exc:
+            raise StoreError(f"the evidence store {self.url!r} failed: "
+                             f"{str(getattr(exc, 'orig', None) or exc).strip()}",
+                             hint="check that the database is reachable and writable") from exc
+
+    # --- interrupted runs -------------------------------------------------------------------
+
+    def mark_interrupted(self) -> list[str]:
+        """Mark runs left ``running`` by a dead executor on this host as interrupted.
+
+        Returns:
+            The ids of the runs marked.
+        """
+        host = socket.gethostname()
+        with self.session() as s:
+            rows = s.execute(select(m.Run.id, m.Run.pid, m.Run.pid_started).where(
+                m.Run.status == m.RUNNING, m.Run.host == host)).all()
+            dead = [r.id for r in rows if not _alive(r.pid, r.pid_started)]
+            if dead:
+                self._interrupt(s, dead, "the executor stopped without finishing the run "
+                                         "(killed or crashed)")
+        return dead
+
+    @staticmethod
+    def _interrupt(s: Session, run_ids: list[str], why: str) -> None:
+        now = utcnow()
+        s.execute(update(m.Run).where(m.Run.id.in_(run_ids), m.Run.status == m.RUNNING)
+                  .values(status=m.INTERRUPTED, finished_at=now, message=why))
+        s.execute(update(m.StepRun).where(m.StepRun.run_id.in_(run_ids),
+                                          m.StepRun.status == m.RUNNING)
+                  .values(status=m.INTERRUPTED, finished_at=now, message=why))
+
+    def interrupt_run(self, run_id: str, why: str) -> None:
+        """Mark one run (and its running steps) interrupted, e.g. on Ctrl-C."""
+        with self.session() as s:
+            self._interrupt(s, [run_id], why)
+
+    # --- get-or-create rows that many runs share ---------------------------------------------
+
+    def _get_or_create(self, model: type, where: dict[str, Any], extra: dict[str, Any]):
+        for _attempt in range(3):
+            with self.session() as s:
+                row = s.execute(select(model).filter_by(**where)).scalar_one_or_none()
+                if row is not None:
+                    return row
+            try:
+                with self.session() as s:
+                    row = model(**where, **extra)
+                    s.add(row)
+                    s.flush()
+                    return row
+            except StoreError as exc:
+                if not isinstance(exc.__cause__, IntegrityError):
+                    raise
+        raise StoreError(f"could not record a {model.__tablename__} row for {where}",
+                         hint="check the store's health and try again")
+
+    def pipeline_spec(self, digest: str, name: str, spec: dict[str, Any]) -> m.PipelineSpecRow:
+        return self._get_or_create(m.PipelineSpecRow, {"digest": digest},
+                                   {"name": name, "spec": spec})
+
+    def component_version(self, name: str, version: str, spec_digest: str, code_digest: str,
+                          spec: dict[str, Any]) -> m.ComponentVersion:
+        return self._get_or_create(m.ComponentVersion, {"spec_digest": spec_digest},
+                                   {"name": name, "version": version,
+                                    "code_digest": code_digest, "spec": spec})
+
+    def environment(self, name: str, version: str | None, digest: str,
+                    mutable: bool) -> m.EnvironmentRow:
+        return self._get_or_create(m.EnvironmentRow, {"name": name, "version": version or "",
+                                                      "digest": digest}, {"mutable": mutable})
+
+    def code_revision(self, commit: str | None, dirty: bool) -> m.CodeRevision:
+        return self._get_or_create(m.CodeRevision, {"commit": commit or "", "dirty": dirty}, {})
+
+    def snapshot(self, digest: str, reference: str, size: int, file_count: int,
+                 mutable: bool) -> m.Snapshot:
+        return self._get_or_create(m.Snapshot, {"digest": digest, "reference": reference},
+                                   {"size": size, "file_count": file_count, "mutable": mutable})
+
+    def artifact(self, digest: str, kind: str, size: int, file_count: int,
+                 location: str) -> m.Artifact:
+        return self._get_or_create(m.Artifact, {"digest": digest},
+                                   {"kind": kind, "size": size, "file_count": file_count,
+                                    "location": location})
+
+    # --- runs and step runs -----------------------------------------------------------------
+
+    def begin_run(self, *, pipeline: m.PipelineSpecRow, target: str, params: dict[str, Any],
+                  inputs: dict[str, m.Snapshot], code: m.CodeRevision | None,
+                  options: dict[str, Any]) -> str:
+        """Record a new run as ``running`` by this process; return its id."""
+        run_id = new_id("r", 5)
+        with self.session() as s:
+            s.add(m.Run(id=run_id, pipeline_name=pipeline.name, pipeline_digest=pipeline.digest,
+                        target=target, params=params, status=m.RUNNING, started_at=utcnow(),
+                        user=_user(), host=socket.gethostname(), pid=os.getpid(),
+                        pid_started=process_token(os.getpid()),
+                        code_revision_id=code.id if code else None, options=options))
+            for name, snap in inputs.items():
+                s.add(m.RunInput(run_id=run_id, name=name, snapshot_id=snap.id))
+        return run_id
+
+    def finish_run(self, run_id: str, status: str, message: str | None = None) -> None:
+        with self.session() as s:
+            s.execute(update(m.Run).where(m.Run.id == run_id).values(
+                status=status, finished_at=utcnow(), message=message))
+
+    def add_step_run(self, **fields: Any) -> str:
+        """Insert a step run (fields as in :class:`~mlpipe.evidence.models.StepRun`)."""
+        step_run_id = new_id("s")
+        with self.session() as s:
+            s.add(m.StepRun(id=step_run_id, started_at=fields.pop("started_at", utcnow()),
+                            **fields))
+        return step_run_id
+
+    def finish_step_run(self, step_run_id: str, *, status: str, message: str | None = None,
+                        cacheable: bool | None = None, topology: dict[str, Any] | None = None,
+                        outputs: dict[str, m.Artifact] | None = None,
+                        metrics: list[dict[str, Any]] | None = None) -> None:
+        """Close a step run with its status, produced artifacts and logged metrics."""
+        values: dict[str, Any] = {"status": status, "finished_at": utcnow(), "message": message}
+        if cacheable is not None:
+            values["cacheable"] = cacheable
+        if topology is not None:
+            values["topology"] = topology
+        with self.session() as s:
+            s.execute(update(m.StepRun).where(m.StepRun.id == step_run_id).values(**values))
+            for port, art in (outputs or {}).items():
+                s.add(m.StepArtifact(step_run_id=step_run_id, direction="output", port=port,
+                                     artifact_id=art.id))
+            for metric in metrics or ():
+                s.add(m.Metric(step_run_id=step_run_id, **metric))
+
+    def link_inputs(self, step_run_id: str, inputs: dict[str, m.Artifact]) -> None:
+        with self.session() as s:
+            for port, art in inputs.items():
+                s.add(m.StepArtifact(step_run_id=step_run_id, direction="input", port=port,
+                                     artifact_id=art.id))
+
+    def register_candidate(self, run_id: str, model: m.Artifact,
+                           evaluation: m.Artifact | None, name: str | None) -> str:
+        candidate_id = new_id("c", 5)
+        with self.session() as s:
+            s.add(m.CandidateRow(id=candidate_id, run_id=run_id, name=name,
+                                 model_artifact_id=model.id,
+                                 evaluation_artifact_id=evaluation.id if evaluation else None,
+                                 created_at=utcnow()))
+        return candidate_id
+
+
+def _user() -> str | None:
+    try:
+        import getpass
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return None

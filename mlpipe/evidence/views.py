@@ -1,0 +1,203 @@
+"""Text views of the store for the CLI: the runs table, one run, why a step ran, two runs' diff.
+
+Read-only, and rendering only: the facts come from ``queries``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from mlpipe.errors import UsageError
+from mlpipe.evidence import models as m
+from mlpipe.evidence.queries import find_run, previous_step_run, run_steps
+from mlpipe.spec import digest_of
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    lines = ["  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip()
+             for row in [header, *rows]]
+    return "\n".join(lines)
+
+
+def _when(value) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S") if value else "-"
+
+
+def _secs(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}s"
+
+
+def runs_table(runs: list[m.Run]) -> str:
+    """One line per run: id, pipeline, status, target, started, duration."""
+    if not runs:
+        return "no runs recorded yet"
+    rows = [[r.id, r.pipeline_name, r.status, r.target, _when(r.started_at),
+             _secs((r.finished_at - r.started_at).total_seconds() if r.finished_at else None)]
+            for r in runs]
+    return _table(["RUN", "PIPELINE", "STATUS", "TARGET", "STARTED (UTC)", "TOOK"], rows)
+
+
+def get_run(s: Session, ref: str) -> m.Run:
+    """The run ``ref`` names (an id or a unique prefix), or a UsageError."""
+    run = find_run(s, ref)
+    if run is None:
+        raise UsageError(f"no run {ref!r} in the evidence store",
+                         hint="list runs with `mlpipe runs`")
+    return run
+
+
+def show_run(s: Session, run: m.Run) -> str:
+    """A run's header, inputs and a table of its steps with status, reuse and duration."""
+    lines = [f"run {run.id}  pipeline {run.pipeline_name!r}  {run.status}",
+             f"  target {run.target}  started {_when(run.started_at)} UTC  by "
+             f"{run.user or '?'}@{run.host or '?'}",
+             f"  pipeline digest {run.pipeline_digest}"]
+    if run.code_revision is not None:
+        lines.append(f"  code {run.code_revision.commit or '(no git)'}"
+                     f"{' (dirty tree)' if run.code_revision.dirty else ''}")
+    if run.params:
+        lines.append("  params " + ", ".join(f"{k}={v!r}" for k, v in sorted(run.params.items())))
+    for ri in sorted(run.inputs, key=lambda r: r.name):
+        lines.append(f"  input {ri.name} = {ri.snapshot.reference}  {ri.snapshot.digest[:26]}  "
+                     f"({ri.snapshot.file_count} files, {ri.snapshot.size} bytes)")
+    if run.message:
+        lines.append(f"  note: {run.message}")
+    rows = []
+    for sr in run_steps(s, run.id):
+        rows.append([sr.step, sr.status, sr.reused_from_id or "-", _secs(sr.duration),
+                     f"{sr.component.name}@{sr.component.version}", sr.id])
+    lines += ["", _table(["STEP", "STATUS", "REUSED FROM", "TOOK", "COMPONENT", "STEP RUN"],
+                         rows)]
+    notes = [(sr.step, sr.topology.get("note")) for sr in run_steps(s, run.id)
+             if sr.topology and sr.topology.get("note")]
+    notes += [(sr.step, sr.message) for sr in run_steps(s, run.id)
+              if sr.message and sr.status in (m.FAILED, m.EXECUTED, m.INTERRUPTED)]
+    if notes:
+        lines.append("")
+        lines += [f"  {step}: {text}" for step, text in notes]
+    candidates = s.scalars(select(m.CandidateRow).where(m.CandidateRow.run_id == run.id)).all()
+    for cand in candidates:
+        lines.append(f"candidate {cand.id}  model {cand.model.digest[:26]}")
+    return "\n".join(lines)
+
+
+def why(s: Session, run: m.Run, step: str) -> str:
+    """Why ``step`` of ``run`` was reused or re-run: key parts that differ from its last run."""
+    sr = next((x for x in run_steps(s, run.id) if x.step == step), None)
+    if sr is None:
+        steps = ", ".join(x.step for x in run_steps(s, run.id)) or "none"
+        raise UsageError(f"run {run.id} has no step {step!r} (steps: {steps})",
+                         hint="give one of those step names to --why")
+    head = f"step {step} of run {run.id}: {sr.status}"
+    if sr.status == m.REUSED:
+        origin = sr.reused_from
+        return (f"{head} from step run {origin.id} (run {origin.run_id}): every part of the "
+                f"cache key matched\n  key {sr.cache_key}")
+    if sr.key_material is None:
+        return f"{head}; no cache key was recorded ({sr.message or 'never started'})"
+    lines = [head]
+    if sr.message and sr.status == m.EXECUTED:
+        lines.append(f"  {sr.message}")
+    before = previous_step_run(s, sr)
+    if before is None:
+        lines.append("  no earlier run of this step: nothing to reuse")
+        return "\n".join(lines)
+    diff = differences(before.key_material, sr.key_material)
+    lines.append(f"  compared with step run {before.id} (run {before.run_id}, {before.status}):")
+    if diff:
+        lines += [f"    {d}" for d in diff]
+    else:
+        reason = ("it was not reusable: " + before.message) if before.message else (
+            "its outputs were no longer in the artifact store or no longer matched their "
+            "digests" if before.status == m.EXECUTED else f"it ended {before.status}")
+        lines.append(f"    the cache key is identical; {reason}")
+    return "\n".join(lines)
+
+
+def differences(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """The key parts that differ, one line each: ``params.epochs: 10 -> 12``.
+
+    Example:
+        >>> differences({"params": {"epochs": 10}}, {"params": {"epochs": 12}})
+        ['params.epochs: 10 -> 12']
+    """
+    lines: list[str] = []
+    for part in sorted(set(before) | set(after)):
+        a, b = before.get(part), after.get(part)
+        if a == b:
+            continue
+        if isinstance(a, dict) and isinstance(b, dict):
+            for name in sorted(set(a) | set(b)):
+                if a.get(name) != b.get(name):
+                    lines.append(f"{part}.{name}: {_show(a.get(name), name in a)} -> "
+                                 f"{_show(b.get(name), name in b)}")
+        else:
+            lines.append(f"{part}: {_show(a, part in before)} -> {_show(b, part in after)}")
+    return lines
+
+
+def _show(value: Any, present: bool) -> str:
+    if not present:
+        return "(absent)"
+    if isinstance(value, str) and ":" in value and len(value) > 30:
+        algo, _, rest = value.partition(":")
+        return f"{algo}:{rest[:12]}"
+    return repr(value) if not isinstance(value, dict) else digest_of(value)[:19]
+
+
+def _step_facts(s: Session, run: m.Run) -> dict[str, dict[str, Any]]:
+    facts = {}
+    for sr in run_steps(s, run.id):
+        origin = sr.reused_from if sr.reused_from_id else sr
+        facts[sr.step] = {
+            "status": sr.status if not sr.reused_from_id else f"reused from {sr.reused_from_id}",
+            "code": sr.component.code_digest,
+            "component": f"{sr.component.name}@{sr.component.version}",
+            "environment": None if sr.environment is None else
+            f"{sr.environment.name}:{sr.environment.version} {sr.environment.digest[:19]}",
+            "metrics": {f"{x.name}[{x.scope}{'' if x.rank is None else f' rank {x.rank}'}]":
+                        x.value for x in origin.metrics},
+        }
+    return facts
+
+
+def diff_runs(s: Session, a: m.Run, b: m.Run) -> str:
+    """What differs between two runs: code, environment, data, parameters, reuse, metrics."""
+    out = [f"--- {a.id} ({a.pipeline_name}, {a.status})", f"+++ {b.id} ({b.pipeline_name}, "
+                                                             f"{b.status})"]
+
+    def section(title: str, rows: list[str]) -> None:
+        if rows:
+            out.append(f"{title}:")
+            out.extend(f"  {r}" for r in rows)
+
+    section("pipeline", [f"digest {a.pipeline_digest[:19]} -> {b.pipeline_digest[:19]}"]
+            if a.pipeline_digest != b.pipeline_digest else [])
+    code = lambda r: (None if r.code_revision is None else  # noqa: E731
+                      f"{r.code_revision.commit[:12]}{' dirty' if r.code_revision.dirty else ''}")
+    section("code revision", [f"{code(a)} -> {code(b)}"] if code(a) != code(b) else [])
+    snaps = lambda r: {i.name: i.snapshot.digest for i in r.inputs}  # noqa: E731
+    sa, sb = snaps(a), snaps(b)
+    section("data snapshots", [f"{k}: {sa.get(k, '(none)')[:26]} -> {sb.get(k, '(none)')[:26]}"
+                               for k in sorted(set(sa) | set(sb)) if sa.get(k) != sb.get(k)])
+    section("parameters", [f"{k}: {a.params.get(k)!r} -> {b.params.get(k)!r}"
+                           for k in sorted(set(a.params) | set(b.params))
+                           if a.params.get(k) != b.params.get(k)])
+    fa, fb = _step_facts(s, a), _step_facts(s, b)
+    for title, part in (("components", "component"), ("code", "code"),
+                        ("environment", "environment"), ("steps and reuse", "status")):
+        section(title, [f"{step}: {fa.get(step, {}).get(part)} -> {fb.get(step, {}).get(part)}"
+                        for step in sorted(set(fa) | set(fb))
+                        if fa.get(step, {}).get(part) != fb.get(step, {}).get(part)])
+    metric_rows = []
+    for step in sorted(set(fa) | set(fb)):
+        ma, mb = fa.get(step, {}).get("metrics", {}), fb.get(step, {}).get("metrics", {})
+        metric_rows += [f"{step}.{k}: {ma.get(k)} -> {mb.get(k)}"
+                        for k in sorted(set(ma) | set(mb)) if ma.get(k) != mb.get(k)]
+    section("metrics", metric_rows)
+    if len(out) == 2:
+        out.append("no differences in code, environment, data, parameters, reuse or metrics")
+    return "\n".join(out)

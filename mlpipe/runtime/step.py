@@ -1,0 +1,85 @@
+"""The step entry point: ``python -m mlpipe.runtime.step REQUEST.json``.
+
+Imports the component's module, binds inputs, outputs and parameters, and calls the plain
+function. A failure prints the traceback (into the step's log) and writes ``error.json`` in
+``$MLPIPE_STEP_DIR``. Must not import the graph, checks, backends or the evidence store.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import traceback
+from typing import Any
+
+ERROR_FILE = "error.json"
+
+
+def _resolve(target: str) -> Any:
+    module_name, _, qualname = target.partition(":")
+    obj: Any = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _params(component: Any, values: dict[str, Any]) -> dict[str, Any]:
+    spec = getattr(component, "spec", None)
+    bound = dict(values)
+    for name, value in values.items():
+        param = spec.param(name) if spec is not None else None
+        enum_class = getattr(param, "enum_class", None)
+        if enum_class is not None and not isinstance(value, enum_class):
+            bound[name] = enum_class(value)
+    return bound
+
+
+def run(request: dict[str, Any]) -> None:
+    """Run one step as ``request`` describes (keys: function, sys_path, inputs, outputs,
+    params)."""
+    for entry in reversed(request.get("sys_path", [])):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    component = _resolve(request["function"])
+    fn = getattr(component, "fn", component)
+    kwargs = {**request["inputs"], **request["outputs"], **_params(component, request["params"])}
+    fn(**kwargs)
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to kill this step if its executor dies (kill -9 leaves no orphan running)."""
+    parent = os.environ.get("MLPIPE_PARENT_PID")
+    if not parent or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+    except (OSError, AttributeError):
+        return
+    if str(os.getppid()) != parent:  # the executor died before prctl took effect
+        os._exit(137)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    _die_with_parent()
+    if len(args) != 1:
+        print("usage: python -m mlpipe.runtime.step REQUEST.json", file=sys.stderr)
+        return 2
+    with open(args[0], encoding="utf-8") as fh:
+        request = json.load(fh)
+    try:
+        run(request)
+    except BaseException as exc:  # the step's own failure, reported to the executor
+        traceback.print_exc()
+        step_dir = os.environ.get("MLPIPE_STEP_DIR")
+        if step_dir:
+            with open(os.path.join(step_dir, ERROR_FILE), "w", encoding="utf-8") as fh:
+                json.dump({"type": type(exc).__name__, "message": str(exc)}, fh)
+        return 130 if isinstance(exc, KeyboardInterrupt) else 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""Content snapshots: digests of files and folders, and the stat cache that skips re-reading."""
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from mlpipe.backends.local import snapshot as snap_mod
+from mlpipe.backends.local.cas import ArtifactStore
+from mlpipe.backends.local.snapshot import StatCache, snapshot
+
+
+def _age(path, seconds=10):
+    old = time.time() - seconds
+    for root, _dirs, files in os.walk(path):
+        for f in files:
+            os.utime(os.path.join(root, f), (old, old))
+
+
+@pytest.fixture
+def folder(tmp_path):
+    d = tmp_path / "data"
+    (d / "a").mkdir(parents=True)
+    (d / "a" / "x.bin").write_bytes(b"x" * 100)
+    (d / "y.txt").write_text("hello")
+    (d / "big.bin").write_bytes(os.urandom(3 << 20))
+    _age(d)
+    return d
+
+
+def test_folder_digest_is_content_not_location(folder, tmp_path):
+    first = snapshot(folder)
+    moved = tmp_path / "elsewhere"
+    folder.rename(moved)
+    assert snapshot(moved) == first
+    assert first.kind == "folder" and first.file_count == 3
+    assert first.digest.startswith("blake3:")
+
+
+def test_one_changed_byte_or_name_changes_the_digest(folder):
+    before = snapshot(folder).digest
+    data = bytearray((folder / "big.bin").read_bytes())
+    data[12345] ^= 1
+    (folder / "big.bin").write_bytes(bytes(data))
+    changed = snapshot(folder).digest
+    assert changed != before
+    (folder / "y.txt").rename(folder / "z.txt")
+    assert snapshot(folder).digest != changed
+
+
+def test_file_digest_is_blake3_of_the_bytes(tmp_path):
+    import blake3
+    f = tmp_path / "f"
+    f.write_bytes(b"abc")
+    assert snapshot(f).digest == "blake3:" + blake3.blake3(b"abc").hexdigest()
+    empty = tmp_path / "e"
+    empty.write_bytes(b"")
+    assert snapshot(empty).size == 0
+
+
+def test_stat_cache_skips_unchanged_files_and_rereads_changed_ones(folder, tmp_path,
+                                                                  monkeypatch):
+    # utime() just set every ctime to now: let "settled" mean "before now" for this test
+    monkeypatch.setattr(snap_mod, "_RACY_SECONDS", -1.0)
+    cache = StatCache(tmp_path / "cache.sqlite")
+    first = snapshot(folder, cache)
+    cache.flush()
+    read = []
+    real = snap_mod.hash_file
+    monkeypatch.setattr(snap_mod, "hash_file", lambda p, s: read.append(p) or real(p, s))
+    again = StatCache(tmp_path / "cache.sqlite")
+    assert snapshot(folder, again) == first
+    assert read == []
+    (folder / "y.txt").write_text("hellO")  # same size, new content
+    assert snapshot(folder, again) != first
+    assert read == [str(folder / "y.txt")]
+
+
+def test_a_just_written_file_is_not_cached(tmp_path):
+    cache = StatCache(None)
+    f = tmp_path / "fresh"
+    f.write_text("1")
+    snapshot(f, cache)
+    assert cache.tree(str(f)) == {}
+
+
+def test_artifact_store_files_whole_outputs_and_detects_damage(tmp_path, folder):
+    cas = ArtifactStore(tmp_path / "cas")
+    snap = snapshot(folder)
+    location = cas.put(folder, snap)
+    assert not folder.exists() and location.name == "data"
+    assert cas.verify(location, snap.digest)
+    (location / "y.txt").write_text("tampered")
+    assert not cas.verify(location, snap.digest)
+    assert not cas.verify(tmp_path / "nowhere", snap.digest)

@@ -1,0 +1,50 @@
+"""A throw-away user project for executor tests: fixture pipelines copied into a folder."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+FIXTURES = Path(__file__).parent / "fixtures" / "executor"
+MODULES = ("steps", "chain", "hold", "failing", "odd")
+
+
+class Project:
+    """A project folder with the executor fixtures, numbers in ``left.txt``/``right.txt``."""
+
+    def __init__(self, root: Path, store_url: str | None = None) -> None:
+        self.root = root
+        self.store_url = store_url
+        root.mkdir(parents=True, exist_ok=True)
+        for name in MODULES:
+            shutil.copy(FIXTURES / f"{name}.py", root / f"{name}.py")
+        (root / "left.txt").write_text("5")
+        (root / "right.txt").write_text("7")
+        (root / "scratch.txt").write_text("1")
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.pop("MLPIPE_HOME", None)
+        if self.store_url:
+            env["MLPIPE_STORE_URL"] = self.store_url
+        else:
+            env.pop("MLPIPE_STORE_URL", None)
+        return env
+
+    def cli(self, *args: str, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "mlpipe.cli", *args], cwd=self.root,
+                              env=self.env(), capture_output=True, text=True, timeout=timeout,
+                              **kw)
+
+    def popen(self, *args: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", "mlpipe.cli", *args], cwd=self.root,
+                                env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+
+    def submit(self, pipeline: str, *extra: str, inputs=("left=left.txt", "right=right.txt")):
+        args = ["submit", f"{pipeline}.py"]
+        for item in inputs:
+            args += ["--input", item]
+        return self.cli(*args, *extra)
