@@ -50,3 +50,12 @@ class LoadError(MlpipeError, ImportError):
 
 class UsageError(MlpipeError, ValueError):
     """A command or API called with arguments that cannot work."""
+
+
+class ExportError(MlpipeError, ValueError):
+    """A pipeline that cannot be written as Azure ML YAML (or YAML that cannot be read back)."""
+
+
+class AzureError(MlpipeError, RuntimeError):
+    """Azure ML cannot be reached or used: no workspace, no credentials, no network, a
+    rejected request. The message says which, and how to provide it."""

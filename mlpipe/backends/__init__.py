@@ -1,0 +1,1 @@
+"""Backends: where a compiled pipeline runs (``local``) or is sent (``azure``)."""
