@@ -10,9 +10,10 @@ import sys
 import click
 
 from mlpipe import __version__
-from mlpipe.errors import MlpipeError
+from mlpipe.errors import MlpipeError, UsageError
 
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_LOAD = 0, 1, 2
+TARGET = "FILE.py[:function]|pipeline.yml"
 
 
 def _fail(err: MlpipeError) -> None:
@@ -22,11 +23,12 @@ def _fail(err: MlpipeError) -> None:
 
 def _load_graph(target: str):
     from mlpipe.checks import check_pipeline
-    from mlpipe.loader import load_pipeline
+    from mlpipe.loader import load_spec
 
     try:
-        spec = load_pipeline(target).spec
-        return check_pipeline(spec)
+        spec, found = load_spec(target)
+        graph, diagnostics = check_pipeline(spec)
+        return graph, found + diagnostics
     except MlpipeError as err:
         _fail(err)
 
@@ -38,7 +40,7 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("target", metavar="FILE.py[:function]")
+@click.argument("target", metavar=TARGET)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="How to print the diagnostics.")
 def check(target: str, fmt: str) -> None:
@@ -51,7 +53,7 @@ def check(target: str, fmt: str) -> None:
 
 
 @main.command()
-@click.argument("target", metavar="FILE.py[:function]")
+@click.argument("target", metavar=TARGET)
 @click.option("--format", "fmt", type=click.Choice(["text", "dot", "mermaid"]), default="text",
               show_default=True, help="Plain text, Graphviz DOT or a Mermaid flowchart.")
 def graph(target: str, fmt: str) -> None:
@@ -60,6 +62,58 @@ def graph(target: str, fmt: str) -> None:
 
     compiled, _ = _load_graph(target)
     click.echo(RENDERERS[fmt](compiled))
+
+
+# --- Azure ML (issue 6) ---------------------------------------------------------------------
+
+def _pairs(values: tuple[str, ...], flag: str) -> dict[str, str]:
+    out = {}
+    for item in values:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            _fail(UsageError(f"{flag} {item!r} is not NAME=VALUE", hint=f"write {flag} raw=data/images"))
+        out[name] = value
+    return out
+
+
+@main.command("compile")
+@click.argument("target", metavar=TARGET)
+@click.option("-o", "--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Folder to write pipeline.yml and components/*.yml into.")
+@click.option("--input", "inputs", multiple=True, metavar="NAME=VALUE",
+              help="A pipeline input's value (data path/URI or parameter); repeatable.")
+@click.option("--compute", "default_compute", metavar="NAME",
+              help="The pipeline's default compute (else the steps' most used one).")
+@click.option("--code-root", type=click.Path(exists=True, file_okay=False),
+              help="Folder uploaded as function components' code (else their import root).")
+@click.option("--validate/--no-validate", default=True, show_default=True,
+              help="Load and validate the written files with azure-ai-ml (offline).")
+def compile_(target: str, out_dir: str, inputs: tuple[str, ...], default_compute: str | None,
+             code_root: str | None, validate: bool) -> None:
+    """Check a pipeline, then write it as Azure ML CLI v2 YAML (pipeline job + components)."""
+    from mlpipe.backends.azure.export import export_pipeline
+    from mlpipe.diagnostics import has_errors, render_text
+
+    graph, diagnostics = _load_graph(target)
+    if has_errors(diagnostics):
+        click.echo(render_text(diagnostics), err=True)
+        click.echo("error: nothing written; fix the errors above first", err=True)
+        sys.exit(EXIT_PROBLEMS)
+    try:
+        export = export_pipeline(graph.spec, out_dir=out_dir, inputs=_pairs(inputs, "--input"),
+                                 default_compute=default_compute, code_root=code_root)
+        written = export.write(out_dir)
+        if validate:
+            from mlpipe.backends.azure.validate import validate_export
+
+            validate_export(out_dir)
+    except MlpipeError as err:
+        _fail(err)
+    click.echo(f"wrote {written[0]} and {len(written) - 1} component file(s) under "
+               f"{written[0].parent / 'components'}" + (" (validated by azure-ai-ml)" if validate else ""))
+    for note in export.notes:
+        click.echo(f"note: {note}")
+    click.echo(f"submit with: az ml job create --file {written[0]}")
 
 
 if __name__ == "__main__":  # pragma: no cover
