@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import re
 import sys
 from collections import Counter
@@ -75,7 +76,7 @@ class _Context:
         self.by_digest[spec.digest] = rel
         self.files[rel] = {}  # reserve the name before recursing into a nested pipeline
         self.files[rel] = (self.command_component(spec, rel) if isinstance(spec, ComponentSpec)
-                           else self.pipeline_component(spec))
+                           else self.pipeline_component(spec, rel))
         return rel
 
     def command_component(self, spec: ComponentSpec, rel: str) -> dict[str, Any]:
@@ -117,7 +118,7 @@ class _Context:
         doc["command"] = spec.command if spec.command is not None else runtime_command(spec)
         return doc
 
-    def pipeline_component(self, spec: PipelineSpec) -> dict[str, Any]:
+    def pipeline_component(self, spec: PipelineSpec, rel: str) -> dict[str, Any]:
         doc: dict[str, Any] = {"$schema": schema.PIPELINE_COMPONENT_SCHEMA, "type": "pipeline",
                                "name": _component_name(spec), "version": spec.version or "1",
                                "display_name": spec.name}
@@ -134,11 +135,11 @@ class _Context:
         if spec.outputs:
             doc["outputs"] = {name: {"type": _output_kind(spec, b).value}
                               for name, b in spec.outputs}
-        doc["jobs"] = self.jobs(spec, default_compute=None, declared=set(inputs))
+        doc["jobs"] = self.jobs(spec, default_compute=None, declared=set(inputs), here=rel)
         return doc
 
     def jobs(self, spec: PipelineSpec, default_compute: str | None,
-             declared: set[str]) -> dict[str, Any]:
+             declared: set[str], here: str = PIPELINE_FILE) -> dict[str, Any]:
         bound_outputs: dict[tuple[str, str], str] = {}
         for name, binding in spec.outputs:
             if not isinstance(binding, StepOutput) or spec.step(binding.step) is None:
@@ -159,15 +160,16 @@ class _Context:
             raise ExportError(f"pipeline {spec.name!r} has two steps named {twice!r}; Azure ML "
                               f"job names are unique", hint="name each step with .named(...)",
                               **_where(spec))
-        return {step.name: self.node(step, bound_outputs, default_compute, declared)
+        return {step.name: self.node(step, bound_outputs, default_compute, declared, here)
                 for step in spec.steps}
 
     def node(self, step: StepSpec, bound_outputs: dict[tuple[str, str], str],
-             default_compute: str | None, declared: set[str]) -> dict[str, Any]:
+             default_compute: str | None, declared: set[str], here: str) -> dict[str, Any]:
         target = step.target
         rel = self.component_file(target)
+        ref = posixpath.relpath(rel, posixpath.dirname(here) or ".")
         node: dict[str, Any] = {"type": "command" if isinstance(target, ComponentSpec)
-                                else "pipeline", "component": f"./{rel}"}
+                                else "pipeline", "component": f"./{ref}"}
         if isinstance(target, ComponentSpec):
             compute = schema.compute_ref(target.compute) or ("azureml:serverless"
                                                              if default_compute else None)

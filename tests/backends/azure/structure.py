@@ -1,0 +1,81 @@
+"""Compare what mlpipe wrote with what azure-ai-ml loads from it, as one normal form.
+
+azure-ai-ml inlines referenced components (renaming them ``azureml_anonymous``), turns
+binding strings into ``{path: ...}``, copies ``resources``/``distribution`` from a component
+onto its node and writes scalars as strings; the normal form undoes exactly those.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+def _scalar(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _scalar(v) for k, v in value.items() if k != "$schema"}
+    if isinstance(value, list):
+        return [_scalar(v) for v in value]
+    return None if value is None else str(value)
+
+
+def _component(doc: dict[str, Any], anonymous: bool) -> dict[str, Any]:
+    doc = dict(doc)
+    if anonymous:
+        doc.pop("name", None)
+        doc.pop("version", None)
+    _drop_zero_parameter_servers(doc)
+    if "jobs" in doc:
+        doc["jobs"] = {k: _node(v) for k, v in doc["jobs"].items()}
+    return doc
+
+
+def _drop_zero_parameter_servers(doc: dict[str, Any]) -> None:
+    dist = doc.get("distribution")
+    if isinstance(dist, dict) and dist.get("parameter_server_count") in ("0", None):
+        doc["distribution"] = {k: v for k, v in dist.items() if k != "parameter_server_count"}
+
+
+def _node(node: dict[str, Any]) -> dict[str, Any]:
+    node = dict(node)
+    _drop_zero_parameter_servers(node)
+    component = _component(node["component"], anonymous=True)
+    node["component"] = component
+    node["inputs"] = {k: v["path"] if isinstance(v, dict) and set(v) == {"path"} else v
+                      for k, v in (node.get("inputs") or {}).items()}
+    if not node["inputs"]:
+        del node["inputs"]
+    for key in ("resources", "distribution"):
+        if key in node and node[key] == component.get(key):
+            del node[key]
+    return node
+
+
+def normal_form(doc: dict[str, Any]) -> dict[str, Any]:
+    """The normal form of a pipeline job dict whose components are inlined."""
+    return _component(_scalar(doc), anonymous=False)
+
+
+def loaded_form(job: Any) -> dict[str, Any]:
+    """Normal form of a ``PipelineJob`` (or component) azure-ai-ml loaded."""
+    return normal_form(job._to_dict())
+
+
+def _inline(doc: dict[str, Any], here: Path) -> dict[str, Any]:
+    doc = dict(doc)
+    if isinstance(doc.get("code"), str) and ":" not in doc["code"]:
+        doc["code"] = os.path.normpath(here.parent / doc["code"])
+    for node in (doc.get("jobs") or {}).values():
+        ref = node.get("component")
+        if isinstance(ref, str) and not ref.startswith("azureml:"):
+            path = (here.parent / ref).resolve()
+            node["component"] = _inline(yaml.safe_load(path.read_text()), path)
+    return doc
+
+
+def written_form(path: Path) -> dict[str, Any]:
+    """Normal form of the YAML file mlpipe wrote at ``path``, components inlined."""
+    path = Path(path).resolve()
+    return normal_form(_inline(yaml.safe_load(path.read_text()), path))
