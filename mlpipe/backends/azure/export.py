@@ -171,9 +171,11 @@ class _Context:
         node: dict[str, Any] = {"type": "command" if isinstance(target, ComponentSpec)
                                 else "pipeline", "component": f"./{ref}"}
         if isinstance(target, ComponentSpec):
+            # azure-ai-ml spells serverless bare as the default and prefixed on a job
             compute = schema.compute_ref(target.compute) or ("azureml:serverless"
                                                              if default_compute else None)
-            if compute is not None and compute != default_compute:
+            if compute is not None and compute.removeprefix("azureml:") != \
+                    (default_compute or "").removeprefix("azureml:"):
                 node["compute"] = compute
             variables = dict(target.environment.variables if target.environment else ())
             variables.update(target.environment_variables)
@@ -251,8 +253,10 @@ def export_pipeline(spec: PipelineSpec, *, out_dir: str | os.PathLike[str] = "."
                           hint=f"its inputs are: {', '.join(i.name for i in spec.inputs)}")
     computes = Counter(s.target.compute.name for s in _leaf_steps(spec)
                        if s.target.compute is not None and s.target.compute.name)
-    default = default_compute or (computes.most_common(1)[0][0] if computes else None)
-    default_ref = None if default is None else f"azureml:{default.removeprefix('azureml:')}"
+    # Azure ML's validation wants a compute for every command job: serverless stands in
+    # for steps that name none.
+    default = default_compute or (computes.most_common(1)[0][0] if computes else "serverless")
+    default_ref = _compute_ref(default)
     job: dict[str, Any] = {"$schema": schema.PIPELINE_JOB_SCHEMA, "type": "pipeline",
                            "display_name": spec.name, "experiment_name": experiment or spec.name}
     if spec.description:
@@ -301,6 +305,13 @@ def write_export(spec: PipelineSpec, out_dir: str | os.PathLike[str], **options:
 def _where(spec: ComponentSpec | PipelineSpec) -> dict[str, Any]:
     loc = spec.location
     return {"file": loc.file if loc else None, "line": loc.line if loc else None}
+
+
+def _compute_ref(name: str | None) -> str | None:
+    if name is None:
+        return None
+    name = name.removeprefix("azureml:")
+    return name if name == "serverless" else f"azureml:{name}"  # azure-ai-ml's own spelling
 
 
 def _safe(text: str) -> str:

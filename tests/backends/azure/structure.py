@@ -2,7 +2,8 @@
 
 azure-ai-ml inlines referenced components (renaming them ``azureml_anonymous``), turns
 binding strings into ``{path: ...}``, copies ``resources``/``distribution`` from a component
-onto its node and writes scalars as strings; the normal form undoes exactly those.
+onto its node, names an inline environment ``CliV2AnonymousEnvironment`` and writes scalars
+as strings; the normal form undoes exactly those.
 """
 from __future__ import annotations
 
@@ -27,6 +28,9 @@ def _component(doc: dict[str, Any], anonymous: bool) -> dict[str, Any]:
         doc.pop("name", None)
         doc.pop("version", None)
     _drop_zero_parameter_servers(doc)
+    env = doc.get("environment")
+    if isinstance(env, dict) and env.get("name") == "CliV2AnonymousEnvironment":
+        doc["environment"] = {k: v for k, v in env.items() if k not in ("name", "version")}
     if "jobs" in doc:
         doc["jobs"] = {k: _node(v) for k, v in doc["jobs"].items()}
     return doc
@@ -58,9 +62,28 @@ def normal_form(doc: dict[str, Any]) -> dict[str, Any]:
     return _component(_scalar(doc), anonymous=False)
 
 
+def _literal_inputs(entity: Any, doc: dict[str, Any]) -> None:
+    # _to_dict() writes a boolean job input as 0/1; the loaded entity holds the bool itself.
+    for name, node in (doc.get("jobs") or {}).items():
+        loaded = entity.jobs[name]
+        for key, value in (node.get("inputs") or {}).items():
+            data = getattr(loaded.inputs[key], "_data", None)
+            if isinstance(data, bool) and value in (0, 1):
+                node["inputs"][key] = data
+        if isinstance(node.get("component"), dict) and hasattr(loaded.component, "jobs"):
+            _literal_inputs(loaded.component, node["component"])
+
+
 def loaded_form(job: Any) -> dict[str, Any]:
     """Normal form of a ``PipelineJob`` (or component) azure-ai-ml loaded."""
-    return normal_form(job._to_dict())
+    doc = job._to_dict()
+    if hasattr(job, "jobs"):
+        _literal_inputs(job, doc)
+        for key, value in (doc.get("inputs") or {}).items():
+            data = getattr(job.inputs[key], "_data", None)
+            if isinstance(data, bool) and value in (0, 1):
+                doc["inputs"][key] = data
+    return normal_form(doc)
 
 
 def _inline(doc: dict[str, Any], here: Path) -> dict[str, Any]:
@@ -79,3 +102,13 @@ def written_form(path: Path) -> dict[str, Any]:
     """Normal form of the YAML file mlpipe wrote at ``path``, components inlined."""
     path = Path(path).resolve()
     return normal_form(_inline(yaml.safe_load(path.read_text()), path))
+
+
+def differences(a: Any, b: Any, path: str = "") -> list[str]:
+    """Where two normal forms differ, as ``path: a != b`` lines (empty when equal)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for key in sorted(set(a) | set(b), key=str):
+            out.extend(differences(a.get(key), b.get(key), f"{path}.{key}"))
+        return out
+    return [] if a == b else [f"{path}: {a!r} != {b!r}"]
