@@ -112,3 +112,45 @@ def differences(a: Any, b: Any, path: str = "") -> list[str]:
             out.extend(differences(a.get(key), b.get(key), f"{path}.{key}"))
         return out
     return [] if a == b else [f"{path}: {a!r} != {b!r}"]
+
+
+def _text(value: Any) -> Any:
+    data = getattr(value, "_data", value)
+    if hasattr(data, "_to_dict"):
+        data = data._to_dict()
+    if hasattr(data, "path") and not isinstance(data, (str, dict)):
+        data = {"type": getattr(data, "type", None), "path": data.path}
+    return _scalar(data)
+
+
+def leaf_jobs(job: Any, default_compute: str | None = None, prefix: str = "") -> dict[str, Any]:
+    """What each leaf command job of a loaded pipeline runs, however the YAML spelled it
+    (inline command or component reference, nested pipelines flattened)."""
+    default_compute = default_compute or getattr(getattr(job, "settings", None),
+                                                 "default_compute", None)
+    out: dict[str, Any] = {}
+    for name, node in job.jobs.items():
+        if node.type == "pipeline":
+            out.update(leaf_jobs(node.component, default_compute, f"{prefix}{name}."))
+            continue
+        comp = node.component
+        resources = node.resources or comp.resources
+        dist = node.distribution or comp.distribution
+        out[prefix + name] = _scalar({
+            "command": " ".join(comp.command.split()),
+            "environment": comp.environment if isinstance(comp.environment, str)
+            else comp.environment.image,
+            "code": comp.code if comp.code is None or ":" in comp.code
+            else os.path.abspath(os.path.join(comp.base_path, comp.code)),
+            "compute": (node.compute or default_compute or "").removeprefix("azureml:"),
+            "instance_count": getattr(resources, "instance_count", None) or 1,
+            "distribution": None if dist is None else {
+                k: v for k, v in vars(dist).items() if v not in (None, 0)},
+            "inputs": {k: _text(v) for k, v in node.inputs.items()
+                       if getattr(v, "_data", None) is not None},
+            "outputs": {k: _text(v) for k, v in node.outputs.items()
+                        if isinstance(getattr(v, "_data", None), str)},
+            "input_types": {k: v.type for k, v in comp.inputs.items()},
+            "output_types": {k: v.type for k, v in comp.outputs.items()},
+        })
+    return out
