@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check
 
-.PHONY: demo test test-fast bench clean
+.PHONY: demo test test-fast bench bench-azure golden-azure clean
 
 # pip 23 cannot resolve azure-ai-ml's dependencies: upgrade pip inside the venv first.
 $(BIN)/python:
@@ -43,6 +43,14 @@ test-fast: $(VENV)/.installed-dev
 bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_build.py
 	$(BIN)/python benchmarks/bench_contracts.py
+
+# Azure ML export against azure-ai-ml's build + dump (figures in docs/performance.md).
+bench-azure: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bench_azure_export.py
+
+# Regenerate the golden Azure ML YAML after an intended change of the export format.
+golden-azure: $(VENV)/.installed-dev
+	MLPIPE_UPDATE_GOLDEN=1 $(BIN)/python -m pytest tests/backends/azure/test_golden.py
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .hypothesis

@@ -10,6 +10,21 @@ from mlpipe.spec import Compute, Environment
 
 __version__ = "0.1.0"
 
+
+def load_component(path):
+    """An Azure ML command component YAML (CLI v2) as an mlpipe component.
+
+    See ``mlpipe.backends.azure.component_yaml.load_component``; imported on first use so
+    that ``import mlpipe`` stays light.
+
+    Example:
+        >>> train = load_component("components/train.yml")
+    """
+    from mlpipe.backends.azure.component_yaml import load_component as _load
+
+    return _load(path)
+
+
 __all__ = [
     "Candidate",
     "Component",
@@ -27,5 +42,6 @@ __all__ = [
     "TensorFlow",
     "UsageError",
     "component",
+    "load_component",
     "pipeline",
 ]

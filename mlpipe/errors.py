@@ -114,3 +114,12 @@ class StepFailed(MlpipeError, RuntimeError):
     """A step of a run failed; the original exception is chained where there is one."""
 
     exit_code = 1
+
+
+class ExportError(MlpipeError, ValueError):
+    """A pipeline that cannot be written as Azure ML YAML (or YAML that cannot be read back)."""
+
+
+class AzureError(MlpipeError, RuntimeError):
+    """Azure ML cannot be reached or used: no workspace, no credentials, no network, a
+    rejected request. The message says which, and how to provide it."""

@@ -1,4 +1,4 @@
-"""Loading a pipeline from a user's file: ``FILE.py`` or ``FILE.py:function``.
+"""Loading a pipeline from a user's file: ``FILE.py``, ``FILE.py:function`` or ``pipeline.yml``.
 
 Every failure becomes a LoadError (or the DefinitionError the user's code raised) that names
 the file and line; nothing from inside mlpipe reaches the user as a bare traceback.
@@ -11,9 +11,11 @@ import os
 import sys
 import traceback
 
+from mlpipe.diagnostics import Diagnostic
 from mlpipe.dsl import Pipeline
 from mlpipe.errors import LoadError, MlpipeError
 from mlpipe.paths import display_path
+from mlpipe.spec import PipelineSpec
 
 _MLPIPE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -105,6 +107,27 @@ def load_pipeline(target: str) -> Pipeline:
                     f"{', '.join(sorted(own))}",
                     hint=f"choose one: {display_path(path)}:{sorted(own)[0]}",
                     file=display_path(path))
+
+
+YAML_SUFFIXES = (".yml", ".yaml")
+
+
+def load_spec(target: str) -> tuple[PipelineSpec, list[Diagnostic]]:
+    """The PipelineSpec named by ``FILE.py[:function]`` or an Azure ML ``pipeline.yml``.
+
+    Returns:
+        The spec and the diagnostics found while reading it (only a YAML import has any:
+        the MP6xx codes); ``check_pipeline`` finds the rest.
+
+    Raises:
+        LoadError: as ``load_pipeline``; for YAML, a file mlpipe cannot represent.
+    """
+    if target.lower().endswith(YAML_SUFFIXES):
+        from mlpipe.backends.azure.importer import load_pipeline_yaml
+
+        imported = load_pipeline_yaml(target)
+        return imported.spec, imported.diagnostics
+    return load_pipeline(target).spec, []
 
 
 def load_contract(ref: str):

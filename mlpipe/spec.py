@@ -190,13 +190,18 @@ class ComponentSpec:
     doc: str | None = field(default=None, compare=False)
     location: Location | None = field(default=None, compare=False)
     function: str | None = field(default=None, compare=False)
+    code: str | None = field(default=None, compare=False)
     digest: str = field(default="", init=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "digest", digest_of(self.to_dict()))
 
     def to_dict(self) -> dict[str, Any]:
-        """The digest material: every declared field except location and docstring."""
+        """The digest material: every declared field except location and docstring.
+
+        ``code`` (where a script component's files are) is left out: ``code_digest`` already
+        covers their content.
+        """
         return {
             "type": "component",
             "name": self.name,

@@ -1,4 +1,6 @@
-"""The step entry point: ``python -m mlpipe.runtime.step REQUEST.json``.
+"""The step entry point: ``python -m mlpipe.runtime.step REQUEST.json`` (the local executor)
+or ``python -m mlpipe.runtime.step --component MOD:FN --input NAME=PATH ...`` (an exported
+Azure ML command; see ``mlpipe.runtime.argv``).
 
 Imports the component's module, binds inputs, outputs and parameters, and calls the plain
 function. A failure prints the traceback (into the step's log) and writes ``error.json`` in
@@ -61,14 +63,50 @@ def _die_with_parent() -> None:
         os._exit(137)
 
 
+def request_from_argv(args: list[str]) -> dict[str, Any]:
+    """The request an exported command line describes, with parameters typed by the spec.
+
+    Warns (on stderr) when the component's digest here differs from the one it was compiled
+    with: the environment then runs other code than what was checked and exported.
+    """
+    from mlpipe.runtime.argv import coerce_param, parse_step_argv
+
+    parsed = parse_step_argv(args)
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    component = _resolve(parsed.component)
+    spec = getattr(component, "spec", None)
+    params: dict[str, Any] = {}
+    for name, text in parsed.params.items():
+        param = spec.param(name) if spec is not None else None
+        params[name] = coerce_param(param, text) if param is not None else text
+    if parsed.digest and spec is not None and spec.digest != parsed.digest:
+        print(f"mlpipe: warning: component {parsed.component} has digest {spec.digest} here "
+              f"but was compiled as {parsed.digest}; the code or its declaration changed",
+              file=sys.stderr)
+    return {"function": parsed.component, "sys_path": [], "inputs": parsed.inputs,
+            "outputs": parsed.outputs, "params": params}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     _die_with_parent()
-    if len(args) != 1:
-        print("usage: python -m mlpipe.runtime.step REQUEST.json", file=sys.stderr)
+    if args and args[0].startswith("--"):
+        from mlpipe.errors import MlpipeError
+
+        try:
+            request = request_from_argv(args)
+        except MlpipeError as err:
+            print(f"error: {err.render()}", file=sys.stderr)
+            return 2
+    elif len(args) == 1:
+        with open(args[0], encoding="utf-8") as fh:
+            request = json.load(fh)
+    else:
+        print("usage: python -m mlpipe.runtime.step REQUEST.json\n"
+              "       python -m mlpipe.runtime.step --component MOD:FN [--input NAME=PATH] "
+              "[--output NAME=PATH] [--param NAME=VALUE]", file=sys.stderr)
         return 2
-    with open(args[0], encoding="utf-8") as fh:
-        request = json.load(fh)
     try:
         run(request)
     except BaseException as exc:  # the step's own failure, reported to the executor

@@ -1,0 +1,103 @@
+"""Export speed: mlpipe's YAML export against azure-ai-ml's build + dump of the same pipeline.
+
+For N in 10, 100, 1,000, 5,000 steps (a chain over three components with a parameter each),
+measures in one run:
+  - mlpipe: trace the @pipeline and write pipeline.yml + component YAMLs (export_pipeline);
+  - azure-ai-ml: build the same pipeline with its dsl (components from load_component) and
+    dump it to YAML (PipelineJob.dump).
+Prints a Markdown table of seconds and ratios. Usage:
+    .venv/bin/python benchmarks/bench_azure_export.py [N ...]
+"""
+from __future__ import annotations
+
+import logging
+import pathlib
+import sys
+import tempfile
+import time
+import warnings
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from mlpipe import Compute, Environment, Input, Output, Param, component, pipeline  # noqa: E402
+from mlpipe.backends.azure.export import write_export  # noqa: E402
+
+ENV = Environment("bench-env", version="1")
+
+
+@component(environment=ENV, compute=Compute("cpu-cluster"))
+def load(raw: Input["uri_folder"], out: Output["uri_folder"], rows: Param[int, 1:100] = 5):
+    pass
+
+
+@component(environment=ENV, compute=Compute("cpu-cluster"))
+def transform(data: Input["uri_folder"], out: Output["uri_folder"], scale: Param[float] = 1.0):
+    pass
+
+
+@component(environment=ENV, compute=Compute("gpu-cluster"))
+def fit(data: Input["uri_folder"], out: Output["uri_folder"], epochs: Param[int, 1:200] = 3):
+    pass
+
+
+def mlpipe_pipeline(n: int):
+    @pipeline(name=f"bench-{n}")
+    def bench(raw):
+        out = load(raw=raw).out
+        for i in range(n - 1):
+            out = (transform(data=out, scale=float(i)) if i % 2 else fit(data=out, epochs=3)).out
+        return {"result": out}
+    return bench
+
+
+def time_mlpipe(n: int, out: pathlib.Path) -> tuple[float, float]:
+    start = time.perf_counter()
+    spec = mlpipe_pipeline(n).spec
+    traced = time.perf_counter()
+    write_export(spec, out, inputs={"raw": "azureml:raw:1"}, code_root=ROOT)
+    done = time.perf_counter()
+    return done - start, done - traced
+
+
+def time_azure(n: int, mlpipe_out: pathlib.Path, out: pathlib.Path) -> float:
+    from azure.ai.ml import Input as AInput, dsl, load_component
+
+    start = time.perf_counter()
+    comps = {name: load_component(mlpipe_out / "components" / f"{name}.yml")
+             for name in ("load", "transform", "fit")}
+
+    @dsl.pipeline(name=f"bench-{n}", default_compute="cpu-cluster")
+    def bench(raw):
+        out = comps["load"](raw=raw).outputs.out
+        for i in range(n - 1):
+            step = (comps["transform"](data=out, scale=float(i)) if i % 2
+                    else comps["fit"](data=out, epochs=3))
+            if not i % 2:
+                step.compute = "gpu-cluster"
+            out = step.outputs.out
+        return {"result": out}
+
+    job = bench(raw=AInput(type="uri_folder", path="azureml:raw:1"))
+    job.dump(out / "pipeline.yml")
+    return time.perf_counter() - start
+
+
+def main(sizes: list[int]) -> None:
+    logging.getLogger("azure").setLevel(logging.CRITICAL)
+    warnings.filterwarnings("ignore")
+    import azure.ai.ml  # noqa: F401  (import cost is not part of either measurement)
+
+    print("| steps | mlpipe trace + export (s) | of which export (s) | azure-ai-ml build + dump (s) "
+          "| speed-up (trace + export) | speed-up (export) |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for n in sizes:
+        with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+            total, export = time_mlpipe(n, pathlib.Path(a))
+            baseline = time_azure(n, pathlib.Path(a), pathlib.Path(b))
+        print(f"| {n:,} | {total:.3f} | {export:.3f} | {baseline:.2f} | "
+              f"{baseline / total:.0f}x | {baseline / export:.0f}x |", flush=True)
+
+
+if __name__ == "__main__":
+    main([int(a) for a in sys.argv[1:]] or [10, 100, 1000, 5000])

@@ -1,0 +1,154 @@
+"""The Azure ML CLI v2 vocabulary, both ways: mlpipe's spec values <-> YAML fragments.
+
+Plain dicts only; nothing here imports azure-ai-ml or judges a pipeline.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mlpipe.artifacts import AssetType
+from mlpipe.distribution import Distribution, Mpi, PyTorch, TensorFlow
+from mlpipe.spec import Compute, Environment, ParamSpec, ParamType
+
+COMPONENT_SCHEMA = "https://azuremlschemas.azureedge.net/latest/commandComponent.schema.json"
+PIPELINE_COMPONENT_SCHEMA = ("https://azuremlschemas.azureedge.net/latest/"
+                             "pipelineComponent.schema.json")
+PIPELINE_JOB_SCHEMA = "https://azuremlschemas.azureedge.net/latest/pipelineJob.schema.json"
+
+#: mlpipe parameter type -> Azure ML input type.
+PARAM_TYPES: dict[ParamType, str] = {
+    ParamType.INT: "integer",
+    ParamType.FLOAT: "number",
+    ParamType.STR: "string",
+    ParamType.BOOL: "boolean",
+    ParamType.ENUM: "string",
+}
+#: Azure ML input type -> mlpipe parameter type (an enum list turns ``string`` into choices).
+AZURE_PARAM_TYPES: dict[str, ParamType] = {
+    "integer": ParamType.INT,
+    "number": ParamType.FLOAT,
+    "string": ParamType.STR,
+    "boolean": ParamType.BOOL,
+}
+ASSET_TYPES = {k.value: k for k in AssetType}
+
+_ENV_REF = re.compile(r"^azureml:(?P<name>[^:@]+)(?::(?P<version>[^@]+)|@(?P<label>[\w.-]+))?$")
+_COMPUTE_REF = re.compile(r"^azureml:(?P<name>.+)$")
+
+
+def param_input(spec: ParamSpec) -> dict[str, Any]:
+    """The ``inputs.NAME`` entry of a component for a parameter.
+
+    Example:
+        >>> param_input(ParamSpec("epochs", ParamType.INT, False, 10, 1, 200))
+        {'type': 'integer', 'default': 10, 'min': 1, 'max': 200}
+    """
+    out: dict[str, Any] = {"type": PARAM_TYPES[spec.type]}
+    if not spec.required:
+        if spec.default is None:
+            out["optional"] = True
+        else:
+            out["default"] = str(spec.default) if spec.type is ParamType.ENUM else spec.default
+    if spec.minimum is not None:
+        out["min"] = spec.minimum
+    if spec.maximum is not None:
+        out["max"] = spec.maximum
+    if spec.choices is not None and out["type"] == "string":
+        out["enum"] = [str(c) for c in spec.choices]
+    description = spec.description or ""
+    if spec.choices is not None and out["type"] != "string":
+        # Azure ML has no enum for numbers: the choices travel in the text, the runtime checks them.
+        description = f"{description} (one of {', '.join(map(str, spec.choices))})".strip()
+    if description:
+        out["description"] = description
+    return out
+
+
+def environment_ref(env: Environment) -> str | dict[str, Any]:
+    """``azureml:name:version`` (or ``@latest``) for a registered environment; an inline
+    ``{image, conda_file}`` definition when the environment names an image."""
+    if env.image is None and env.conda_file is None:
+        return f"azureml:{env.name}:{env.version}" if env.version else f"azureml:{env.name}@latest"
+    out: dict[str, Any] = {}
+    if env.name:
+        out["name"] = env.name
+    if env.version:
+        out["version"] = env.version
+    if env.image:
+        out["image"] = env.image
+    if env.conda_file:
+        out["conda_file"] = env.conda_file
+    return out
+
+
+def parse_environment(value: Any) -> Environment | None:
+    """An Environment from a component's ``environment`` field; None when it is not one of
+    the forms mlpipe reads (``azureml:name:version``, ``azureml:name@label``, inline)."""
+    if isinstance(value, str):
+        m = _ENV_REF.match(value)
+        if m is None:
+            return None
+        return Environment(m["name"], version=m["version"])
+    if isinstance(value, dict) and set(value) <= {"name", "version", "image", "conda_file",
+                                                  "description", "tags"}:
+        if "image" not in value and "conda_file" not in value:
+            return None
+        return Environment(str(value.get("name", "")),
+                           version=None if value.get("version") is None else str(value["version"]),
+                           image=value.get("image"), conda_file=value.get("conda_file"))
+    return None
+
+
+def compute_ref(compute: Compute | None) -> str | None:
+    """``azureml:NAME`` or None (serverless)."""
+    return None if compute is None or compute.name is None else f"azureml:{compute.name}"
+
+
+def parse_compute(value: Any) -> Compute | None:
+    if not isinstance(value, str) or not value:
+        return None
+    m = _COMPUTE_REF.match(value)
+    return Compute(m["name"] if m else value)
+
+
+def distribution_block(dist: Distribution) -> dict[str, Any]:
+    """The ``distribution`` block azure-ai-ml reads for ``dist``."""
+    if isinstance(dist, TensorFlow):
+        out: dict[str, Any] = {"type": "tensorflow"}
+        if dist.workers is not None:
+            out["worker_count"] = dist.workers
+        if dist.parameter_servers:
+            out["parameter_server_count"] = dist.parameter_servers
+        return out
+    out = {"type": dist.type}
+    if dist.processes_per_node is not None:  # type: ignore[attr-defined]
+        out["process_count_per_instance"] = dist.processes_per_node  # type: ignore[attr-defined]
+    return out
+
+
+def parse_distribution(value: Any) -> Distribution | str:
+    """A Distribution from a ``distribution`` block, or the text of what is wrong with it."""
+    if not isinstance(value, dict):
+        return f"is {value!r}, not a mapping with a type"
+    kind = value.get("type")
+    try:
+        if kind == "pytorch":
+            _only(value, {"type", "process_count_per_instance"})
+            return PyTorch(value.get("process_count_per_instance"))
+        if kind == "mpi":
+            _only(value, {"type", "process_count_per_instance"})
+            return Mpi(value.get("process_count_per_instance"))
+        if kind == "tensorflow":
+            _only(value, {"type", "worker_count", "parameter_server_count"})
+            return TensorFlow(value.get("worker_count"), value.get("parameter_server_count") or 0)
+    except (TypeError, ValueError) as exc:
+        return str(exc)
+    return f"has type {kind!r}; mlpipe reads pytorch, tensorflow and mpi"
+
+
+def _only(value: dict[str, Any], allowed: set[str]) -> None:
+    extra = sorted(set(value) - allowed)
+    if extra:
+        raise ValueError(f"has field {extra[0]!r}, which mlpipe does not read "
+                         f"(it reads {', '.join(sorted(allowed))})")

@@ -1,0 +1,93 @@
+"""Submitting a pipeline to Azure ML: check, export, load with azure-ai-ml, create the job.
+
+Returns a plain record of what was submitted; recording it in the evidence store is the
+caller's job (the store is issue 4's). Talks to Azure only through a ``JobsService``.
+"""
+from __future__ import annotations
+
+import tempfile
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mlpipe.backends.azure.export import write_export
+from mlpipe.backends.azure.service import JobsService
+from mlpipe.backends.azure.sync import parse_job
+from mlpipe.backends.azure.validate import load_export
+from mlpipe.backends.azure.workspace import Workspace
+from mlpipe.checks import check_pipeline
+from mlpipe.diagnostics import Diagnostic, has_errors
+from mlpipe.errors import UsageError
+from mlpipe.spec import PipelineSpec
+
+
+@dataclass(frozen=True, slots=True)
+class SubmittedRun:
+    """What a submission produced: mlpipe's run id, the Azure job and where to see it."""
+
+    run_id: str
+    job_name: str
+    studio_url: str | None
+    status: str | None
+    experiment: str
+    pipeline: str
+    pipeline_digest: str
+    workspace: Workspace
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "job_name": self.job_name, "studio_url": self.studio_url,
+                "status": self.status, "experiment": self.experiment, "pipeline": self.pipeline,
+                "pipeline_digest": self.pipeline_digest, "workspace": self.workspace.arm_id}
+
+
+class ChecksFailed(UsageError):
+    """``submit`` found check errors; nothing was sent. ``diagnostics`` holds them all."""
+
+    exit_code = 1
+
+    def __init__(self, diagnostics: list[Diagnostic]) -> None:
+        self.diagnostics = diagnostics
+        errors = sum(1 for d in diagnostics if d.severity.value == "error")
+        super().__init__(f"the pipeline has {errors} error(s); nothing was submitted",
+                         hint="fix them (mlpipe check shows them) and submit again")
+
+
+def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsService, *,
+                    inputs: Mapping[str, Any] | None = None, experiment: str | None = None,
+                    default_compute: str | None = None, run_id: str | None = None,
+                    extra_diagnostics: list[Diagnostic] | None = None) -> SubmittedRun:
+    """Check ``spec``, export it, load it with azure-ai-ml and submit it.
+
+    Checks run first and credentials/network are checked before anything is created, so a
+    failure leaves nothing half-submitted.
+
+    Args:
+        spec: the pipeline.
+        workspace: the resolved workspace.
+        service: the Azure ML boundary (``MLClientService`` live; a fake in tests).
+        inputs: pipeline input values.
+        run_id: mlpipe's run id (a new one by default), recorded in the job's tags.
+
+    Returns:
+        The submitted run's record.
+
+    Raises:
+        ChecksFailed: check errors (nothing sent).
+        AzureError: no credentials, no network, or Azure rejected the job.
+        ExportError: the pipeline cannot be written as Azure ML YAML.
+    """
+    _, diagnostics = check_pipeline(spec)
+    diagnostics = list(extra_diagnostics or []) + diagnostics
+    if has_errors(diagnostics):
+        raise ChecksFailed(diagnostics)
+    run_id = run_id or uuid.uuid4().hex
+    experiment = experiment or spec.name
+    with tempfile.TemporaryDirectory(prefix="mlpipe-azure-") as tmp:
+        write_export(spec, tmp, inputs=inputs, default_compute=default_compute, run_id=run_id,
+                     experiment=experiment)
+        job = load_export(tmp)
+        service.check_access()
+        created = parse_job(service.create(job, experiment))
+    return SubmittedRun(run_id, created.name, created.studio_url, created.status, experiment,
+                        spec.name, spec.digest, workspace)

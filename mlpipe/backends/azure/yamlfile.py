@@ -1,0 +1,103 @@
+"""Reading and writing the YAML files of an Azure ML export: fast dumps, line-aware loads.
+
+Knows YAML, not Azure ML: what the documents mean is for ``export``/``importer`` to say.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mlpipe.errors import LoadError
+
+_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def dump(doc: Any) -> str:
+    """Block-style YAML, keys in the order the document has them, long lines kept whole."""
+    return yaml.dump(doc, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
+                     allow_unicode=True, width=1_000_000)
+
+
+def write(path: Path, doc: Any) -> Path:
+    """Write ``doc`` to ``path`` through a temporary file, so a reader never sees half of it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(dump(doc))
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+class Mapping(dict):
+    """A YAML mapping that remembers the line of each key (``lines[key]``, 1-based)."""
+
+    __slots__ = ("line", "lines")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.line = 0
+        self.lines: dict[Any, int] = {}
+
+    def line_of(self, key: Any) -> int:
+        return self.lines.get(key, self.line)
+
+
+class _LineLoader(yaml.SafeLoader):
+    pass
+
+
+def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> Mapping:
+    loader.flatten_mapping(node)
+    out = Mapping()
+    out.line = node.start_mark.line + 1
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        out[key] = loader.construct_object(value_node, deep=True)
+        out.lines[key] = key_node.start_mark.line + 1
+    return out
+
+
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def load(path: str | os.PathLike[str], what: str) -> Mapping:
+    """The mapping in the YAML file at ``path`` (keys carry their lines).
+
+    Raises:
+        LoadError: no such file, a YAML syntax error, or a document that is not a mapping.
+    """
+    shown = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise LoadError(f"no such file: {shown}", hint=f"give the path of {what}",
+                        file=shown) from None
+    except OSError as exc:
+        raise LoadError(f"cannot read {shown}: {exc.strerror}", file=shown) from None
+    try:
+        doc = yaml.load(text, Loader=_LineLoader)  # noqa: S506 (a SafeLoader subclass)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise LoadError(f"YAML syntax error: {problem}", hint="fix the YAML and run again",
+                        file=shown, line=mark.line + 1 if mark else None) from None
+    if not isinstance(doc, Mapping):
+        raise LoadError(f"{shown} holds a YAML {type(doc).__name__}, not {what}",
+                        hint=f"give the path of {what}", file=shown)
+    return doc
+
+
+def fast_load(path: str | os.PathLike[str]) -> Any:
+    """Plain load with the C loader where available (no line numbers)."""
+    with open(path, encoding="utf-8") as fh:
+        return yaml.load(fh, Loader=_Loader)  # noqa: S506

@@ -1,0 +1,149 @@
+"""Azure ML commands: compile (CLI v2 YAML), sync, and the Azure target of submit.
+
+azure-ai-ml is imported inside the commands; ``_service`` is the one seam tests replace with a
+named fake of the Azure service.
+"""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from mlpipe.cli.base import EXIT_PROBLEMS, TARGET, assignments, fail, load_graph, main
+from mlpipe.errors import MlpipeError
+
+
+@main.command("compile")
+@click.argument("target", metavar=TARGET)
+@click.option("-o", "--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Folder to write pipeline.yml and components/*.yml into.")
+@click.option("--input", "inputs", multiple=True, metavar="NAME=VALUE",
+              help="A pipeline input's value (data path/URI or parameter); repeatable.")
+@click.option("--compute", "default_compute", metavar="NAME",
+              help="The pipeline's default compute (else the steps' most used one).")
+@click.option("--code-root", type=click.Path(exists=True, file_okay=False),
+              help="Folder uploaded as function components' code (else their import root).")
+@click.option("--validate/--no-validate", default=True, show_default=True,
+              help="Load and validate the written files with azure-ai-ml (offline).")
+def compile_(target: str, out_dir: str, inputs: tuple[str, ...], default_compute: str | None,
+             code_root: str | None, validate: bool) -> None:
+    """Check a pipeline, then write it as Azure ML CLI v2 YAML (pipeline job + components)."""
+    from mlpipe.backends.azure.export import export_pipeline
+    from mlpipe.diagnostics import has_errors, render_text
+
+    graph, diagnostics = load_graph(target)
+    if has_errors(diagnostics):
+        click.echo(render_text(diagnostics), err=True)
+        click.echo("error: nothing written; fix the errors above first", err=True)
+        sys.exit(EXIT_PROBLEMS)
+    try:
+        export = export_pipeline(graph.spec, out_dir=out_dir, inputs=assignments(inputs, "--input"),
+                                 default_compute=default_compute, code_root=code_root)
+        written = export.write(out_dir)
+        if validate:
+            from mlpipe.backends.azure.validate import validate_export
+
+            validate_export(out_dir)
+    except MlpipeError as err:
+        fail(err)
+    click.echo(f"wrote {written[0]} and {len(written) - 1} component file(s) under "
+               f"{written[0].parent / 'components'}" + (" (validated by azure-ai-ml)" if validate else ""))
+    for note in export.notes:
+        click.echo(f"note: {note}")
+    click.echo(f"submit with: az ml job create --file {written[0]}")
+
+
+def _workspace_options(fn):
+    """The options that name an Azure ML workspace (flags, a config.json, or the environment)."""
+    for option in reversed([
+        click.option("--workspace", "workspace_name", metavar="NAME", help="Azure ML workspace."),
+        click.option("--resource-group", metavar="NAME", help="Its resource group."),
+        click.option("--subscription", "subscription_id", metavar="ID", help="Its subscription."),
+        click.option("--config", "config", type=click.Path(dir_okay=False),
+                     help="A config.json as Azure ML writes it (else searched upwards)."),
+    ]):
+        fn = option(fn)
+    return fn
+
+
+def submit_to_workspace(target: str, values: dict[str, str], *, experiment: str | None,
+                        default_compute: str | None, workspace_name: str | None,
+                        resource_group: str | None, subscription_id: str | None,
+                        config: str | None) -> None:
+    """``mlpipe submit --target azure``: check, submit, print the job and its studio URL."""
+    from mlpipe.backends.azure.service import MLClientService
+    from mlpipe.backends.azure.submit import ChecksFailed, submit_to_azure
+    from mlpipe.backends.azure.workspace import resolve_workspace
+    from mlpipe.diagnostics import render_text
+    from mlpipe.loader import load_spec
+
+    try:
+        spec, found = load_spec(target)
+        workspace = resolve_workspace(subscription_id=subscription_id,
+                                      resource_group=resource_group,
+                                      workspace_name=workspace_name, config=config)
+        run = submit_to_azure(spec, workspace, _service(MLClientService, workspace),
+                              inputs=values, experiment=experiment,
+                              default_compute=default_compute, extra_diagnostics=found)
+    except ChecksFailed as err:
+        click.echo(render_text(err.diagnostics), err=True)
+        fail(err)
+    except MlpipeError as err:
+        fail(err)
+    click.echo(f"submitted run {run.run_id} as Azure ML job {run.job_name} ({run.status})")
+    if run.studio_url:
+        click.echo(f"studio: {run.studio_url}")
+
+
+def _service(factory, workspace):
+    # The one seam the CLI tests replace with a named fake of the Azure service.
+    return factory(workspace)
+
+
+@main.command()
+@click.argument("run", metavar="JOB_NAME")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+@_workspace_options
+def sync(run: str, fmt: str, workspace_name: str | None, resource_group: str | None,
+         subscription_id: str | None, config: str | None) -> None:
+    """Fetch an Azure ML pipeline job's status, child jobs, reuse, outputs and metrics."""
+    import json
+
+    from mlpipe.backends.azure.service import MLClientService
+    from mlpipe.backends.azure.sync import sync_run
+    from mlpipe.backends.azure.workspace import resolve_workspace
+
+    try:
+        workspace = resolve_workspace(subscription_id=subscription_id,
+                                      resource_group=resource_group,
+                                      workspace_name=workspace_name, config=config)
+        synced = sync_run(run, _service(MLClientService, workspace))
+    except MlpipeError as err:
+        fail(err)
+    if fmt == "json":
+        click.echo(json.dumps(synced.to_dict(), indent=2, sort_keys=True))
+        return
+    p = synced.pipeline
+    click.echo(f"{p.name}  {p.status}  run {synced.run_id or '-'}  {p.studio_url or ''}".rstrip())
+    for step in synced.steps:
+        how = f"reused from {step.reused_from}" if step.reused else "executed"
+        metrics = ", ".join(f"{k}={v:g}" for k, v in step.metrics.items())
+        click.echo(f"  {step.node or step.name:<16} {step.status or '?':<10} {how}"
+                   + (f"  [{metrics}]" if metrics else ""))
+
+
+#: submit's Azure-only options, by parameter name.
+AZURE_FLAGS = {"experiment": "--experiment", "default_compute": "--compute",
+               "workspace_name": "--workspace", "resource_group": "--resource-group",
+               "subscription_id": "--subscription", "config": "--config"}
+
+
+def azure_options(fn):
+    """submit's Azure-only options: the experiment, default compute and the workspace."""
+    fn = _workspace_options(fn)
+    fn = click.option("--compute", "default_compute", metavar="NAME",
+                      help="Azure: the default compute.")(fn)
+    return click.option("--experiment", metavar="NAME",
+                        help="Azure: the experiment (the pipeline's name).")(fn)
+

@@ -1,0 +1,77 @@
+"""Commands that read a pipeline or an artifact without running anything: check, graph, validate."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from mlpipe.cli.base import EXIT_CLEAN, EXIT_PROBLEMS, TARGET, fail, load_graph, main
+from mlpipe.errors import MlpipeError
+
+
+def _codes(value: str | None) -> set[str]:
+    from mlpipe.checks import published_codes
+
+    if not value:
+        return set()
+    wanted = {c.strip().upper() for c in value.split(",") if c.strip()}
+    known = {c.code for c in published_codes()}
+    unknown = sorted(wanted - known)
+    if unknown:
+        raise click.BadParameter(f"unknown code(s) {', '.join(unknown)}; codes are listed in "
+                                 f"docs/checks.md")
+    return wanted
+
+
+@main.command()
+@click.argument("target", metavar=TARGET)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="How to print the diagnostics.")
+@click.option("--select", metavar="CODES", help="Report only these codes (comma-separated).")
+@click.option("--ignore", metavar="CODES", help="Do not report these codes (comma-separated).")
+def check(target: str, fmt: str, select: str | None, ignore: str | None) -> None:
+    """Compile a pipeline and run every check; exit 1 if any error is found."""
+    from mlpipe.diagnostics import has_errors, render_json, render_text
+
+    selected, ignored = _codes(select), _codes(ignore)
+    _, diagnostics = load_graph(target)
+    diagnostics = [d for d in diagnostics if (not selected or d.code in selected)
+                   and d.code not in ignored]
+    click.echo(render_json(diagnostics) if fmt == "json" else render_text(diagnostics))
+    sys.exit(EXIT_PROBLEMS if has_errors(diagnostics) else EXIT_CLEAN)
+
+
+@main.command()
+@click.argument("target", metavar=TARGET)
+@click.option("--format", "fmt", type=click.Choice(["text", "dot", "mermaid"]), default="text",
+              show_default=True, help="Plain text, Graphviz DOT or a Mermaid flowchart.")
+def graph(target: str, fmt: str) -> None:
+    """Print a pipeline's DAG."""
+    from mlpipe.drawing import RENDERERS
+
+    compiled, _ = load_graph(target)
+    click.echo(RENDERERS[fmt](compiled))
+
+
+@main.command()
+@click.argument("contract", metavar="CONTRACT")
+@click.argument("path", type=click.Path(exists=True))
+def validate(contract: str, path: str) -> None:
+    """Check the file or folder PATH against CONTRACT; exit 1 if it does not match.
+
+    CONTRACT is MODULE:NAME (components.defect:LABELS), FILE.py:NAME, MODULE:component.port
+    (components.defect:prepare.labels), or a contract kind (label-map) for its form only.
+    """
+    from mlpipe.contracts import contract_label, validate as check_artifact
+    from mlpipe.errors import ContractError
+    from mlpipe.loader import load_contract
+
+    try:
+        found = load_contract(contract)
+        check_artifact(found, path)
+    except ContractError as err:
+        click.echo(f"error: {err.render()}", err=True)
+        sys.exit(EXIT_PROBLEMS)
+    except MlpipeError as err:
+        fail(err)
+    click.echo(f"{path}: matches {contract_label(found)}")

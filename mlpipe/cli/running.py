@@ -1,0 +1,151 @@
+"""Commands that run pipelines and read the evidence store: submit, runs, show, diff, store.
+
+SQLAlchemy (and the executor) are imported inside each command, so ``mlpipe --help`` stays light.
+"""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from mlpipe.cli.base import (EXIT_INTERRUPTED, EXIT_PROBLEMS, TARGET, assignments, fail,
+                             load_graph, main)
+from mlpipe.cli.azure import AZURE_FLAGS, azure_options, submit_to_workspace
+from mlpipe.errors import MlpipeError, UsageError
+
+
+def _store():
+    from mlpipe.evidence import open_store
+
+    try:
+        return open_store()
+    except MlpipeError as err:
+        fail(err)
+
+
+@main.command()
+@click.argument("target", metavar=TARGET)
+@click.option("--input", "inputs", multiple=True, metavar="NAME=PATH",
+              help="A pipeline input: a file or folder (snapshotted by content), or on Azure "
+                   "a data path/URI.")
+@click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
+              help="A pipeline parameter.")
+@click.option("--target", "run_target", type=click.Choice(["local", "azure"]), default="local",
+              show_default=True, help="Run here, or submit to an Azure ML workspace.")
+@click.option("--no-reuse", is_flag=True, help="Local: run every step, reusing nothing.")
+@click.option("--max-parallel", type=int, default=None, metavar="N",
+              help="Local: steps at a time (default: the number of cores).")
+@azure_options
+def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...], run_target: str,
+           no_reuse: bool, max_parallel: int | None, **azure: str | None) -> None:
+    """Check a pipeline, run it (here, or on Azure ML), and record everything."""
+    if run_target == "azure":
+        if no_reuse or max_parallel is not None:
+            fail(UsageError("--no-reuse and --max-parallel apply to --target local only",
+                            hint="control reuse on Azure ML with @component(reuse=False)"))
+        submit_to_workspace(target, {**assignments(inputs, "--input"),
+                                     **assignments(params, "--param")}, **azure)
+        return
+    given = sorted(AZURE_FLAGS[k] for k, v in azure.items() if v is not None)
+    if given:
+        fail(UsageError(f"{', '.join(given)} apply to --target azure only",
+                        hint="add --target azure, or drop them to run here"))
+    _submit_local(target, assignments(inputs, "--input"), assignments(params, "--param"),
+                  no_reuse, max_parallel)
+
+
+def _submit_local(target: str, inputs: dict[str, str], params: dict[str, str], no_reuse: bool,
+                  max_parallel: int | None) -> None:
+    import signal
+
+    from mlpipe.backends.local.executor import LocalExecutor
+    from mlpipe.diagnostics import has_errors, render_text
+
+    graph, diagnostics = load_graph(target)
+    if has_errors(diagnostics):
+        click.echo(render_text(diagnostics), err=True)
+        click.echo("error: the pipeline has check errors; nothing was run", err=True)
+        sys.exit(EXIT_PROBLEMS)
+
+    def _stop(signum, _frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        executor = LocalExecutor(max_parallel=max_parallel, reuse=not no_reuse)
+        result = executor.submit(graph, inputs=inputs, params=params)
+    except MlpipeError as err:
+        fail(err)
+    except KeyboardInterrupt:
+        click.echo("error: interrupted; the run is recorded as interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    click.echo(f"run {result.run_id} {result.status}")
+    if result.candidate_id:
+        click.echo(f"candidate {result.candidate_id}")
+
+
+@main.command()
+@click.option("--pipeline", default=None, help="Only the runs of this pipeline.")
+@click.option("--limit", default=50, show_default=True, help="How many runs, newest first.")
+def runs(pipeline: str | None, limit: int) -> None:
+    """List recorded runs, newest first."""
+    from mlpipe.evidence.queries import pipeline_runs
+    from mlpipe.evidence.views import runs_table
+
+    store = _store()
+    try:
+        with store.session() as s:
+            click.echo(runs_table(pipeline_runs(s, pipeline, limit=limit)))
+    except MlpipeError as err:
+        fail(err)
+
+
+@main.command()
+@click.argument("run")
+@click.option("--why", "why_step", default=None, metavar="STEP",
+              help="Explain why STEP was reused or re-run.")
+def show(run: str, why_step: str | None) -> None:
+    """Show a run: its steps with status, reused-from and duration."""
+    from mlpipe.evidence.views import get_run, show_run, why
+
+    store = _store()
+    try:
+        with store.session() as s:
+            found = get_run(s, run)
+            click.echo(why(s, found, why_step) if why_step else show_run(s, found))
+    except MlpipeError as err:
+        fail(err)
+
+
+@main.command()
+@click.argument("run_a")
+@click.argument("run_b")
+def diff(run_a: str, run_b: str) -> None:
+    """What differs between two runs: code, environment, data, parameters, reuse, metrics."""
+    from mlpipe.evidence.views import diff_runs, get_run
+
+    store = _store()
+    try:
+        with store.session() as s:
+            click.echo(diff_runs(s, get_run(s, run_a), get_run(s, run_b)))
+    except MlpipeError as err:
+        fail(err)
+
+
+@main.group()
+def store() -> None:
+    """Manage the evidence store."""
+
+
+@store.command("upgrade")
+def store_upgrade() -> None:
+    """Bring the configured store's schema to this mlpipe's version."""
+    from mlpipe.evidence import locate
+    from mlpipe.evidence.schema import HEAD
+    from mlpipe.evidence.store import Store
+
+    try:
+        opened = Store.open(locate().url, auto_upgrade=True)
+    except MlpipeError as err:
+        fail(err)
+    click.echo(f"evidence store {opened.url} is at schema revision {HEAD}")

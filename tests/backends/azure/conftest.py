@@ -1,0 +1,11 @@
+import logging
+import warnings
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _quiet_azure_ai_ml():
+    logging.getLogger("azure.ai.ml").setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore", module=r"azure\.ai\.ml.*")
+    yield

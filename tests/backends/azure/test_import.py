@@ -1,0 +1,142 @@
+"""Import: CLI v2 YAML becomes an mlpipe pipeline or component; mlpipe's checks catch what
+azure-ai-ml's offline validation misses; import -> export loads to the same structure."""
+import pathlib
+
+import pytest
+from azure.ai.ml import load_job
+
+from backends.azure.structure import differences, leaf_jobs
+from mlpipe import Input, Output, component, load_component, pipeline
+from mlpipe.artifacts import AssetType
+from mlpipe.backends.azure.export import write_export
+from mlpipe.backends.azure.validate import validate_export
+from mlpipe.checks import check_pipeline
+from mlpipe.contracts import Contract
+from mlpipe.distribution import PyTorch
+from mlpipe.errors import DefinitionError, LoadError, UsageError
+from mlpipe.loader import load_spec
+from mlpipe.spec import Environment, ParamType
+
+YAML = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "azure" / "yaml"
+
+
+def codes(name):
+    spec, found = load_spec(str(YAML / name))
+    _, diagnostics = check_pipeline(spec)
+    return found + diagnostics
+
+
+@pytest.mark.parametrize("name, code, line", [
+    ("cycle.yml", "MP101", 6),
+    ("dangling.yml", "MP111", 4),
+    ("wrong_port.yml", "MP103", 6),
+    ("wrong_output.yml", "MP104", 11),
+    ("bad_expression.yml", "MP601", 13),
+    ("bad_expression.yml", "MP602", 6),
+])
+def test_checks_report_what_azure_validation_misses(name, code, line):
+    found = [d for d in codes(name) if d.code == code]
+    assert found, f"{code} not reported for {name}"
+    assert found[0].file.endswith(f"fixtures/azure/yaml/{name}") and found[0].line == line
+    if code in ("MP101", "MP111", "MP103", "MP104"):
+        assert load_job(YAML / name)._validate().passed  # azure-ai-ml itself lets it through
+
+
+def test_a_good_pipeline_yaml_has_no_wiring_problems():
+    # CLI v2 YAML cannot state mlpipe's writer policy or a cluster's VM size, so the
+    # distributed `train` node gets exactly those two launch findings and nothing else.
+    assert sorted(d.code for d in codes("pipeline.yml")) == ["MP513", "MP516"]
+
+
+def test_imported_pipeline_has_inline_referenced_and_nested_jobs():
+    spec, _ = load_spec(str(YAML / "pipeline.yml"))
+    prepare, train, evaluate = spec.steps
+    assert prepare.target.command.startswith("python prep.py")
+    assert prepare.target.compute.name == "cpu-cluster"  # the default compute
+    assert [p.name for p in prepare.target.outputs] == ["prepared"]
+    assert train.target.name == "train_model" and train.target.compute.name == "gpu-cluster"
+    assert train.target.distribution == PyTorch(4) and train.target.instances == 2
+    assert train.target.reuse is False
+    assert evaluate.target.steps[0].target.command.startswith("python score.py")
+    assert spec.input("epochs").default == 20
+
+
+@pytest.mark.parametrize("name, message", [
+    ("sweep.yml", r"sweep\.yml:3: jobs\.tune\.type: job 'tune' has type 'sweep', which mlpipe "
+                  r"cannot run"),
+    ("registered.yml", r"jobs\.train\.component: component 'azureml:train_model:3' is "
+                       r"registered in a workspace"),
+    ("missing.yml", r"no such file: .*missing\.yml"),
+])
+def test_what_mlpipe_cannot_represent_is_one_clear_load_error(name, message):
+    with pytest.raises(LoadError, match=message):
+        load_spec(str(YAML / name))
+
+
+@pytest.mark.slow
+def test_import_then_export_loads_to_the_same_structure(tmp_path):
+    spec, _ = load_spec(str(YAML / "pipeline.yml"))
+    write_export(spec, tmp_path)
+    exported = validate_export(tmp_path)
+    assert differences(leaf_jobs(load_job(YAML / "pipeline.yml")), leaf_jobs(exported)) == []
+
+
+# --- load_component --------------------------------------------------------------------------
+
+def test_load_component_reads_every_field():
+    train = load_component(YAML / "train.yml")
+    spec = train.spec
+    assert (spec.name, spec.version, spec.reuse) == ("train_model", "3.1.0", False)
+    assert spec.environment == Environment("train-env", version="5")
+    assert spec.distribution == PyTorch(4) and spec.instances == 2
+    assert spec.command.startswith("python train.py --data ${{inputs.data}}")
+    epochs = spec.param("epochs")
+    assert (epochs.type, epochs.default, epochs.minimum, epochs.maximum) == (ParamType.INT, 10, 1, 200)
+    assert spec.param("optimizer").choices == ("adam", "sgd")
+    assert spec.input("checkpoint").optional and spec.input("checkpoint").kind is AssetType.CUSTOM_MODEL
+    assert spec.output("model").kind is AssetType.MLFLOW_MODEL
+    assert spec.code.endswith("fixtures/azure/yaml/src")
+
+
+def test_loaded_component_is_usable_beside_decorated_ones():
+    train = load_component(YAML / "train.yml")
+
+    @component(environment=Environment("e", version="1"))
+    def make(raw: Input["uri_folder"], data: Output["uri_folder"]):
+        pass
+
+    @pipeline
+    def mixed(raw):
+        return {"model": train(data=make(raw=raw).data, epochs=300).model}
+
+    _, diagnostics = check_pipeline(mixed.spec)
+    # epochs 300 is over the YAML's max 200; MP513/MP516: the YAML states no writer or VM size
+    assert sorted(d.code for d in diagnostics) == ["MP202", "MP513", "MP516"]
+    with pytest.raises(UsageError, match=r"component 'train_model' runs the command"):
+        train.fn()
+
+
+def test_contracts_attach_to_a_loaded_component():
+    class Model(Contract):
+        kind = "fixture-model"
+        transport = AssetType.MLFLOW_MODEL
+
+    train = load_component(YAML / "train.yml").with_contracts(model=Model)
+    assert train.spec.output("model").contract is Model
+    with pytest.raises(DefinitionError, match=r"contract fixture-model travels as mlflow_model "
+                                              r"but port 'train_model.data' is uri_folder"):
+        train.with_contracts(data=Model)
+    with pytest.raises(DefinitionError, match=r"component 'train_model' has no port 'nope'"):
+        train.with_contracts(nope=Model)
+
+
+@pytest.mark.parametrize("name, message", [
+    ("spark_component.yml", r"spark_component\.yml:1: type: component type 'spark' is not "
+                            r"supported; mlpipe loads command components"),
+    ("bad_field.yml", r"bad_field\.yml:\d+: services: field 'services' is not supported by mlpipe"),
+    ("bad_input_type.yml", r"inputs\.m\.type: has type 'triton_model', which mlpipe does not "
+                           r"support"),
+])
+def test_unsupported_component_kinds_name_the_field(name, message):
+    with pytest.raises(LoadError, match=message):
+        load_component(YAML / name)
