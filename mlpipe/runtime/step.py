@@ -27,10 +27,12 @@ def _resolve(target: str) -> Any:
 
 
 def _params(component: Any, values: dict[str, Any]) -> dict[str, Any]:
-    spec = getattr(component, "spec", None)
+    # Component.param reads the declaration without building the spec (no code digest here)
+    lookup = getattr(component, "param", None) or getattr(getattr(component, "spec", None),
+                                                           "param", None)
     bound = dict(values)
     for name, value in values.items():
-        param = spec.param(name) if spec is not None else None
+        param = lookup(name) if lookup is not None else None
         enum_class = getattr(param, "enum_class", None)
         if enum_class is not None and not isinstance(value, enum_class):
             bound[name] = enum_class(value)
