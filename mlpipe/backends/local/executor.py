@@ -24,7 +24,7 @@ from mlpipe.backends.local.stepproc import (Processes, StepJob, StepOutcome, dec
 from mlpipe.errors import StepFailed, UsageError
 from mlpipe.evidence import models as m
 from mlpipe.evidence.config import Location, locate, project_root
-from mlpipe.evidence.queries import reusable
+from mlpipe.evidence.queries import Reusable, reusable_outputs
 from mlpipe.evidence.store import Store
 from mlpipe.graph import FromInput, FromLiteral, FromStep, Graph, StepNode
 
@@ -291,14 +291,10 @@ class _Run:
             origin = self._reusable(key, comp)
             if origin is not None:
                 original, outputs = origin
-                step_run_id = self.store.add_step_run(
-                    **common, topology=original.topology, status=m.REUSED,
-                    reused_from_id=original.id, finished_at=None,
-                    message=f"reused outputs of step run {original.id} (run {original.run_id})")
-                self.store.link_inputs(step_run_id, {k: v.artifact for k, v in bound.items()})
-                self.store.finish_step_run(step_run_id, status=m.REUSED,
-                                           message=f"reused from {original.id}",
-                                           outputs={k: v.artifact for k, v in outputs.items()})
+                step_run_id = self.store.record_reused(
+                    **common, topology=original.topology, original_id=original.id,
+                    inputs={k: v.artifact for k, v in bound.items()},
+                    outputs={k: v.artifact for k, v in outputs.items()})
                 self.produced[node.id] = outputs
                 self.result.steps[node.id] = m.REUSED
                 self.result.step_runs[node.id] = step_run_id
@@ -306,10 +302,10 @@ class _Run:
                                        detail=f"from {original.id} (run {original.run_id})")
                 return None
         topology = declared_topology(comp)
-        step_run_id = self.store.add_step_run(
+        step_run_id = self.store.begin_step_run(
             **common, topology={"declared": topology} if topology else {}, status=m.RUNNING,
-            message=why_not, log_path=str(self.ex.location.logs / run_id / f"{node.id}.log"))
-        self.store.link_inputs(step_run_id, {k: v.artifact for k, v in bound.items()})
+            message=why_not, log_path=str(self.ex.location.logs / run_id / f"{node.id}.log"),
+            inputs={k: v.artifact for k, v in bound.items()})
         self.result.step_runs[node.id] = step_run_id
         if topology is not None:
             self.progress.note(f"{node.id!r} is launched as {topology['world_size']} "
@@ -322,16 +318,15 @@ class _Run:
                       os.getcwd(), [p for p in sys.path if p])
         return step_run_id, job
 
-    def _reusable(self, key: str, comp) -> tuple[m.StepRun, dict[str, _Produced]] | None:
+    def _reusable(self, key: str, comp) -> tuple[Reusable, dict[str, _Produced]] | None:
         with self.store.session() as s:
-            found = reusable(s, key)
+            found = reusable_outputs(s, key)
         wanted = {p.name for p in comp.outputs}
         for original in found:
-            outs = {a.port: a.artifact for a in original.artifacts if a.direction == "output"}
-            if set(outs) != wanted:
+            if set(original.outputs) != wanted:
                 continue
             good: dict[str, _Produced] = {}
-            for port, art in outs.items():
+            for port, art in original.outputs.items():
                 if not self.cas.verify(art.location, art.digest):
                     break
                 good[port] = _Produced(art, art.location)
@@ -351,16 +346,14 @@ class _Run:
             self.progress.finished(sid, m.FAILED, outcome.seconds,
                                    detail=f"log: {job.log}")
             return False
-        arts: dict[str, _Produced] = {}
-        for port, (snap, location) in outcome.outputs.items():
-            kind = job.component.output(port).kind.value
-            art = self.store.artifact(snap.digest, kind, snap.size, snap.file_count,
-                                      str(location))
-            arts[port] = _Produced(art, art.location)
-        self.store.finish_step_run(step_run_id, status=m.EXECUTED, message=outcome.not_cached,
-                                   cacheable=outcome.not_cached is None, topology=topology,
-                                   outputs={k: v.artifact for k, v in arts.items()},
-                                   metrics=outcome.metrics)
+        filed = self.store.complete_step_run(
+            step_run_id, status=m.EXECUTED, message=outcome.not_cached,
+            cacheable=outcome.not_cached is None, topology=topology,
+            outputs={port: (snap.digest, job.component.output(port).kind.value, snap.size,
+                            snap.file_count, str(location))
+                     for port, (snap, location) in outcome.outputs.items()},
+            metrics=outcome.metrics)
+        arts = {port: _Produced(art, art.location) for port, art in filed.items()}
         self.produced[sid] = arts
         self.result.steps[sid] = m.EXECUTED
         self.progress.finished(sid, m.EXECUTED, outcome.seconds, detail=outcome.not_cached)
