@@ -109,6 +109,15 @@ def main(argv: list[str] | None = None) -> int:
               "       python -m mlpipe.runtime.step --component MOD:FN [--input NAME=PATH] "
               "[--output NAME=PATH] [--param NAME=VALUE]", file=sys.stderr)
         return 2
+    return execute(request)
+
+
+def execute(request: dict[str, Any]) -> int:
+    """Run ``request`` (see :func:`run`) as a step process does; its exit status.
+
+    A failure prints the traceback and writes ``error.json`` in ``$MLPIPE_STEP_DIR``. The
+    fork server calls this in each forked step.
+    """
     try:
         run(request)
     except BaseException as exc:  # the step's own failure, reported to the executor

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from mlpipe.backends.local import cachekey, inputs as inputs_mod
+from mlpipe.backends.local import forkserver
 from mlpipe.backends.local.cas import ArtifactStore
 from mlpipe.backends.local.progress import Progress
 from mlpipe.backends.local.snapshot import StatCache, snapshot
@@ -55,6 +56,9 @@ class LocalExecutor:
         max_parallel: steps at a time (default: the number of cores).
         reuse: False re-runs every step (``--no-reuse``).
         stream: where progress goes (stderr by default; None for silence).
+        fork_server: fork plain Python steps from a server that has imported their modules
+            once (each still runs in its own process); default: on, on Linux, unless
+            ``MLPIPE_FORKSERVER=0``. Off, every step starts a fresh interpreter.
 
     Example:
         >>> result = LocalExecutor().submit(graph, inputs={"raw": "data/raw"}, params={})
@@ -63,7 +67,8 @@ class LocalExecutor:
     """
 
     def __init__(self, location: Location | None = None, *, max_parallel: int | None = None,
-                 reuse: bool = True, stream: TextIO | None = sys.stderr) -> None:
+                 reuse: bool = True, stream: TextIO | None = sys.stderr,
+                 fork_server: bool | None = None) -> None:
         if max_parallel is not None and max_parallel < 1:
             raise UsageError(f"--max-parallel {max_parallel} is not a positive number",
                              hint="pass --max-parallel 1 or more")
@@ -71,6 +76,7 @@ class LocalExecutor:
         self.max_parallel = max_parallel or os.cpu_count() or 1
         self.reuse = reuse
         self.stream = stream
+        self.fork_server = forkserver.enabled() if fork_server is None else fork_server
 
     def submit(self, graph: Graph, *, inputs: dict[str, str], params: dict[str, Any]
                ) -> RunResult:
@@ -108,6 +114,7 @@ class _Run:
         self.rows: dict[str, Any] = {}
         self.result: RunResult | None = None
         self.failed_log: dict[str, Path] = {}
+        self.fork_tried = not ex.fork_server
 
     # --- setup ------------------------------------------------------------------------------
 
@@ -188,6 +195,7 @@ class _Run:
                 result.status = m.FAILED
             raise
         pool.shutdown(wait=True)
+        self.procs.close()
         if result.failures:
             result.status = m.FAILED
             self.store.finish_run(run_id, m.FAILED, "; ".join(result.failures))
@@ -311,12 +319,31 @@ class _Run:
             self.progress.note(f"{node.id!r} is launched as {topology['world_size']} "
                                f"process(es) the way Azure ML would")
         self.progress.started(node.id)
+        if topology is None and forkserver.forkable(comp):
+            self._start_fork_server(run_id)
         job = StepJob(node.id, comp, {k: v.path for k, v in bound.items()},
                       {k: v.artifact.digest for k, v in bound.items()}, params,
                       self.ex.location.work / run_id / node.id.replace("/", "_"),
                       self.ex.location.logs / run_id / f"{node.id}.log",
                       os.getcwd(), [p for p in sys.path if p])
         return step_run_id, job
+
+    def _start_fork_server(self, run_id: str) -> None:
+        """Start the run's fork server, once, on the scheduler thread (it dies with it)."""
+        if self.fork_tried:
+            return
+        self.fork_tried = True
+        modules = sorted({module for node in self.graph.steps.values()
+                          if declared_topology(node.component) is None
+                          and forkserver.forkable(node.component)
+                          and (module := forkserver.module_of(node.component))})
+        try:
+            self.procs.forkserver = forkserver.ForkServer(
+                modules, sys_path=[p for p in sys.path if p], cwd=os.getcwd(),
+                log=self.ex.location.logs / run_id / "forkserver.log")
+        except OSError as exc:
+            self.progress.note(f"steps start fresh interpreters: the fork server did not "
+                               f"start ({exc})")
 
     def _reusable(self, key: str, comp) -> tuple[Reusable, dict[str, _Produced]] | None:
         with self.store.session() as s:
