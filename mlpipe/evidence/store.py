@@ -242,9 +242,10 @@ class Store:
 
     def begin_run(self, *, pipeline: m.PipelineSpecRow, target: str, params: dict[str, Any],
                   inputs: dict[str, m.Snapshot], code: m.CodeRevision | None,
-                  options: dict[str, Any]) -> str:
-        """Record a new run as ``running`` by this process; return its id."""
-        run_id = new_id("r", 5)
+                  options: dict[str, Any], run_id: str | None = None) -> str:
+        """Record a new run as ``running`` by this process; return its id (``run_id`` when
+        the caller chose it, e.g. to name the run's files before recording it)."""
+        run_id = run_id or new_id("r", 5)
         with self.session() as s:
             s.add(m.Run(id=run_id, pipeline_name=pipeline.name, pipeline_digest=pipeline.digest,
                         target=target, params=params, status=m.RUNNING, started_at=utcnow(),

@@ -26,7 +26,7 @@ from mlpipe.errors import StepFailed, UsageError
 from mlpipe.evidence import models as m
 from mlpipe.evidence.config import Location, locate, project_root
 from mlpipe.evidence.queries import Reusable, reusable_outputs
-from mlpipe.evidence.store import Store
+from mlpipe.evidence.store import Store, new_id
 from mlpipe.graph import FromInput, FromLiteral, FromStep, Graph, StepNode
 
 
@@ -123,7 +123,7 @@ class _Run:
         art = self.store.artifact(snap.digest, kind, snap.size, snap.file_count, path)
         return _Produced(art, path), snap
 
-    def _start(self) -> str:
+    def _start(self, run_id: str) -> str:
         spec = self.graph.spec
         snaps = {}
         for name, path in sorted(self.paths.items()):
@@ -138,7 +138,7 @@ class _Run:
         code = self.store.code_revision(commit, dirty) if commit else None
         run_id = self.store.begin_run(
             pipeline=pipeline, target="local", params=self.values, inputs=snaps, code=code,
-            options={"reuse": self.ex.reuse, "max_parallel": self.ex.max_parallel,
+            run_id=run_id, options={"reuse": self.ex.reuse, "max_parallel": self.ex.max_parallel,
                      "executor": "local"})
         self.result = RunResult(run_id, m.RUNNING)
         self.progress.header(run_id, spec.name, self.ex.max_parallel)
@@ -147,7 +147,15 @@ class _Run:
     # --- the schedule -----------------------------------------------------------------------
 
     def go(self) -> RunResult:
-        run_id = self._start()
+        run_id = new_id("r", 5)
+        # the server imports while the run is set up; unused (every step reused), it is
+        # simply killed at the end
+        self._start_fork_server(run_id)
+        try:
+            self._start(run_id)
+        except BaseException:
+            self.procs.close()
+            raise
         result = self.result
         steps = self.graph.steps
         waiting = {sid: {p for p in self.graph.dag.predecessors(sid) if p in steps}
@@ -319,8 +327,6 @@ class _Run:
             self.progress.note(f"{node.id!r} is launched as {topology['world_size']} "
                                f"process(es) the way Azure ML would")
         self.progress.started(node.id)
-        if topology is None and forkserver.forkable(comp):
-            self._start_fork_server(run_id)
         job = StepJob(node.id, comp, {k: v.path for k, v in bound.items()},
                       {k: v.artifact.digest for k, v in bound.items()}, params,
                       self.ex.location.work / run_id / node.id.replace("/", "_"),
@@ -333,10 +339,13 @@ class _Run:
         if self.fork_tried:
             return
         self.fork_tried = True
-        modules = sorted({module for node in self.graph.steps.values()
-                          if declared_topology(node.component) is None
-                          and forkserver.forkable(node.component)
-                          and (module := forkserver.module_of(node.component))})
+        forkable = [node.component for node in self.graph.steps.values()
+                    if declared_topology(node.component) is None
+                    and forkserver.forkable(node.component)]
+        if not forkable:
+            return
+        modules = sorted({module for comp in forkable
+                          if (module := forkserver.module_of(comp))})
         try:
             self.procs.forkserver = forkserver.ForkServer(
                 modules, sys_path=[p for p in sys.path if p], cwd=os.getcwd(),

@@ -86,6 +86,8 @@ class ForkServer:
                 [sys.executable, "-m", "mlpipe.runtime.forkserver", str(os.getpid())],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, cwd=cwd,
                 start_new_session=True)
+        self._log = log
+        self._used = False
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._steps: dict[int, ForkedStep] = {}
@@ -153,6 +155,7 @@ class ForkServer:
         if self.why_not is not None:
             return None
         step = ForkedStep()
+        self._used = True
         with self._lock:
             ident = next(self._ids)
             self._steps[ident] = step
@@ -170,7 +173,10 @@ class ForkServer:
         return step
 
     def close(self) -> None:
-        """Stop the server; it stops any step still running (TERM, then KILL)."""
+        """Stop the server; it stops any step still running (TERM, then KILL). A server that
+        never forked (every step was reused) is killed at once, mid-import or not."""
+        if not self._used:
+            self._proc.kill()
         try:
             assert self._proc.stdin is not None
             self._proc.stdin.close()
@@ -181,3 +187,9 @@ class ForkServer:
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait()
+        try:  # keep the logs folder free of empty server logs (and of a run that made none)
+            if self._log.stat().st_size == 0:
+                self._log.unlink()
+                self._log.parent.rmdir()
+        except OSError:
+            pass
