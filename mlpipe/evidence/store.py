@@ -7,6 +7,7 @@ finished) is one transaction.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import secrets
 import socket
@@ -14,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
-from sqlalchemy import create_engine, event, insert, select, update
+from sqlalchemy import bindparam, create_engine, event, insert, select, update
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -310,7 +311,7 @@ class Store:
                **fields}
 
         def work(conn: Connection) -> None:
-            conn.execute(insert(m.StepRun), [row])
+            conn.execute(_SQL.insert_step_run, [row])
             _link(conn, step_run_id, "input", inputs)
 
         self._write(work)
@@ -330,7 +331,7 @@ class Store:
                "started_at": now, "finished_at": now, "message": f"reused from {original_id}"}
 
         def work(conn: Connection) -> None:
-            conn.execute(insert(m.StepRun), [row])
+            conn.execute(_SQL.insert_step_run, [row])
             _link(conn, step_run_id, "input", inputs)
             _link(conn, step_run_id, "output", outputs)
 
@@ -355,10 +356,10 @@ class Store:
 
         def work(conn: Connection) -> dict[str, m.Artifact]:
             arts = _artifacts(conn, outputs)
-            conn.execute(update(m.StepRun).where(m.StepRun.id == step_run_id).values(**values))
+            conn.execute(_SQL.close_step_run, {"step_run_id": step_run_id, **values})
             _link(conn, step_run_id, "output", arts)
             if metrics:
-                conn.execute(insert(m.Metric), [{"step_run_id": step_run_id, **x}
+                conn.execute(_SQL.insert_metric, [{"step_run_id": step_run_id, **x}
                                                 for x in metrics])
             return arts
 
@@ -375,10 +376,46 @@ class Store:
         return candidate_id
 
 
+class _Statements:
+    """The statements every step event runs, built once (building one costs more than
+    running it on SQLite)."""
+
+    @functools.cached_property
+    def insert_step_run(self):
+        return insert(m.StepRun)
+
+    @functools.cached_property
+    def close_step_run(self):
+        return (update(m.StepRun).where(m.StepRun.id == bindparam("step_run_id"))
+                .values({c: bindparam(c) for c in ("status", "finished_at", "message",
+                                                   "cacheable", "topology")}))
+
+    @functools.cached_property
+    def insert_link(self):
+        return insert(m.StepArtifact)
+
+    @functools.cached_property
+    def insert_metric(self):
+        return insert(m.Metric)
+
+    @functools.cached_property
+    def insert_artifact(self):
+        return insert(m.Artifact)
+
+    @functools.cached_property
+    def artifacts_by_digest(self):
+        return select(m.Artifact.id, m.Artifact.digest, m.Artifact.kind, m.Artifact.size,
+                      m.Artifact.file_count, m.Artifact.location).where(
+            m.Artifact.digest.in_(bindparam("digests", expanding=True)))
+
+
+_SQL = _Statements()
+
+
 def _link(conn: Connection, step_run_id: str, direction: str,
           artifacts: dict[str, m.Artifact]) -> None:
     if artifacts:
-        conn.execute(insert(m.StepArtifact), [
+        conn.execute(_SQL.insert_link, [
             {"step_run_id": step_run_id, "direction": direction, "port": port,
              "artifact_id": art.id} for port, art in artifacts.items()])
 
@@ -389,18 +426,16 @@ def _artifacts(conn: Connection, wanted: dict[str, tuple[str, str, int, int, str
     location); a digest already known keeps its row and location."""
     if not wanted:
         return {}
-    digests = {w[0] for w in wanted.values()}
-    cols = (m.Artifact.id, m.Artifact.digest, m.Artifact.kind, m.Artifact.size,
-            m.Artifact.file_count, m.Artifact.location)
+    digests = sorted({w[0] for w in wanted.values()})
 
     def known() -> dict[str, Any]:
-        return {r.digest: r for r in conn.execute(select(*cols).where(
-            m.Artifact.digest.in_(digests)))}
+        return {r.digest: r for r in conn.execute(_SQL.artifacts_by_digest,
+                                                  {"digests": digests})}
 
     found = known()
     new_rows = {w[0]: w for w in wanted.values() if w[0] not in found}
     if new_rows:
-        conn.execute(insert(m.Artifact), [
+        conn.execute(_SQL.insert_artifact, [
             {"digest": d, "kind": k, "size": size, "file_count": count, "location": loc}
             for d, k, size, count, loc in new_rows.values()])
         found = known()
