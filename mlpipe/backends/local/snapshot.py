@@ -157,10 +157,15 @@ class StatCache:
             self._db = None
 
 
-def _walk(root: str) -> list[tuple[str, str, os.stat_result]]:
-    """(relative posix path, absolute path, stat) of every file under ``root``, in the order
-    the file system lists them (not sorted)."""
-    out: list[tuple[str, str, os.stat_result]] = []
+# a file as the walk saw it: (relative posix path, size, mtime_ns, ctime_ns, inode)
+Row = tuple[str, int, int, int, int]
+
+
+def _walk(root: str) -> tuple[list[Row], list[str]]:
+    """Every file under ``root``: its row and, in the same order, its absolute path, in the
+    order the file system lists them (not sorted)."""
+    rows: list[Row] = []
+    paths: list[str] = []
     stack = [("", root)]
     while stack:
         rel, folder = stack.pop()
@@ -169,14 +174,11 @@ def _walk(root: str) -> list[tuple[str, str, os.stat_result]]:
                 if entry.is_dir():
                     stack.append((f"{rel}{entry.name}/", entry.path))
                 elif entry.is_file():
-                    out.append((rel + entry.name, entry.path, entry.stat()))
-    return out
-
-
-def _listing(files: list[tuple[str, str, os.stat_result]]) -> str:
-    """A fingerprint of a folder's stat listing: names, sizes, mtimes, ctimes, inodes."""
-    rows = [(rel, s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino) for rel, _p, s in files]
-    return blake3.blake3(pickle.dumps(rows, protocol=5)).hexdigest()
+                    st = entry.stat()
+                    rows.append((rel + entry.name, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                                 st.st_ino))
+                    paths.append(entry.path)
+    return rows, paths
 
 
 def snapshot(path: str | os.PathLike[str], cache: StatCache | None = None) -> Snapshot:
@@ -191,17 +193,20 @@ def snapshot(path: str | os.PathLike[str], cache: StatCache | None = None) -> Sn
     """
     root = os.path.abspath(os.fspath(path))
     st = os.stat(root)
-    settled = time.time() - _RACY_SECONDS
+    settled = time.time_ns() - int(_RACY_SECONDS * 1e9)
     if not os.path.isdir(root):
         known = cache.tree(root) if cache is not None else {}
         fresh: dict[str, Entry] = {}
-        digest = _digest_of(root, st, known, fresh, settled)
+        row = ("", st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        digest = _digest_of(root, row, known, fresh, settled)
         if cache is not None and fresh:
             cache.remember(fresh)
         return Snapshot(f"{ALGO}:{digest}", st.st_size, 1, "file")
-    files = _walk(root)
-    listing = _listing(files) if cache is not None else ""
+    rows, paths = _walk(root)
+    listing = ""
     if cache is not None:
+        # the fingerprint of the stat listing: equal to a remembered one, nothing changed
+        listing = blake3.blake3(pickle.dumps(rows, protocol=5)).hexdigest()
         hit = cache.folder(root)
         if hit is not None and hit[0] == listing:
             return Snapshot(hit[1], hit[2], hit[3], "folder")
@@ -209,25 +214,24 @@ def snapshot(path: str | os.PathLike[str], cache: StatCache | None = None) -> Sn
     fresh = {}
     manifest = blake3.blake3(_FOLDER_HEADER)
     size = 0
-    files.sort(key=lambda t: t[0])
-    for rel, abspath, s in files:
-        manifest.update(f"{rel}\0{s.st_size}\0{_digest_of(abspath, s, known, fresh, settled)}\n"
-                        .encode())
-        size += s.st_size
-    result = Snapshot(f"{ALGO}:{manifest.hexdigest()}", size, len(files), "folder")
+    for row, abspath in sorted(zip(rows, paths)):
+        digest = _digest_of(abspath, row, known, fresh, settled)
+        manifest.update(f"{row[0]}\0{row[1]}\0{digest}\n".encode())
+        size += row[1]
+    result = Snapshot(f"{ALGO}:{manifest.hexdigest()}", size, len(rows), "folder")
     if cache is not None:
-        whole = all(s.st_mtime < settled and s.st_ctime < settled for _r, _p, s in files)
-        cache.remember(fresh, {root: (listing, result.digest, size, len(files))}
+        whole = all(r[2] < settled and r[3] < settled for r in rows)
+        cache.remember(fresh, {root: (listing, result.digest, size, len(rows))}
                        if whole else None)
     return result
 
 
-def _digest_of(abspath: str, s: os.stat_result, known: dict[str, Entry],
-               fresh: dict[str, Entry], settled: float) -> str:
+def _digest_of(abspath: str, row: Row, known: dict[str, Entry], fresh: dict[str, Entry],
+               settled_ns: int) -> str:
     hit = known.get(abspath)
-    if hit is not None and hit[:4] == (s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino):
+    if hit is not None and hit[:4] == row[1:]:
         return hit[4]
-    digest = hash_file(abspath, s.st_size)
-    if s.st_mtime < settled and s.st_ctime < settled:
-        fresh[abspath] = (s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino, digest)
+    digest = hash_file(abspath, row[1])
+    if row[2] < settled_ns and row[3] < settled_ns:
+        fresh[abspath] = (*row[1:], digest)
     return digest
