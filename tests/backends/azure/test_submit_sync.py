@@ -151,3 +151,25 @@ def test_real_submit_without_credentials_prints_one_line_and_records_nothing(tmp
     import sqlite3
     with sqlite3.connect(tmp_path / "store.sqlite") as db:
         assert db.execute("select count(*) from runs").fetchone() == (0,)
+
+
+def test_sync_lists_the_child_jobs_of_a_nested_pipeline_job_as_outer_dot_inner():
+    import copy
+
+    class Nested(FakeAzureML):
+        def children(self, name):
+            if name == "inner-job":
+                return [leaf]
+            return super().children(name) + [inner]
+
+    fake = Nested()
+    inner = copy.deepcopy(fake.child("train"))
+    inner["name"], inner["properties"]["jobType"] = "inner-job", "Pipeline"
+    inner["properties"]["displayName"] = "inner"
+    inner["properties"]["properties"] = {"azureml.nodeid": "inner"}
+    leaf = copy.deepcopy(fake.child("train"))
+    leaf["name"], leaf["properties"]["properties"] = "fit-job", {"azureml.nodeid": "fit"}
+    fake.runs["fit-job"] = fake.runs["7c1d9e0b-train"]
+    synced = sync_run("sincere_lamp_7k2m9", fake)
+    assert [s.node for s in synced.steps] == ["evaluate", "inner.fit", "prepare", "train"]
+    assert "metrics inner-job" not in fake.calls  # a pipeline job is walked, not measured
