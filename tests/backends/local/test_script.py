@@ -136,3 +136,25 @@ def test_code_that_is_not_a_local_folder_cannot_start(tmp_path):
         stage_code(spec("/nowhere/src"), tmp_path / "b")
     assert stage_code(spec(None), tmp_path / "c").is_dir()
     assert code_changed(spec(None))  # the digest it was "loaded" with is not the command's
+
+
+@pytest.mark.slow
+def test_a_distributed_script_step_runs_each_rank_in_the_code_copy(tmp_path):
+    root = tmp_path / "dist"
+    (root / "src").mkdir(parents=True)
+    (root / "mlpipe.toml").write_text("")
+    (root / "numbers.txt").write_text("1\n")
+    (root / "src" / "rank.py").write_text(
+        "import os, sys\nprint('rank', os.environ['RANK'], 'of', os.environ['WORLD_SIZE'],"
+        " 'in', os.getcwd(), 'reads', sys.argv[2])\n")
+    (root / "pipeline.yml").write_text(
+        "type: pipeline\ndisplay_name: ranks\ninputs:\n  numbers: {type: uri_file}\njobs:\n"
+        "  fan:\n    type: command\n    command: python rank.py --numbers ${{inputs.numbers}}\n"
+        "    code: ./src\n    environment: azureml:script-env:1\n"
+        "    distribution: {type: pytorch, process_count_per_instance: 2}\n"
+        "    inputs:\n      numbers: ${{parent.inputs.numbers}}\n")
+    result, rid = submit(root)
+    assert result.returncode == 0, result.stderr
+    log = (root / "evidence" / "logs" / rid / "fan.log").read_text()
+    for rank in (0, 1):
+        assert re.search(rf"rank {rank} of 2 in .*/evidence/work/{rid}/fan/code reads /", log)
