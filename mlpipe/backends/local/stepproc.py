@@ -1,8 +1,8 @@
 """Running one step in its own process and filing its outputs, off the scheduler's thread.
 
-Writes the request, starts ``python -m mlpipe.runtime.step`` (or the distributed launcher),
-waits, validates and hashes the outputs, and moves them into the artifact store only on
-success. Never touches the evidence store: the scheduler records what this returns.
+Writes the request, starts ``python -m mlpipe.runtime.step`` (a script component: its own
+command, in a copy of its code folder; or either through the distributed launcher), waits,
+validates and hashes the outputs, and moves them into the artifact store only on success. Never touches the evidence store: the scheduler records what this returns.
 """
 from __future__ import annotations
 
@@ -101,8 +101,8 @@ def declared_topology(component: ComponentSpec) -> dict[str, Any] | None:
             "instances": component.instances, "world_size": per_node * component.instances}
 
 
-def _launch(job: StepJob, argv: list[str], env: dict[str, str], declared: dict[str, Any]
-            ) -> tuple[str | None, dict[str, Any]]:
+def _launch(job: StepJob, argv: list[str], env: dict[str, str], declared: dict[str, Any],
+            cwd: str) -> tuple[str | None, dict[str, Any]]:
     """Run a distributed step through the local launcher: (failure message or None, topology).
 
     The ranks' logs go to ``<step log>.ranks/rank-<R>.log`` and are appended to the step's log.
@@ -116,7 +116,7 @@ def _launch(job: StepJob, argv: list[str], env: dict[str, str], declared: dict[s
     failed = None
     try:
         result = launch(argv, distribution=comp.distribution, instances=comp.instances, env=env,
-                        cwd=job.cwd, log_dir=rank_logs, timeout=None)
+                        cwd=cwd, log_dir=rank_logs, timeout=None)
     except CoordinationFailed as exc:
         result = exc.result
         failed = f"step {job.node_id!r} did not coordinate: {exc.message}"
@@ -168,23 +168,42 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
         if port.kind is not AssetType.URI_FILE:
             path.mkdir()
         outputs[port.name] = str(path)
-    request = {"function": comp.function, "sys_path": job.sys_path, "inputs": job.inputs,
-               "outputs": outputs, "params": job.params}
-    request_path = job.work / "request.json"
-    request_path.write_text(json.dumps(request))
     env = dict(os.environ)
     if comp.environment is not None:
         env.update(dict(comp.environment.variables))
     env.update(dict(comp.environment_variables))
     env[STEP_DIR_ENV] = str(step_dir)
     env["MLPIPE_PARENT_PID"] = str(os.getpid())
-    argv = [sys.executable, "-m", "mlpipe.runtime.step", str(request_path)]
+    cwd, code_note = job.cwd, None
+    if comp.function is None and comp.command is not None:
+        # A script component: its own command, run in a copy of its code folder.
+        from mlpipe.backends.local import script
+
+        try:
+            command = script.render_command(comp.command, inputs=job.inputs, outputs=outputs,
+                                            params=job.params)
+            cwd = str(script.stage_code(comp, job.work / "code"))
+        except script.ScriptError as exc:
+            return StepOutcome(False, time.perf_counter() - start,
+                               message=f"step {job.node_id!r} cannot start: {exc}")
+        if script.code_changed(comp):
+            code_note = ("its code folder changed after the pipeline was loaded; its result "
+                         "is not cached")
+        # `python` in the command is the interpreter mlpipe runs on, as in its environment.
+        env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])
+        argv = ["bash", "-c", command]
+    else:
+        request = {"function": comp.function, "sys_path": job.sys_path, "inputs": job.inputs,
+                   "outputs": outputs, "params": job.params}
+        request_path = job.work / "request.json"
+        request_path.write_text(json.dumps(request))
+        argv = [sys.executable, "-m", "mlpipe.runtime.step", str(request_path)]
     declared = declared_topology(comp)
     job.log.parent.mkdir(parents=True, exist_ok=True)
     if procs.stopping:
         return StepOutcome(False, 0.0, message="the run was interrupted")
     if declared is not None:
-        failed, topology = _launch(job, argv, env, declared)
+        failed, topology = _launch(job, argv, env, declared, cwd)
         if failed is not None:
             return StepOutcome(False, time.perf_counter() - start, message=failed,
                                topology=topology)
@@ -193,7 +212,7 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
         topology = {"processes": 1, "distributed": False}
         with open(job.log, "w") as log:
             proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                    cwd=job.cwd, stdin=subprocess.DEVNULL,
+                                    cwd=cwd, stdin=subprocess.DEVNULL,
                                     start_new_session=True)
             procs.add(proc)
             try:
@@ -215,7 +234,7 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
         return StepOutcome(False, seconds, message=f"step {job.node_id!r}: {problem}",
                            topology=topology)
     snaps = {name: snapshot(path) for name, path in outputs.items()}
-    not_cached = _inputs_changed(job, cache)
+    not_cached = _inputs_changed(job, cache) or code_note
     filed = {name: (snap, cas.put(outputs[name], snap)) for name, snap in snaps.items()}
     return StepOutcome(True, time.perf_counter() - start, filed, _metrics(step_dir),
                        not_cached=not_cached, topology=topology)
