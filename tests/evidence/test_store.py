@@ -115,13 +115,13 @@ def test_a_newer_schema_is_refused(store_url):
         conn.execute(text("UPDATE alembic_version SET version_num = '9999'"))
     store.close()
     with pytest.raises(StoreError, match=r"schema revision '9999', newer than this mlpipe "
-                                         r"knows \(head '0001'\)"):
+                                         r"knows \(head '0002'\)"):
         Store.open(store_url)
 
 
 def test_an_old_schema_names_the_upgrade_command_when_auto_upgrade_is_off(tmp_path):
     url = f"sqlite:///{tmp_path / 's.sqlite'}"
-    with pytest.raises(StoreError, match=r"has schema revision None; this mlpipe needs '0001'"
+    with pytest.raises(StoreError, match=r"has schema revision None; this mlpipe needs '0002'"
                                          r"\n  help: run `mlpipe store upgrade`"):
         Store.open(url, auto_upgrade=False)
     Store.open(url, auto_upgrade=True)
