@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mlpipe.checks.evidence import (EVAL_ON_TRAINING, GLOBAL_FROM_FEW_RANKS, NO_EVALUATION,
+from mlpipe.evidence_codes import (EVAL_ON_TRAINING, GLOBAL_FROM_FEW_RANKS, NO_EVALUATION,
                                     REUSE_WITHOUT_ORIGIN)
 from mlpipe.diagnostics import Code, Severity
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from mlpipe.evidence.render import sections
 
-_W, _H, _GAP_X, _GAP_Y, _PAD = 190, 46, 70, 22, 16
+_W, _H, _GAP_X, _GAP_Y, _PAD, _TOP = 190, 46, 70, 22, 16, 48
 _COLORS = {"executed": "#d8f0d8", "reused": "#fdf0c8", "input": "#e4ecf7",
            "failed": "#f6d0d0", "skipped": "#eeeeee"}
 
@@ -53,11 +53,11 @@ def svg(p: dict[str, Any]) -> str:
     if not place:
         return '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"></svg>'
     width = _PAD * 2 + (max(c for c, _ in place.values()) + 1) * (_W + _GAP_X) - _GAP_X
-    height = _PAD * 2 + (max(r for _, r in place.values()) + 1) * (_H + _GAP_Y) - _GAP_Y
+    height = _TOP + _PAD + (max(r for _, r in place.values()) + 1) * (_H + _GAP_Y) - _GAP_Y
 
     def box(n: str) -> tuple[int, int]:
         c, r = place[n]
-        return _PAD + c * (_W + _GAP_X), _PAD + r * (_H + _GAP_Y)
+        return _PAD + c * (_W + _GAP_X), _TOP + r * (_H + _GAP_Y)
 
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" id="dag" role="img" '
              f'aria-label="pipeline DAG" width="{width}" height="{height}" '
@@ -72,10 +72,13 @@ def svg(p: dict[str, Any]) -> str:
             continue
         drawn.add((src, dst))
         (x1, y1), (x2, y2) = box(src), box(dst)
+        x1, y1, y2 = x1 + _W, y1 + _H // 2, y2 + _H // 2
+        # an edge that skips a column arcs above the boxes in between instead of crossing them
+        lift = 0 if place[dst][0] - place[src][0] <= 1 else 64
         label = html.escape(f"{e['from']} -> {e['to']}")
-        parts.append(f'<line class="edge" x1="{x1 + _W}" y1="{y1 + _H // 2}" x2="{x2}" '
-                     f'y2="{y2 + _H // 2}" stroke="#555" stroke-width="1.5" '
-                     f'marker-end="url(#arrow)"><title>{label}</title></line>')
+        parts.append(f'<path class="edge" d="M{x1},{y1} C{x1 + 60},{y1 - lift} {x2 - 60},'
+                     f'{y2 - lift} {x2},{y2}" fill="none" stroke="#555" stroke-width="1.5" '
+                     f'marker-end="url(#arrow)"><title>{label}</title></path>')
     for n, _ in place.items():
         x, y = box(n)
         is_input = n.startswith("input:")

@@ -88,8 +88,9 @@ def sections(statement: dict[str, Any], digest: str) -> list[tuple[str, list[str
             f"{' (DIRTY working tree)' if code['dirty'] else ' (clean)'}" if code else
             "code revision not recorded"]
     for snap in p["snapshots"]:
+        files = f"{snap['file_count']} file{'' if snap['file_count'] == 1 else 's'}"
         prov.append(f"data {snap['input']} = {snap['reference']}  {snap['digest']}  "
-                    f"({snap['file_count']} files, {snap['size']} bytes"
+                    f"({files}, {snap['size']} bytes"
                     f"{', mutable reference: snapshotted by content' if snap['mutable'] else ''})")
     envs = sorted({(st['environment']['name'], st['environment']['version'],
                     st['environment']['digest'], st['environment']['mutable'])
@@ -105,7 +106,8 @@ def sections(statement: dict[str, Any], digest: str) -> list[tuple[str, list[str
         comp = st["component"]
         head = f"{st['step']}: {comp['name']}@{comp['version']}  "
         steps.append(head + (_reuse_line(st) if st["reused_from"] else st["status"]))
-        steps.append(f"    code {comp['code_digest']}  spec {_short(comp['spec_digest'], 26)}")
+        steps.append(f"    code {comp['code_digest']}")
+        steps.append(f"    spec {comp['spec_digest']}")
         topo = _topology(st["topology"])
         if topo:
             steps.append(f"    topology {topo}")

@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from mlpipe.checks.evidence import ARTIFACT_CHANGED, ARTIFACT_MISSING, BUNDLE_TAMPERED, STORE_CHANGED
+from mlpipe.evidence_codes import ARTIFACT_CHANGED, ARTIFACT_MISSING, BUNDLE_TAMPERED, STORE_CHANGED
 from mlpipe.diagnostics import Code
 from mlpipe.evidence import models as m
 from mlpipe.evidence.bundle import build, file_digests

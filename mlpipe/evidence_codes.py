@@ -1,8 +1,9 @@
 """Codes for what the evidence bundle finds about a candidate after its run (MP701-MP704) and
 what ``mlpipe evidence --verify`` finds changed (MP711-MP714).
 
-Only the codes live here, so ``docs/checks.md`` covers them; the findings are made by
-``mlpipe.evidence.findings`` and ``mlpipe.evidence.verify`` from the store, never from a graph.
+Only the codes live here (outside ``mlpipe.checks``, so ``mlpipe evidence`` need not import the
+graph and checks); ``mlpipe.checks`` imports this module so every code is published and
+documented. The findings are made by ``mlpipe.evidence.findings`` and ``.verify``.
 """
 from mlpipe.diagnostics import Severity, register_code
 
