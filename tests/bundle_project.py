@@ -39,8 +39,8 @@ class BundleProject:
     def evidence(self, candidate: str, *extra: str) -> subprocess.CompletedProcess:
         return self.cli("evidence", candidate, *extra)
 
-    def bundle(self, candidate: str) -> dict:
-        done = self.evidence(candidate, "--format", "json")
+    def bundle(self, candidate: str, *extra: str) -> dict:
+        done = self.evidence(candidate, "--format", "json", *extra)
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
 

@@ -57,10 +57,29 @@ def candidates(limit: int) -> None:
 @click.option("--verify", is_flag=True,
               help="Re-hash every artifact and snapshot, compare the store with the sealed "
                    "bundle, recompute its digest; exit 1 on any mismatch.")
+@click.option("--rebuild", is_flag=True,
+              help="Rebuild the bundle from the store and seal a new one (recording the "
+                   "previous digest) if anything changed; by default a sealed bundle is shown "
+                   "as sealed.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write to this file instead of stdout.")
-def evidence(candidate: str, fmt: str, verify: bool, output: str | None) -> None:
-    """The verifiable evidence bundle of CANDIDATE (an id or an unambiguous prefix)."""
+def evidence(candidate: str, fmt: str, verify: bool, rebuild: bool, output: str | None) -> None:
+    """The verifiable evidence bundle of CANDIDATE (an id or an unambiguous prefix).
+
+    The first call builds the bundle from the store and seals it; later calls show that sealed
+    bundle (--rebuild seals a new one if the store changed; --verify checks everything).
+    """
+    if not verify and not rebuild:
+        from mlpipe.evidence.config import locate
+        from mlpipe.evidence.sealed import read_sealed
+
+        try:
+            found = read_sealed(locate().url, candidate)
+        except MlpipeError as err:
+            fail(err)
+        if found is not None:
+            _show(fmt, found[0], found[1], output)
+            return
     from mlpipe.evidence.bundle import find_candidate
     from mlpipe.evidence.seal import seal, sealed_or_none
 
@@ -93,17 +112,23 @@ def evidence(candidate: str, fmt: str, verify: bool, output: str | None) -> None
                    f"{sealed.digest} recording it as previous. What changed:", err=True)
         for line in sealed.changes:
             click.echo(f"  {line}", err=True)
+    _show(fmt, sealed.digest, sealed.content, output)
+
+
+def _show(fmt: str, digest: str, content: bytes, output: str | None) -> None:
     if fmt == "json":
-        _emit(sealed.content, output)
+        _emit(content, output)
         return
+    import json
+
     from mlpipe.evidence.render import render_markdown, render_text
 
-    statement = sealed.statement
+    statement = json.loads(content)
     if fmt == "html":
         from mlpipe.evidence.html import render_html
-        text = render_html(statement, sealed.digest)
+        text = render_html(statement, digest)
     else:
-        text = (render_markdown if fmt == "markdown" else render_text)(statement, sealed.digest)
+        text = (render_markdown if fmt == "markdown" else render_text)(statement, digest)
     _emit(text.rstrip("\n").encode() + b"\n", output)
 
 

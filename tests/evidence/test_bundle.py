@@ -126,7 +126,7 @@ def test_reuse_with_no_executed_run_behind_it_is_a_finding(tmp_path):
     origin = proj.bundle(second)["predicate"]["steps"][0]["reused_from"]["step_run"]
     # as if the store had been pruned, or synced without the run that executed the step
     proj.sql(f"UPDATE step_runs SET status = 'failed' WHERE id = '{origin}'")
-    findings = proj.bundle(second)["predicate"]["findings"]
+    findings = proj.bundle(second, "--rebuild")["predicate"]["findings"]
     assert findings[0]["code"] == "MP704"
     assert findings[0]["message"].startswith(f"training step 'fit' was reused from step run "
                                              f"{origin}, but no executed run of it is in this "
@@ -149,7 +149,7 @@ def test_a_later_bundle_records_the_previous_digest(tmp_path):
     first = proj.evidence(cand, "--format", "json").stdout.encode()
     first_digest = "sha256:" + hashlib.sha256(first).hexdigest()
     proj.sql("UPDATE candidates SET name = 'renamed'")
-    changed = proj.evidence(cand, "--format", "json")
+    changed = proj.evidence(cand, "--format", "json", "--rebuild")
     second = json.loads(changed.stdout)
     assert second["predicate"]["previous_bundle"] == first_digest
     assert "candidate.name: None -> 'renamed'" in changed.stderr
@@ -220,3 +220,17 @@ def test_verify_finds_edited_sealed_bytes(sealed):
     done = sealed.evidence(sealed.candidate, "--verify")
     assert done.returncode == 1
     assert "error[MP714] bundle-bytes-changed: sealed bundle sha256:" in done.stdout
+
+
+def test_the_fast_reader_knows_the_schema_head():
+    from mlpipe.evidence.schema import HEAD
+    from mlpipe.evidence.sealed import SCHEMA_HEAD
+    assert SCHEMA_HEAD == HEAD
+
+
+def test_a_sealed_bundle_is_shown_as_sealed_until_rebuilt(sealed):
+    sealed.sql("UPDATE metrics SET value = 0.5 WHERE name = 'accuracy'")
+    assert sealed.bundle(sealed.candidate) == sealed.sealed
+    rebuilt = sealed.evidence(sealed.candidate, "--rebuild")
+    assert "warning: the store no longer matches bundle sha256:" in rebuilt.stderr
+    assert "accuracy = 0.5" in rebuilt.stdout
