@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from mlpipe.evidence_codes import ARTIFACT_CHANGED, ARTIFACT_MISSING, BUNDLE_TAMPERED, STORE_CHANGED
 from mlpipe.diagnostics import Code
 from mlpipe.evidence import models as m
-from mlpipe.evidence.bundle import build, file_digests
+from mlpipe.evidence.bundle import build
 from mlpipe.evidence.compare import differences
 from mlpipe.evidence.seal import chain, digest_bytes, unsealed
 
@@ -95,6 +95,16 @@ def _hash_path(path: str, digest: str, what: str, out: Verification) -> None:
                                       "them or re-run the pipeline for a new candidate"))
 
 
+def _sha256(path: str) -> str:
+    import hashlib
+
+    sha = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            sha.update(chunk)
+    return sha.hexdigest()
+
+
 def _check_subject(statement: dict[str, Any], out: Verification) -> None:
     p = statement["predicate"]
     model = next((a for a in p["artifacts"] if a["digest"] == p["candidate"]["model"]), None)
@@ -105,7 +115,7 @@ def _check_subject(statement: dict[str, Any], out: Verification) -> None:
         rel = entry["name"].split("/", 1)[1] if "/" in entry["name"] else entry["name"]
         path = os.path.join(model["location"], rel) if is_dir else model["location"]
         try:
-            now = file_digests(path)
+            now = _sha256(path)
         except FileNotFoundError:
             out.findings.append(_mismatch(ARTIFACT_MISSING, f"model file {entry['name']} is "
                                           f"missing: nothing at {path}", "restore the model"))
@@ -114,10 +124,10 @@ def _check_subject(statement: dict[str, Any], out: Verification) -> None:
             out.findings.append(_mismatch(ARTIFACT_MISSING, f"model file {entry['name']} at "
                                           f"{path} cannot be read: {exc}", "fix permissions"))
             continue
-        if now["sha256"] != entry["digest"].get("sha256"):
+        if now != entry["digest"].get("sha256"):
             out.findings.append(_mismatch(
                 ARTIFACT_CHANGED, f"model file {entry['name']} changed: sealed sha256 "
-                f"{entry['digest'].get('sha256')}, now {now['sha256']}",
+                f"{entry['digest'].get('sha256')}, now {now}",
                 "the bundle no longer describes this model; restore it"))
 
 
