@@ -234,3 +234,46 @@ def test_a_sealed_bundle_is_shown_as_sealed_until_rebuilt(sealed):
     rebuilt = sealed.evidence(sealed.candidate, "--rebuild")
     assert "warning: the store no longer matches bundle sha256:" in rebuilt.stderr
     assert "accuracy = 0.5" in rebuilt.stdout
+
+
+def test_local_scale_launches_smaller_and_records_both(tmp_path):
+    proj = BundleProject(tmp_path / "proj")
+    cand = proj.submit("ranks", "--local-scale", "fit_ranks=2x1")
+    step = proj.bundle(cand)["predicate"]["steps"][0]
+    assert step["topology"]["declared"]["world_size"] == 2
+    assert step["topology"]["local_scale"]["world_size"] == 2
+    assert step["topology"]["ran"]["instances"] == 2
+    assert step["topology"]["ran"]["processes_per_node"] == 1
+    text = proj.evidence(cand).stdout
+    assert ("topology declared pytorch x2 (1 node(s)); scaled down here to x2 (--local-scale); "
+            "ran 2 node(s) x 1 process(es) = world 2") in text
+
+
+@pytest.mark.parametrize("scale, message", [
+    ("nope=2x2", r"--local-scale names step 'nope', which the pipeline does not have"),
+    ("fit=2x2", r"--local-scale names step 'fit', which is not distributed"),
+    ("fit_ranks=two", r"--local-scale fit_ranks=two is not NODESxPROCESSES"),
+    ("fit_ranks=0x1", r"--local-scale fit_ranks=0x1 is not a positive size"),
+])
+def test_bad_local_scales_are_one_clear_message(tmp_path, scale, message):
+    import re
+    proj = BundleProject(tmp_path / "proj")
+    pipeline = "review" if scale.startswith("fit=") else "ranks"
+    done = proj.cli("submit", f"review.py:{pipeline}", "--input", "data=data.txt",
+                    "--local-scale", scale)
+    assert done.returncode == 2
+    assert re.search(message, done.stderr), done.stderr
+
+
+def test_seal_show_and_verify_on_each_store_backend(tmp_path, store_url):
+    proj = BundleProject(tmp_path / "proj", store_url)
+    cand = proj.submit()
+    first = proj.evidence(cand, "--format", "json")
+    assert first.returncode == 0, first.stderr
+    digest = "sha256:" + hashlib.sha256(first.stdout.encode()).hexdigest()
+    assert f"digest {digest}" in proj.evidence(cand).stdout
+    assert proj.evidence(cand, "--verify").returncode == 0
+    proj.sql("UPDATE metrics SET value = 0.5 WHERE name = 'accuracy'")
+    tampered = proj.evidence(cand, "--verify")
+    assert tampered.returncode == 1
+    assert "predicate.evaluation.metrics[accuracy].value: 0.875 -> 0.5" in tampered.stdout

@@ -169,3 +169,27 @@ def test_import_mlpipe_and_help_do_not_import_sqlalchemy():
                             capture_output=True, text=True, env={**os.environ})
     assert helped.returncode == 0
     assert "sqlalchemy" not in helped.stderr
+
+
+def test_a_store_at_revision_0001_upgrades_to_0002_keeping_its_rows(tmp_path):
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import create_engine, inspect
+
+    url = f"sqlite:///{tmp_path / 'old.sqlite'}"
+    engine = create_engine(url)
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0001")
+        conn.execute(text("INSERT INTO pipeline_specs (digest, name, spec) VALUES "
+                          "('sha256:p', 'p', '{}')"))
+    engine.dispose()
+    store = Store.open(url)
+    assert current_revision(store.engine) == "0002"
+    with store.session() as s:
+        assert s.get(m.PipelineSpecRow, "sha256:p").name == "p"
+    columns = {c["name"] for c in inspect(store.engine).get_columns("metrics")}
+    assert "reduced_over" in columns
+    assert {"bundles", "check_results"} <= set(inspect(store.engine).get_table_names())
