@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check
 
-.PHONY: demo test test-fast bench bench-azure golden-azure clean
+.PHONY: demo test test-fast bench bench-azure bench-evidence golden-azure clean
 
 # pip 23 cannot resolve azure-ai-ml's dependencies: upgrade pip inside the venv first.
 $(BIN)/python:
@@ -62,6 +62,11 @@ bench: $(VENV)/.installed-dev
 # Azure ML export against azure-ai-ml's build + dump (figures in docs/performance.md).
 bench-azure: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_azure_export.py
+
+# `mlpipe evidence` in a 100,000-step-run store and --verify against raw hashing (figures in
+# docs/performance.md).
+bench-evidence: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bench_evidence.py
 
 # Regenerate the golden Azure ML YAML after an intended change of the export format.
 golden-azure: $(VENV)/.installed-dev
