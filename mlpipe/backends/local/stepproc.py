@@ -289,7 +289,8 @@ def _metrics(step_dir: Path) -> list[dict[str, Any]]:
             row = json.loads(line)
             found.append({"name": str(row["name"]), "value": float(row["value"]),
                           "scope": str(row["scope"]), "rank": row.get("rank"),
-                          "population": row.get("population")})
+                          "population": row.get("population"),
+                          "reduced_over": row.get("reduced_over")})
         except (ValueError, KeyError, TypeError):
             continue
     return found
