@@ -14,6 +14,7 @@ from components.images import SIZE, read_pgm
 from mlpipe import Compute, Environment, Input, Output, Param, component
 from mlpipe.contracts import (ImageFolder, LabelMap, Metric, MetricsReport, MLflowModel,
                               SplitManifest, Tensor)
+from mlpipe.runtime import log_metric
 
 CLASSES = ("ok", "scratch", "dent")
 SPLITS = ("train", "val", "test")
@@ -58,6 +59,11 @@ def _softmax(scores: list[float]) -> list[float]:
     return [e / total for e in exps]
 
 
+def _predict(weights: list[list[float]], x: list[float]) -> int:
+    scores = [w[-1] + sum(wi * xi for wi, xi in zip(w, x)) for w in weights]
+    return scores.index(max(scores))
+
+
 # A single-process softmax fit: declaring it distributed would only start idle copies (MP512,
 # MP513). The distributed CNN trainer is components.defect_ddp.train.
 @component(version="2.1.0", environment=Environment("defect-cpu", version="4"),
@@ -81,6 +87,9 @@ def train(examples: Input[EXAMPLES], labels: Input[LABELS],
                 for i, xi in enumerate(x):
                     row[i] -= learning_rate * grad * xi
                 row[-1] -= learning_rate * grad
+    hits = sum(_predict(weights, x) == y for x, y in data)
+    log_metric("train_accuracy", hits / len(data), scope="global",
+               population=f"train, {len(data)} examples")
     out = Path(model)
     out.mkdir(parents=True, exist_ok=True)
     (out / "weights.json").write_text(json.dumps({"labels": encoding, "weights": weights}))
@@ -104,10 +113,15 @@ def evaluate(model: Input[MODEL], examples: Input[EXAMPLES],
     seen = {c: 0 for c in encoding}
     names = {v: k for k, v in encoding.items()}
     for x, y in data:
-        scores = [w[-1] + sum(wi * xi for wi, xi in zip(w, x)) for w in saved["weights"]]
         seen[names[y]] += 1
-        correct[names[y]] += int(scores.index(max(scores)) == y)
+        correct[names[y]] += int(_predict(saved["weights"], x) == y)
     total = sum(seen.values())
+    population = f"test, {total} examples"
+    log_metric("accuracy", sum(correct.values()) / total if total else 0.0, scope="global",
+               population=population)
+    for c in encoding:
+        log_metric(f"recall_{c}", correct[c] / seen[c] if seen[c] else 0.0, scope="global",
+                   population=population)
     Path(report).write_text(json.dumps({
         "population": {"split": "test", "examples": total},
         "metrics": {

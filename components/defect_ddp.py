@@ -90,6 +90,7 @@ def evaluate_cnn(model: Input["mlflow_model"], examples: Input["uri_folder"],
     from torch import nn
 
     from components.images import SIZE, read_pgm
+    from mlpipe.runtime import log_metric
 
     encoding = json.loads(Path(labels).read_text())
     saved = json.loads((Path(model) / "labels.json").read_text())
@@ -111,6 +112,8 @@ def evaluate_cnn(model: Input["mlflow_model"], examples: Input["uri_folder"],
         mask = y == code
         metrics[f"recall_{name}"] = {"value": hit[mask].float().mean().item() if mask.any()
                                      else 0.0, "scope": "global"}
+    for name, entry in metrics.items():
+        log_metric(name, entry["value"], scope="global", population=f"test, {len(files)} examples")
     Path(report).write_text(json.dumps({"population": {"split": "test", "examples": len(files)},
                                         "metrics": metrics}, indent=2))
 

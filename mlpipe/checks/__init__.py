@@ -4,6 +4,7 @@ Importing this package registers every family. Backends and the CLI call ``check
 """
 from __future__ import annotations
 
+from mlpipe import evidence_codes  # noqa: F401  (registration: the bundle's MP7xx codes)
 from mlpipe.checks import (artifacts, azure_yaml, contracts, distribution,  # noqa: F401
                            parameters, structure)  # (registration)
 from mlpipe.checks.registry import CHECKS, Check, check, published_codes, run_checks

@@ -1,4 +1,5 @@
-"""Azure ML commands: compile (CLI v2 YAML), sync, and the Azure target of submit.
+"""Azure ML commands: compile (CLI v2 YAML), sync into the evidence store, and the Azure
+target of submit.
 
 azure-ai-ml is imported inside the commands; ``_service`` is the one seam tests replace with a
 named fake of the Azure service.
@@ -70,29 +71,37 @@ def submit_to_workspace(target: str, values: dict[str, str], *, experiment: str 
                         default_compute: str | None, workspace_name: str | None,
                         resource_group: str | None, subscription_id: str | None,
                         config: str | None) -> None:
-    """``mlpipe submit --target azure``: check, submit, print the job and its studio URL."""
+    """``mlpipe submit --target azure``: check, record, submit; print the run, job and URL."""
     from mlpipe.backends.azure.service import MLClientService
     from mlpipe.backends.azure.submit import ChecksFailed, submit_to_azure
     from mlpipe.backends.azure.workspace import resolve_workspace
     from mlpipe.diagnostics import render_text
+    from mlpipe.evidence import open_store
     from mlpipe.loader import load_spec
 
+    store = None
     try:
         spec, found = load_spec(target)
         workspace = resolve_workspace(subscription_id=subscription_id,
                                       resource_group=resource_group,
                                       workspace_name=workspace_name, config=config)
+        store = open_store()
         run = submit_to_azure(spec, workspace, _service(MLClientService, workspace),
                               inputs=values, experiment=experiment,
-                              default_compute=default_compute, extra_diagnostics=found)
+                              default_compute=default_compute, extra_diagnostics=found,
+                              store=store)
     except ChecksFailed as err:
         click.echo(render_text(err.diagnostics), err=True)
         fail(err)
     except MlpipeError as err:
         fail(err)
+    finally:
+        if store is not None:
+            store.close()
     click.echo(f"submitted run {run.run_id} as Azure ML job {run.job_name} ({run.status})")
     if run.studio_url:
         click.echo(f"studio: {run.studio_url}")
+    click.echo(f"follow it with: mlpipe sync {run.run_id}")
 
 
 def _service(factory, workspace):
@@ -100,37 +109,73 @@ def _service(factory, workspace):
     return factory(workspace)
 
 
+def _recorded_workspace(options: dict, flags: dict[str, str | None], config: str | None):
+    from mlpipe.backends.azure.workspace import Workspace, resolve_workspace
+
+    given = {k: v for k, v in flags.items() if v}
+    stored = options.get("workspace") or {}
+    if not given and config is None and all(stored.get(k) for k in flags):
+        return Workspace(**{k: stored[k] for k in flags}, source="the evidence store")
+    return resolve_workspace(**{**{k: stored.get(k) for k in flags}, **given}, config=config)
+
+
 @main.command()
-@click.argument("run", metavar="JOB_NAME")
+@click.argument("run", metavar="RUN")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True)
 @_workspace_options
 def sync(run: str, fmt: str, workspace_name: str | None, resource_group: str | None,
          subscription_id: str | None, config: str | None) -> None:
-    """Fetch an Azure ML pipeline job's status, child jobs, reuse, outputs and metrics."""
+    """Fetch an Azure run's pipeline job and child jobs and record them in the evidence store.
+
+    RUN is an mlpipe run id (or a unique prefix), or the Azure ML job name it was submitted
+    as. The workspace is the one the run was submitted to, unless flags name another.
+    """
     import json
 
+    from mlpipe.backends.azure.ingest import find_azure_run, record_sync
     from mlpipe.backends.azure.service import MLClientService
     from mlpipe.backends.azure.sync import sync_run
-    from mlpipe.backends.azure.workspace import resolve_workspace
+    from mlpipe.evidence import open_store
 
+    flags = {"subscription_id": subscription_id, "resource_group": resource_group,
+             "workspace_name": workspace_name}
+    store = None
     try:
-        workspace = resolve_workspace(subscription_id=subscription_id,
-                                      resource_group=resource_group,
-                                      workspace_name=workspace_name, config=config)
-        synced = sync_run(run, _service(MLClientService, workspace))
+        store = open_store()
+        with store.session() as s:
+            found = find_azure_run(s, run)
+            run_id, job_name, options = found.id, found.options["job_name"], dict(found.options)
+        workspace = _recorded_workspace(options, flags, config)
+        synced = sync_run(job_name, _service(MLClientService, workspace))
+        outcome = record_sync(store, run_id, synced)
     except MlpipeError as err:
         fail(err)
+    finally:
+        if store is not None:
+            store.close()
     if fmt == "json":
-        click.echo(json.dumps(synced.to_dict(), indent=2, sort_keys=True))
+        click.echo(json.dumps({**synced.to_dict(), "run_id": run_id, "recorded": {
+            "status": outcome.status, "steps": outcome.steps,
+            "candidate": outcome.candidate_id, "notes": outcome.notes}},
+            indent=2, sort_keys=True))
         return
     p = synced.pipeline
-    click.echo(f"{p.name}  {p.status}  run {synced.run_id or '-'}  {p.studio_url or ''}".rstrip())
+    click.echo(f"run {run_id} {outcome.status}  (Azure ML job {p.name}: {p.status})")
+    if p.studio_url:
+        click.echo(f"studio: {p.studio_url}")
     for step in synced.steps:
-        how = f"reused from {step.reused_from}" if step.reused else "executed"
-        metrics = ", ".join(f"{k}={v:g}" for k, v in step.metrics.items())
+        recorded = outcome.steps.get(step.node or "", "not recorded")
+        how = f"reused {step.reused_from}" if step.reused else recorded
+        metrics = ", ".join(f"{k}={v:g}" + ("(partial)" if (step.metric_info.get(k) or {})
+                                             .get("scope") == "partial" else "")
+                            for k, v in step.metrics.items())
         click.echo(f"  {step.node or step.name:<16} {step.status or '?':<10} {how}"
                    + (f"  [{metrics}]" if metrics else ""))
+    for note in outcome.notes:
+        click.echo(f"note: {note}")
+    if outcome.candidate_id:
+        click.echo(f"candidate {outcome.candidate_id}")
 
 
 #: submit's Azure-only options, by parameter name.

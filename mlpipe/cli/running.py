@@ -35,13 +35,18 @@ def _store():
 @click.option("--no-reuse", is_flag=True, help="Local: run every step, reusing nothing.")
 @click.option("--max-parallel", type=int, default=None, metavar="N",
               help="Local: steps at a time (default: the number of cores).")
+@click.option("--local-scale", "local_scale", multiple=True, metavar="STEP=NODESxPROCS",
+              help="Local: launch a distributed step with fewer nodes/processes than declared "
+                   "(recorded with its topology); e.g. train_cnn=2x2.")
 @azure_options
 def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...], run_target: str,
-           no_reuse: bool, max_parallel: int | None, **azure: str | None) -> None:
+           no_reuse: bool, max_parallel: int | None, local_scale: tuple[str, ...],
+           **azure: str | None) -> None:
     """Check a pipeline, run it (here, or on Azure ML), and record everything."""
     if run_target == "azure":
-        if no_reuse or max_parallel is not None:
-            fail(UsageError("--no-reuse and --max-parallel apply to --target local only",
+        if no_reuse or max_parallel is not None or local_scale:
+            fail(UsageError("--no-reuse, --max-parallel and --local-scale apply to --target "
+                            "local only",
                             hint="control reuse on Azure ML with @component(reuse=False)"))
         submit_to_workspace(target, {**assignments(inputs, "--input"),
                                      **assignments(params, "--param")}, **azure)
@@ -51,11 +56,24 @@ def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...], run_ta
         fail(UsageError(f"{', '.join(given)} apply to --target azure only",
                         hint="add --target azure, or drop them to run here"))
     _submit_local(target, assignments(inputs, "--input"), assignments(params, "--param"),
-                  no_reuse, max_parallel)
+                  no_reuse, max_parallel, _scales(assignments(local_scale, "--local-scale")))
+
+
+def _scales(given: dict[str, str]) -> dict[str, tuple[int, int]]:
+    import re
+
+    found = {}
+    for step, size in given.items():
+        match = re.fullmatch(r"(\d+)x(\d+)", size.strip())
+        if match is None:
+            fail(UsageError(f"--local-scale {step}={size} is not NODESxPROCESSES",
+                            hint=f"write it as {step}=2x2 (2 nodes of 2 processes)"))
+        found[step] = (int(match.group(1)), int(match.group(2)))
+    return found
 
 
 def _submit_local(target: str, inputs: dict[str, str], params: dict[str, str], no_reuse: bool,
-                  max_parallel: int | None) -> None:
+                  max_parallel: int | None, scale: dict[str, tuple[int, int]]) -> None:
     import signal
 
     from mlpipe.backends.local.executor import LocalExecutor
@@ -72,8 +90,9 @@ def _submit_local(target: str, inputs: dict[str, str], params: dict[str, str], n
 
     signal.signal(signal.SIGTERM, _stop)
     try:
-        executor = LocalExecutor(max_parallel=max_parallel, reuse=not no_reuse)
-        result = executor.submit(graph, inputs=inputs, params=params)
+        executor = LocalExecutor(max_parallel=max_parallel, reuse=not no_reuse,
+                                 local_scale=scale)
+        result = executor.submit(graph, inputs=inputs, params=params, diagnostics=diagnostics)
     except MlpipeError as err:
         fail(err)
     except KeyboardInterrupt:

@@ -267,9 +267,11 @@ def _validate_csv(schema: TabularSchema, path: Path) -> None:
         found[name], raw_name[name] = unit, cell
     _check_columns(schema, path, found, list(found), "in the header as 'name [unit]'")
     types = {raw_name[c.name]: _arrow_type(pa, c.dtype) for c in schema.columns}
+    # CSV has no null: an empty field, quoted or not, is a missing value. (A one-column row
+    # holding an empty string can only be written as "", so quoting cannot mean "present".)
     options = pacsv.ConvertOptions(column_types=types, include_columns=list(types),
                                    null_values=[""], strings_can_be_null=True,
-                                   quoted_strings_can_be_null=False)
+                                   quoted_strings_can_be_null=True)
     try:
         table = pacsv.read_csv(path, convert_options=options)
     except pa.ArrowInvalid as exc:

@@ -1,14 +1,31 @@
 """The evidence store: what ran, with which code, environment, data and parameters.
 
-Importing this package imports SQLAlchemy; ``import mlpipe`` never does.
+Importing ``mlpipe.evidence.store`` (or ``Store``/``open_store`` from here) imports SQLAlchemy;
+``import mlpipe`` never does, and neither do ``config`` and ``sealed`` (the fast read of a
+sealed bundle).
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from mlpipe.evidence.config import Location, locate
-from mlpipe.evidence.store import Store
+
+if TYPE_CHECKING:
+    from mlpipe.evidence.store import Store
 
 
-def open_store(start: str | None = None) -> Store:
+def open_store(start: str | None = None) -> "Store":
     """Open the store configured for the project at ``start`` (default: the cwd)."""
+    from mlpipe.evidence.store import Store
+
     return Store.open(locate(start).url)
+
+
+def __getattr__(name: str):
+    if name == "Store":
+        from mlpipe.evidence.store import Store
+        return Store
+    raise AttributeError(f"module 'mlpipe.evidence' has no attribute {name!r}")
 
 
 __all__ = ["Location", "Store", "locate", "open_store"]

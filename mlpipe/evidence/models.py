@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any, Optional
 
 from sqlalchemy import (JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Index, Integer,
-                        String, Text, UniqueConstraint)
+                        LargeBinary, String, Text, UniqueConstraint)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 #: Run, step run and candidate statuses.
@@ -191,6 +191,9 @@ class Metric(Base):
     scope: Mapped[str] = mapped_column(String(10))
     rank: Mapped[Optional[int]] = mapped_column(Integer)
     population: Mapped[Optional[str]] = mapped_column(Text)
+    #: How many ranks a global value was aggregated over (``all_reduce_metric``); None when
+    #: it was logged by one process as it was.
+    reduced_over: Mapped[Optional[int]] = mapped_column(Integer)
 
     step_run: Mapped[StepRun] = relationship(back_populates="metrics")
 
@@ -209,3 +212,38 @@ class CandidateRow(Base):
     run: Mapped[Run] = relationship()
     model: Mapped[Artifact] = relationship(foreign_keys=[model_artifact_id])
     evaluation: Mapped[Optional[Artifact]] = relationship(foreign_keys=[evaluation_artifact_id])
+
+
+class CheckResult(Base):
+    """A diagnostic the compile-time checks reported for a run (warnings and info: a run with
+    an error never starts)."""
+
+    __tablename__ = "check_results"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id"), index=True)
+    code: Mapped[str] = mapped_column(String(10))
+    name: Mapped[str] = mapped_column(String(100))
+    severity: Mapped[str] = mapped_column(String(10))
+    message: Mapped[str] = mapped_column(Text)
+    hint: Mapped[Optional[str]] = mapped_column(Text)
+    step: Mapped[Optional[str]] = mapped_column(String(300))
+    port: Mapped[Optional[str]] = mapped_column(String(200))
+    source: Mapped[Optional[str]] = mapped_column(String(500))
+    target: Mapped[Optional[str]] = mapped_column(String(500))
+    file: Mapped[Optional[str]] = mapped_column(Text)
+    line: Mapped[Optional[int]] = mapped_column(Integer)
+
+
+class BundleRow(Base):
+    """A sealed evidence bundle: its exact bytes, once, under the sha256 digest of those bytes.
+
+    ``previous_digest`` is the candidate's bundle sealed before this one (a chain).
+    """
+
+    __tablename__ = "bundles"
+    __table_args__ = (Index("ix_bundles_candidate_sealed", "candidate_id", "sealed_at"),)
+    digest: Mapped[str] = mapped_column(String(80), primary_key=True)
+    candidate_id: Mapped[str] = mapped_column(ForeignKey("candidates.id"))
+    previous_digest: Mapped[Optional[str]] = mapped_column(String(80))
+    sealed_at: Mapped[datetime] = mapped_column(DateTime)
+    content: Mapped[bytes] = mapped_column(LargeBinary)

@@ -168,8 +168,9 @@ class Store:
         """
         host = socket.gethostname()
         with self.session() as s:
+            # A run without a local process (an Azure ML run) is not this host's to interrupt.
             rows = s.execute(select(m.Run.id, m.Run.pid, m.Run.pid_started).where(
-                m.Run.status == m.RUNNING, m.Run.host == host)).all()
+                m.Run.status == m.RUNNING, m.Run.host == host, m.Run.pid.is_not(None))).all()
             dead = [r.id for r in rows if not _alive(r.pid, r.pid_started)]
             if dead:
                 self._interrupt(s, dead, "the executor stopped without finishing the run "
@@ -245,7 +246,8 @@ class Store:
                   inputs: dict[str, m.Snapshot], code: m.CodeRevision | None,
                   options: dict[str, Any], run_id: str | None = None) -> str:
         """Record a new run as ``running`` by this process; return its id (``run_id`` when
-        the caller chose it, e.g. to name the run's files before recording it)."""
+        given: chosen by the caller, e.g. to name the run's files first, or one already
+        written into an Azure ML job's tags)"""
         run_id = run_id or new_id("r", 5)
         with self.session() as s:
             s.add(m.Run(id=run_id, pipeline_name=pipeline.name, pipeline_digest=pipeline.digest,

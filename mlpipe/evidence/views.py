@@ -55,12 +55,20 @@ def show_run(s: Session, run: m.Run) -> str:
              f"  target {run.target}  started {_when(run.started_at)} UTC  by "
              f"{run.user or '?'}@{run.host or '?'}",
              f"  pipeline digest {run.pipeline_digest}"]
+    if run.target == "azure" and (run.options or {}).get("job_name"):
+        opts = run.options
+        lines.append(f"  azure job {opts['job_name']} ({opts.get('azure_status') or '?'})"
+                     + (f"  {opts['studio_url']}" if opts.get("studio_url") else ""))
     if run.code_revision is not None:
         lines.append(f"  code {run.code_revision.commit or '(no git)'}"
                      f"{' (dirty tree)' if run.code_revision.dirty else ''}")
     if run.params:
         lines.append("  params " + ", ".join(f"{k}={v!r}" for k, v in sorted(run.params.items())))
     for ri in sorted(run.inputs, key=lambda r: r.name):
+        if ri.snapshot.digest.startswith("ref:"):  # an Azure reference: content not hashed
+            lines.append(f"  input {ri.name} = {ri.snapshot.reference}  (reference"
+                         f"{', mutable' if ri.snapshot.mutable else ''}; content not hashed)")
+            continue
         lines.append(f"  input {ri.name} = {ri.snapshot.reference}  {ri.snapshot.digest[:26]}  "
                      f"({ri.snapshot.file_count} files, {ri.snapshot.size} bytes)")
     if run.message:
@@ -74,7 +82,8 @@ def show_run(s: Session, run: m.Run) -> str:
     notes = [(sr.step, sr.topology.get("note")) for sr in run_steps(s, run.id)
              if sr.topology and sr.topology.get("note")]
     notes += [(sr.step, sr.message) for sr in run_steps(s, run.id)
-              if sr.message and sr.status in (m.FAILED, m.EXECUTED, m.INTERRUPTED)]
+              if sr.message and (sr.status in (m.FAILED, m.EXECUTED, m.INTERRUPTED)
+                                 or (sr.status == m.REUSED and not sr.reused_from_id))]
     if notes:
         lines.append("")
         lines += [f"  {step}: {text}" for step, text in notes]

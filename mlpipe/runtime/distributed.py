@@ -225,5 +225,5 @@ def all_reduce_metric(name: str, value: float, *, op: str = "mean",
         dist.all_reduce(tensor, op=red)
         result = tensor.item() / size if op == "mean" else tensor.item()
     if rank() == 0:
-        log_metric(name, result, scope="global", population=population)
+        log_metric(name, result, scope="global", population=population, reduced_over=size)
     return result

@@ -19,7 +19,8 @@ METRICS_FILE = "metrics.jsonl"
 
 
 def log_metric(name: str, value: float, *, scope: str = "global",
-               population: str | None = None) -> dict[str, Any]:
+               population: str | None = None, reduced_over: int | None = None
+               ) -> dict[str, Any]:
     """Record one metric value of this step.
 
     A ``global`` metric describes the whole population (all ranks' data, aggregated); a
@@ -31,6 +32,8 @@ def log_metric(name: str, value: float, *, scope: str = "global",
         scope: ``"global"`` when the value describes the whole population, ``"partial"`` when
             it is one rank's view of its shard.
         population: what the value was computed on (``"test split, 90 examples"``).
+        reduced_over: how many ranks' values a global value combines (``all_reduce_metric``
+            sets it); the evidence bundle compares it with the step's world size.
 
     Returns:
         The record (also when nothing is written: outside a step, e.g. when a step body is
@@ -50,6 +53,8 @@ def log_metric(name: str, value: float, *, scope: str = "global",
     record = {"name": name, "value": float(value), "scope": scope,
               "rank": int(rank) if rank is not None and rank.isdigit() else None,
               "population": population}
+    if reduced_over is not None:
+        record["reduced_over"] = int(reduced_over)
     step_dir = os.environ.get(STEP_DIR_ENV)
     if not step_dir:
         warnings.warn(f"log_metric({name!r}) outside an mlpipe step: not recorded",

@@ -356,3 +356,13 @@ def test_error_renders_file_line_message_and_hint(tmp_path):
                         r"split-manifest:split promises disjoint splits\n  help: assign every "
                         r"example to exactly one split", exc.value.render())
     assert exc.value.exit_code == 1 and isinstance(exc.value, ValueError)
+
+
+def test_a_quoted_empty_string_in_a_one_column_csv_is_a_missing_value(tmp_path):
+    # Found by hypothesis: Python's csv module writes an empty one-column row as "".
+    keys = TabularSchema("keys", columns=[Column("id", "string", role="key")])
+    path = tmp_path / "keys.csv"
+    path.write_text('id\na\n""\nc\n')
+    with pytest.raises(ContractError, match=r"row 2 has no value in column 'id', which "
+                                            r"tabular-schema:keys declares not nullable"):
+        validate(keys, path)

@@ -115,13 +115,13 @@ def test_a_newer_schema_is_refused(store_url):
         conn.execute(text("UPDATE alembic_version SET version_num = '9999'"))
     store.close()
     with pytest.raises(StoreError, match=r"schema revision '9999', newer than this mlpipe "
-                                         r"knows \(head '0001'\)"):
+                                         r"knows \(head '0002'\)"):
         Store.open(store_url)
 
 
 def test_an_old_schema_names_the_upgrade_command_when_auto_upgrade_is_off(tmp_path):
     url = f"sqlite:///{tmp_path / 's.sqlite'}"
-    with pytest.raises(StoreError, match=r"has schema revision None; this mlpipe needs '0001'"
+    with pytest.raises(StoreError, match=r"has schema revision None; this mlpipe needs '0002'"
                                          r"\n  help: run `mlpipe store upgrade`"):
         Store.open(url, auto_upgrade=False)
     Store.open(url, auto_upgrade=True)
@@ -169,3 +169,27 @@ def test_import_mlpipe_and_help_do_not_import_sqlalchemy():
                             capture_output=True, text=True, env={**os.environ})
     assert helped.returncode == 0
     assert "sqlalchemy" not in helped.stderr
+
+
+def test_a_store_at_revision_0001_upgrades_to_0002_keeping_its_rows(tmp_path):
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import create_engine, inspect
+
+    url = f"sqlite:///{tmp_path / 'old.sqlite'}"
+    engine = create_engine(url)
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0001")
+        conn.execute(text("INSERT INTO pipeline_specs (digest, name, spec) VALUES "
+                          "('sha256:p', 'p', '{}')"))
+    engine.dispose()
+    store = Store.open(url)
+    assert current_revision(store.engine) == "0002"
+    with store.session() as s:
+        assert s.get(m.PipelineSpecRow, "sha256:p").name == "p"
+    columns = {c["name"] for c in inspect(store.engine).get_columns("metrics")}
+    assert "reduced_over" in columns
+    assert {"bundles", "check_results"} <= set(inspect(store.engine).get_table_names())

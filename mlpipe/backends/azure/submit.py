@@ -1,12 +1,11 @@
-"""Submitting a pipeline to Azure ML: check, export, load with azure-ai-ml, create the job.
+"""Submitting a pipeline to Azure ML: check, export, load with azure-ai-ml, record the run,
+create the job.
 
-Returns a plain record of what was submitted; recording it in the evidence store is the
-caller's job (the store is issue 4's). Talks to Azure only through a ``JobsService``.
+Talks to Azure only through a ``JobsService``; records through ``record`` when given a store.
 """
 from __future__ import annotations
 
 import tempfile
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +17,8 @@ from mlpipe.backends.azure.validate import load_export
 from mlpipe.backends.azure.workspace import Workspace
 from mlpipe.checks import check_pipeline
 from mlpipe.diagnostics import Diagnostic, has_errors
-from mlpipe.errors import UsageError
+from mlpipe.errors import MlpipeError, UsageError
+from mlpipe.evidence.store import Store, new_id
 from mlpipe.spec import PipelineSpec
 
 
@@ -56,11 +56,15 @@ class ChecksFailed(UsageError):
 def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsService, *,
                     inputs: Mapping[str, Any] | None = None, experiment: str | None = None,
                     default_compute: str | None = None, run_id: str | None = None,
-                    extra_diagnostics: list[Diagnostic] | None = None) -> SubmittedRun:
-    """Check ``spec``, export it, load it with azure-ai-ml and submit it.
+                    extra_diagnostics: list[Diagnostic] | None = None,
+                    store: Store | None = None) -> SubmittedRun:
+    """Check ``spec``, export it, load it with azure-ai-ml, record it and submit it.
 
-    Checks run first and credentials/network are checked before anything is created, so a
-    failure leaves nothing half-submitted.
+    Checks run first and credentials/network are checked before anything is recorded or
+    created, so such a failure leaves the store and the workspace untouched. With a
+    ``store``, the run is recorded (``running``) before the job is created; if Azure ML then
+    does not confirm the job, the run is closed as ``failed`` with the reason, never left
+    running.
 
     Args:
         spec: the pipeline.
@@ -68,6 +72,7 @@ def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsServi
         service: the Azure ML boundary (``MLClientService`` live; a fake in tests).
         inputs: pipeline input values.
         run_id: mlpipe's run id (a new one by default), recorded in the job's tags.
+        store: the evidence store to record the run in (None records nothing).
 
     Returns:
         The submitted run's record.
@@ -77,17 +82,33 @@ def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsServi
         AzureError: no credentials, no network, or Azure rejected the job.
         ExportError: the pipeline cannot be written as Azure ML YAML.
     """
-    _, diagnostics = check_pipeline(spec)
+    graph, diagnostics = check_pipeline(spec)
     diagnostics = list(extra_diagnostics or []) + diagnostics
     if has_errors(diagnostics):
         raise ChecksFailed(diagnostics)
-    run_id = run_id or uuid.uuid4().hex
+    run_id = run_id or new_id("r", 5)
     experiment = experiment or spec.name
     with tempfile.TemporaryDirectory(prefix="mlpipe-azure-") as tmp:
         write_export(spec, tmp, inputs=inputs, default_compute=default_compute, run_id=run_id,
                      experiment=experiment)
         job = load_export(tmp)
         service.check_access()
-        created = parse_job(service.create(job, experiment))
+        if store is None:
+            created = parse_job(service.create(job, experiment))
+        else:
+            from mlpipe.backends.azure import record
+
+            record.begin_azure_run(store, graph, run_id=run_id, workspace=workspace,
+                                   experiment=experiment, inputs=inputs,
+                                   default_compute=default_compute)
+            try:
+                created = parse_job(service.create(job, experiment))
+            except BaseException as exc:
+                why = exc.message if isinstance(exc, MlpipeError) else (
+                    f"interrupted ({type(exc).__name__})" if not isinstance(exc, Exception)
+                    else f"{type(exc).__name__}: {exc}")
+                record.mark_not_submitted(store, run_id, why)
+                raise
+            record.mark_submitted(store, run_id, created)
     return SubmittedRun(run_id, created.name, created.studio_url, created.status, experiment,
                         spec.name, spec.digest, workspace)

@@ -1,11 +1,13 @@
 """Reading Azure ML's answers: job and child-job REST payloads and MLflow run payloads,
-parsed into plain records (status, reuse, outputs, metrics) for the evidence store.
+parsed into plain records (status, reuse, outputs, metrics, times) for the evidence store.
 
-Pure parsing; the fetching is ``service``'s and the recording is the store's (issue 4).
+Parsing, and the walk over a pipeline job's children; the fetching is ``service``'s and the
+recording is ``ingest``'s. Never imports azure-ai-ml or the store.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 from typing import Any
 
 from mlpipe.errors import AzureError
@@ -14,8 +16,12 @@ from mlpipe.errors import AzureError
 REUSED_FLAG = "azureml.isreused"
 REUSED_RUN = "azureml.reusedrunid"
 REUSED_PIPELINE = ("azureml.reusedpipelinerunid", "azureml.reusedpipeline")
+REUSED_NODE = "azureml.reusednodeid"
 NODE_ID = "azureml.nodeid"
 TERMINAL = {"Completed", "Failed", "Canceled", "NotResponding"}
+#: The MLflow run tags by which a step marks a metric's scope and population
+#: (``mlpipe.scope.NAME = partial``); a metric without one is global.
+SCOPE_TAG, POPULATION_TAG = "mlpipe.scope.", "mlpipe.population."
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +42,12 @@ class JobRecord:
     created_at: str | None
     tags: dict[str, str] = field(default_factory=dict)
     outputs: dict[str, str | None] = field(default_factory=dict)
+    output_types: dict[str, str] = field(default_factory=dict)
     metrics: dict[str, float] = field(default_factory=dict)
+    metric_info: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    reused_node: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
 
     @property
     def finished(self) -> bool:
@@ -85,9 +96,11 @@ def parse_job(payload: dict[str, Any]) -> JobRecord:
     studio = ((props.get("services") or {}).get("Studio") or {}).get("endpoint")
     reused_from = run_props.get(REUSED_RUN)
     reused = str(run_props.get(REUSED_FLAG, "")).lower() == "true" or reused_from is not None
-    outputs = {}
+    outputs, output_types = {}, {}
     for key, out in (props.get("outputs") or {}).items():
         outputs[key] = out.get("uri") if isinstance(out, dict) else None
+        if isinstance(out, dict) and out.get("jobOutputType"):
+            output_types[key] = str(out["jobOutputType"])
     compute = props.get("computeId")
     return JobRecord(
         name=name, job_type=props.get("jobType"), status=props.get("status"),
@@ -98,7 +111,7 @@ def parse_job(payload: dict[str, Any]) -> JobRecord:
         reused=reused, reused_from=reused_from,
         reused_pipeline=next((run_props[k] for k in REUSED_PIPELINE if k in run_props), None),
         created_at=(payload.get("systemData") or {}).get("createdAt"), tags=tags,
-        outputs=outputs)
+        outputs=outputs, output_types=output_types, reused_node=run_props.get(REUSED_NODE))
 
 
 def parse_metrics(payload: dict[str, Any]) -> dict[str, float]:
@@ -113,18 +126,72 @@ def parse_metrics(payload: dict[str, Any]) -> dict[str, float]:
     return {k: v[2] for k, v in sorted(latest.items())}
 
 
+def parse_metric_info(payload: dict[str, Any]) -> dict[str, dict[str, str | None]]:
+    """Each metric's scope and population from an MLflow ``runs/get`` payload's run tags.
+
+    A metric is ``global`` unless the run carries the tag ``mlpipe.scope.NAME = partial``;
+    ``mlpipe.population.NAME`` names what it was computed on.
+
+    Example:
+        >>> parse_metric_info({"run": {"data": {"metrics": [{"key": "acc", "value": 1}],
+        ...     "tags": [{"key": "mlpipe.scope.acc", "value": "partial"}]}}})
+        {'acc': {'scope': 'partial', 'population': None}}
+    """
+    data = ((payload or {}).get("run") or {}).get("data") or {}
+    tags = {str(t.get("key")): t.get("value") for t in data.get("tags") or []
+            if isinstance(t, dict)}
+    info = {}
+    for key in sorted({m.get("key") for m in data.get("metrics") or [] if m.get("key")}):
+        scope = "partial" if str(tags.get(SCOPE_TAG + key, "")).lower() == "partial" else "global"
+        info[key] = {"scope": scope, "population": tags.get(POPULATION_TAG + key)}
+    return info
+
+
+def parse_run_times(payload: dict[str, Any]) -> tuple[str | None, str | None]:
+    """``(start, end)`` of an MLflow run as ISO-8601 UTC text (None where not given)."""
+    info = ((payload or {}).get("run") or {}).get("info") or {}
+
+    def iso(ms: Any) -> str | None:
+        if ms in (None, "", 0):
+            return None
+        try:
+            return datetime.fromtimestamp(int(ms) / 1000, tz=timezone.utc).isoformat()
+        except (TypeError, ValueError, OverflowError, OSError):
+            return None
+
+    return iso(info.get("start_time")), iso(info.get("end_time"))
+
+
+def _with_mlflow(record: JobRecord, service: Any) -> JobRecord:
+    own = service.metrics(record.name)
+    started, finished = parse_run_times(own)
+    # A reused step logged its metrics in the run it reused.
+    source = service.metrics(record.reused_from) if record.reused_from else own
+    return replace(record, metrics=parse_metrics(source), metric_info=parse_metric_info(source),
+                   started_at=started, finished_at=finished)
+
+
+def _leaf_jobs(name: str, service: Any, prefix: str) -> list[JobRecord]:
+    steps = []
+    for child in service.children(name):
+        record = parse_job(child)
+        node = prefix + (record.node or record.name)
+        if (record.job_type or "").lower() == "pipeline":
+            # mlpipe flattens nested pipelines: their steps are "outer.inner"
+            steps += _leaf_jobs(record.name, service, node + ".")
+            continue
+        steps.append(replace(_with_mlflow(record, service), node=node))
+    return steps
+
+
 def sync_run(job_name: str, service: Any) -> SyncedRun:
-    """Fetch a pipeline job and its child jobs (with their MLflow metrics) and parse them.
+    """Fetch a pipeline job and its child jobs (with their MLflow metrics and times) and
+    parse them. Child jobs of nested pipeline jobs are listed as ``outer.inner`` steps.
 
     Raises:
         AzureError: no credentials, no network, or a payload that is not a job.
     """
     service.check_access()
-    pipeline = parse_job(service.get(job_name))
-    steps = []
-    for child in service.children(job_name):
-        record = parse_job(child)
-        # A reused step logged its metrics in the run it reused.
-        metrics = parse_metrics(service.metrics(record.reused_from or record.name))
-        steps.append(JobRecord(**{**record.to_dict(), "metrics": metrics}))
+    pipeline = _with_mlflow(parse_job(service.get(job_name)), service)
+    steps = _leaf_jobs(job_name, service, "")
     return SyncedRun(pipeline, sorted(steps, key=lambda s: s.node or s.name))

@@ -6,6 +6,7 @@ its outputs is ``stepproc``'s job; hashing is ``snapshot``'s.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -13,7 +14,7 @@ import sys
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Sequence, TextIO
 
 from mlpipe.backends.local import cachekey, inputs as inputs_mod
 from mlpipe.backends.local import forkserver
@@ -22,12 +23,15 @@ from mlpipe.backends.local.progress import Progress
 from mlpipe.backends.local.snapshot import StatCache, snapshot
 from mlpipe.backends.local.stepproc import (Processes, StepJob, StepOutcome, declared_topology,
                                             execute, tail)
+from mlpipe.diagnostics import Diagnostic
 from mlpipe.errors import StepFailed, UsageError
 from mlpipe.evidence import models as m
 from mlpipe.evidence.config import Location, locate, project_root
 from mlpipe.evidence.queries import Reusable, reusable_outputs
+from mlpipe.evidence.runchecks import record_checks, summary
 from mlpipe.evidence.store import Store, new_id
 from mlpipe.graph import FromInput, FromLiteral, FromStep, Graph, StepNode
+from mlpipe.spec import ComponentSpec
 
 
 @dataclass(slots=True)
@@ -56,6 +60,9 @@ class LocalExecutor:
         max_parallel: steps at a time (default: the number of cores).
         reuse: False re-runs every step (``--no-reuse``).
         stream: where progress goes (stderr by default; None for silence).
+        local_scale: step id -> ``(instances, processes_per_node)`` to launch a distributed
+            step smaller here than declared (``--local-scale``); recorded with the topology
+            and in the cache key.
         fork_server: fork plain Python steps from a server that has imported their modules
             once (each still runs in its own process); default: on, on Linux, unless
             ``MLPIPE_FORKSERVER=0``. Off, every step starts a fresh interpreter.
@@ -68,6 +75,7 @@ class LocalExecutor:
 
     def __init__(self, location: Location | None = None, *, max_parallel: int | None = None,
                  reuse: bool = True, stream: TextIO | None = sys.stderr,
+                 local_scale: dict[str, tuple[int, int]] | None = None,
                  fork_server: bool | None = None) -> None:
         if max_parallel is not None and max_parallel < 1:
             raise UsageError(f"--max-parallel {max_parallel} is not a positive number",
@@ -76,11 +84,14 @@ class LocalExecutor:
         self.max_parallel = max_parallel or os.cpu_count() or 1
         self.reuse = reuse
         self.stream = stream
+        self.local_scale = dict(local_scale or {})
         self.fork_server = forkserver.enabled() if fork_server is None else fork_server
 
-    def submit(self, graph: Graph, *, inputs: dict[str, str], params: dict[str, Any]
-               ) -> RunResult:
+    def submit(self, graph: Graph, *, inputs: dict[str, str], params: dict[str, Any],
+               diagnostics: Sequence[Diagnostic] = ()) -> RunResult:
         """Run ``graph`` (already checked) with the given pipeline inputs and parameters.
+
+        ``diagnostics`` are the check results (warnings, info) recorded with the run.
 
         Raises:
             UsageError: bad inputs or parameters (nothing is recorded).
@@ -88,11 +99,14 @@ class LocalExecutor:
             StepFailed: a step failed; everything recorded up to then stays recorded.
         """
         paths, values = inputs_mod.resolve(graph.spec, inputs, params)
+        scaled = scaled_components(graph, self.local_scale)
         store = Store.open(self.location.url)
         cache = StatCache(self.location.stat_cache)
         try:
             _sweep_work(store, self.location.work)
-            return _Run(self, graph, store, cache, paths, values).go()
+            run = _Run(self, graph, store, cache, paths, values)
+            run.diagnostics, run.scaled = list(diagnostics), scaled
+            return run.go()
         finally:
             cache.close()
             store.close()
@@ -114,6 +128,8 @@ class _Run:
         self.rows: dict[str, Any] = {}
         self.result: RunResult | None = None
         self.failed_log: dict[str, Path] = {}
+        self.diagnostics: list[Any] = []
+        self.scaled: dict[str, Any] = {}
         self.fork_tried = not ex.fork_server
 
     # --- setup ------------------------------------------------------------------------------
@@ -138,8 +154,13 @@ class _Run:
         code = self.store.code_revision(commit, dirty) if commit else None
         run_id = self.store.begin_run(
             pipeline=pipeline, target="local", params=self.values, inputs=snaps, code=code,
-            run_id=run_id, options={"reuse": self.ex.reuse, "max_parallel": self.ex.max_parallel,
-                     "executor": "local"})
+            run_id=run_id,
+            options={"reuse": self.ex.reuse, "max_parallel": self.ex.max_parallel,
+                     "executor": "local", "checks": summary(self.diagnostics),
+                     **({"local_scale": {k: f"{i}x{p}" for k, (i, p) in
+                                         sorted(self.ex.local_scale.items())}}
+                        if self.ex.local_scale else {})})
+        record_checks(self.store, run_id, self.diagnostics)
         self.result = RunResult(run_id, m.RUNNING)
         self.progress.header(run_id, spec.name, self.ex.max_parallel)
         return run_id
@@ -295,6 +316,8 @@ class _Run:
         material = cachekey.key_material(
             comp, environment_digest=env_row.digest, params=params,
             inputs={port: p.artifact.digest for port, p in bound.items()})
+        if node.id in self.scaled:
+            material["local_scale"] = declared_topology(self.scaled[node.id])
         key = cachekey.cache_key(material)
         common = dict(run_id=run_id, step=node.id,
                       component_version_id=self._component_row(node).id,
@@ -318,12 +341,17 @@ class _Run:
                                        detail=f"from {original.id} (run {original.run_id})")
                 return None
         topology = declared_topology(comp)
+        if node.id in self.scaled:
+            comp = self.scaled[node.id]
+            self.progress.note(f"{node.id!r} is scaled down here (--local-scale): declared "
+                               f"{topology['world_size']} process(es), launching "
+                               f"{declared_topology(comp)['world_size']}")
         step_run_id = self.store.begin_step_run(
             **common, topology={"declared": topology} if topology else {}, status=m.RUNNING,
             message=why_not, log_path=str(self.ex.location.logs / run_id / f"{node.id}.log"),
             inputs={k: v.artifact for k, v in bound.items()})
         self.result.step_runs[node.id] = step_run_id
-        if topology is not None:
+        if topology is not None and node.id not in self.scaled:
             self.progress.note(f"{node.id!r} is launched as {topology['world_size']} "
                                f"process(es) the way Azure ML would")
         self.progress.started(node.id)
@@ -373,6 +401,9 @@ class _Run:
     def _finish_step(self, sid: str, step_run_id: str, job: StepJob,
                      outcome: StepOutcome) -> bool:
         topology = outcome.topology
+        if sid in self.scaled:
+            topology = {**topology, "declared": declared_topology(self.graph.steps[sid].component),
+                        "local_scale": declared_topology(job.component)}
         if not outcome.ok:
             self.store.finish_step_run(step_run_id, status=m.FAILED, message=outcome.message,
                                        topology=topology)
@@ -412,6 +443,38 @@ class _Run:
         if model is None:
             return None
         return self.store.register_candidate(run_id, model, artifact(cand.evaluation), cand.name)
+
+
+def scaled_components(graph: Graph, scale: dict[str, tuple[int, int]]
+                      ) -> dict[str, ComponentSpec]:
+    """The components of ``scale``'s steps, launched with fewer instances/processes here.
+
+    Raises:
+        UsageError: an unknown step, a step that is not distributed, or a non-positive size.
+    """
+    found: dict[str, ComponentSpec] = {}
+    for sid, (instances, per_node) in sorted(scale.items()):
+        node = graph.steps.get(sid)
+        if node is None:
+            raise UsageError(f"--local-scale names step {sid!r}, which the pipeline does not "
+                             f"have (steps: {', '.join(graph.steps)})",
+                             hint="give one of those step names")
+        comp = node.component
+        if declared_topology(comp) is None:
+            raise UsageError(f"--local-scale names step {sid!r}, which is not distributed",
+                             hint="scale only steps that declare a distribution or instances")
+        if instances < 1 or per_node < 1:
+            raise UsageError(f"--local-scale {sid}={instances}x{per_node} is not a positive "
+                             f"size", hint="write it as STEP=NODESxPROCESSES, e.g. train=2x2")
+        dist = comp.distribution
+        if dist is not None and hasattr(dist, "processes_per_node"):
+            dist = dataclasses.replace(dist, processes_per_node=per_node)
+        elif dist is not None or per_node != 1:
+            raise UsageError(f"--local-scale {sid}={instances}x{per_node}: only PyTorch and MPI "
+                             f"steps have processes per node to scale",
+                             hint=f"give {sid}={instances}x1 to change the instance count only")
+        found[sid] = dataclasses.replace(comp, instances=instances, distribution=dist)
+    return found
 
 
 def _compute(node: StepNode) -> dict[str, Any]:

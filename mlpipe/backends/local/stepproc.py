@@ -1,8 +1,8 @@
 """Running one step in its own process and filing its outputs, off the scheduler's thread.
 
-Writes the request, starts ``python -m mlpipe.runtime.step`` (or the distributed launcher),
-waits, validates and hashes the outputs, and moves them into the artifact store only on
-success. Never touches the evidence store: the scheduler records what this returns.
+Writes the request, starts ``python -m mlpipe.runtime.step`` (a script component: its own
+command, in a copy of its code folder; or either through the distributed launcher), waits,
+validates and hashes the outputs, and moves them into the artifact store only on success. Never touches the evidence store: the scheduler records what this returns.
 """
 from __future__ import annotations
 
@@ -145,8 +145,8 @@ def declared_topology(component: ComponentSpec) -> dict[str, Any] | None:
             "instances": component.instances, "world_size": per_node * component.instances}
 
 
-def _launch(job: StepJob, argv: list[str], env: dict[str, str], declared: dict[str, Any]
-            ) -> tuple[str | None, dict[str, Any]]:
+def _launch(job: StepJob, argv: list[str], env: dict[str, str], declared: dict[str, Any],
+            cwd: str) -> tuple[str | None, dict[str, Any]]:
     """Run a distributed step through the local launcher: (failure message or None, topology).
 
     The ranks' logs go to ``<step log>.ranks/rank-<R>.log`` and are appended to the step's log.
@@ -160,7 +160,7 @@ def _launch(job: StepJob, argv: list[str], env: dict[str, str], declared: dict[s
     failed = None
     try:
         result = launch(argv, distribution=comp.distribution, instances=comp.instances, env=env,
-                        cwd=job.cwd, log_dir=rank_logs, timeout=None)
+                        cwd=cwd, log_dir=rank_logs, timeout=None)
     except CoordinationFailed as exc:
         result = exc.result
         failed = f"step {job.node_id!r} did not coordinate: {exc.message}"
@@ -230,33 +230,54 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
         if port.kind is not AssetType.URI_FILE:
             path.mkdir()
         outputs[port.name] = str(path)
-    request = {"function": comp.function, "sys_path": job.sys_path, "inputs": job.inputs,
-               "outputs": outputs, "params": job.params}
-    request_path = job.work / "request.json"
-    declared = declared_topology(comp)
-    fork = declared is None and forkable(comp)
-    if not fork:
-        request_path.write_text(json.dumps(request))
     env = dict(os.environ)
     if comp.environment is not None:
         env.update(dict(comp.environment.variables))
     env.update(dict(comp.environment_variables))
     env[STEP_DIR_ENV] = str(step_dir)
     env["MLPIPE_PARENT_PID"] = str(os.getpid())
-    argv = [sys.executable, "-m", "mlpipe.runtime.step", str(request_path)]
+    cwd, code_note = job.cwd, None
+    declared = declared_topology(comp)
+    request, fork = None, False
+    if comp.function is None and comp.command is not None:
+        # A script component: its own command, run in a copy of its code folder.
+        from mlpipe.backends.local import script
+
+        try:
+            command = script.render_command(comp.command, inputs=job.inputs, outputs=outputs,
+                                            params=job.params)
+            cwd = str(script.stage_code(comp, job.work / "code"))
+        except script.ScriptError as exc:
+            return StepOutcome(False, time.perf_counter() - start,
+                               message=f"step {job.node_id!r} cannot start: {exc}")
+        if script.code_changed(comp):
+            code_note = ("its code folder changed after the pipeline was loaded; its result "
+                         "is not cached")
+        # `python` in the command is the interpreter mlpipe runs on, as in its environment.
+        env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])
+        argv = ["bash", "-c", command]
+    else:
+        request = {"function": comp.function, "sys_path": job.sys_path, "inputs": job.inputs,
+                   "outputs": outputs, "params": job.params}
+        request_path = job.work / "request.json"
+        fork = declared is None and forkable(comp)
+        if not fork:  # a forked step gets its request in the fork server's message
+            request_path.write_text(json.dumps(request))
+        argv = [sys.executable, "-m", "mlpipe.runtime.step", str(request_path)]
     job.log.parent.mkdir(parents=True, exist_ok=True)
     if procs.stopping:
         return StepOutcome(False, 0.0, message="the run was interrupted")
     if declared is not None:
-        failed, topology = _launch(job, argv, env, declared)
+        failed, topology = _launch(job, argv, env, declared, cwd)
         if failed is not None:
             return StepOutcome(False, time.perf_counter() - start, message=failed,
                                topology=topology)
         returncode = 0
     else:
         topology = {"processes": 1, "distributed": False}
-        returncode = procs.run(argv, env=env, cwd=job.cwd, log=job.log,
-                               request=request if fork else None, request_file=request_path)
+        returncode = procs.run(argv, env=env, cwd=cwd, log=job.log,
+                               request=request if fork else None,
+                               request_file=job.work / "request.json")
     seconds = time.perf_counter() - start
     if returncode != 0:
         return StepOutcome(False, seconds, message=_failure(job, step_dir, returncode),
@@ -272,7 +293,7 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
         return StepOutcome(False, seconds, message=f"step {job.node_id!r}: {problem}",
                            topology=topology)
     snaps = {name: snapshot(path) for name, path in outputs.items()}
-    not_cached = _inputs_changed(job, cache)
+    not_cached = _inputs_changed(job, cache) or code_note
     filed = {name: (snap, cas.put(outputs[name], snap, alone=True))
              for name, snap in snaps.items()}
     return StepOutcome(True, time.perf_counter() - start, filed, _metrics(step_dir),
@@ -328,7 +349,8 @@ def _metrics(step_dir: Path) -> list[dict[str, Any]]:
             row = json.loads(line)
             found.append({"name": str(row["name"]), "value": float(row["value"]),
                           "scope": str(row["scope"]), "rank": row.get("rank"),
-                          "population": row.get("population")})
+                          "population": row.get("population"),
+                          "reduced_over": row.get("reduced_over")})
         except (ValueError, KeyError, TypeError):
             continue
     return found

@@ -1,8 +1,9 @@
 """Submit and sync on mlpipe's side of the Azure boundary: workspace resolution, the job
 azure-ai-ml builds from the export, and parsing of recorded service payloads.
 
-``FakeAzureML`` is a fake of the Azure ML service only (no test here can reach Azure): it
-answers with recorded JSON payloads shaped as the service returns them.
+``FakeAzureML`` (``fake_azureml.py``) is a fake of the Azure ML service only (no test here
+can reach Azure): it answers with recorded JSON payloads shaped as the service returns them.
+Recording in the evidence store is tested in ``test_store_sync.py``.
 """
 import json
 import os
@@ -13,53 +14,17 @@ import sys
 
 import pytest
 from azure.core.exceptions import ClientAuthenticationError, ServiceRequestError
-from click.testing import CliRunner
 
-from mlpipe import cli
-from mlpipe.cli import azure as cli_azure
-from mlpipe.backends.azure.service import azure_failure
 from mlpipe.backends.azure.submit import ChecksFailed, submit_to_azure
 from mlpipe.backends.azure.sync import parse_job, parse_metrics, sync_run
-from mlpipe.backends.azure.workspace import Workspace, resolve_workspace
+from mlpipe.backends.azure.workspace import resolve_workspace
 from mlpipe.errors import AzureError
 from mlpipe.loader import load_spec
 from pipelines.defect_classifier import defect_classifier
 
+from backends.azure.fake_azureml import WS, FakeAzureML, payload
+
 ROOT = pathlib.Path(__file__).resolve().parents[3]
-RESPONSES = ROOT / "tests" / "fixtures" / "azure" / "responses"
-WS = Workspace("00000000-0000-0000-0000-000000000000", "rg-ml", "ws-defects")
-
-
-def payload(name):
-    return json.loads((RESPONSES / name).read_text())
-
-
-class FakeAzureML:
-    """A fake of the Azure ML service, answering with recorded payloads."""
-
-    def __init__(self, failure=None):
-        self.failure = failure
-        self.created = []
-
-    def check_access(self):
-        if self.failure is not None:
-            raise azure_failure(self.failure, WS)
-
-    def create(self, job, experiment):
-        self.created.append((job, experiment))
-        answer = payload("pipeline_job.json")
-        answer["properties"]["status"] = "NotStarted"
-        answer["properties"]["tags"] = dict(job.tags)
-        return answer
-
-    def get(self, name):
-        return payload("pipeline_job.json")
-
-    def children(self, name):
-        return payload("child_jobs.json")
-
-    def metrics(self, run_id):
-        return payload("mlflow_runs.json")[run_id]
 
 
 # --- workspace ------------------------------------------------------------------------------
@@ -152,7 +117,13 @@ def test_sync_parses_children_reuse_outputs_and_metrics():
     assert prepare.reused_pipeline == "brave_kite_q8d1z"
     assert prepare.metrics == {"images": 300.0}  # read from the run it reused
     assert not train.reused and train.compute == "gpu-cluster"
-    assert train.metrics == {"loss": 0.42, "train_accuracy": 0.87}  # the latest step
+    assert train.metrics == {"loss": 0.42, "shard_accuracy": 0.85, "train_accuracy": 0.87}
+    assert train.metric_info["shard_accuracy"] == {
+        "scope": "partial", "population": "rank 0's shard of the training split"}
+    assert train.metric_info["loss"] == {"scope": "global", "population": None}
+    assert (train.started_at, train.finished_at) == ("2026-10-20T09:14:30+00:00",
+                                                     "2026-10-20T09:38:20+00:00")
+    assert synced.pipeline.finished_at == "2026-10-20T09:52:30+00:00"
     assert evaluate.status == "Failed" and evaluate.outputs == {"report": None}
 
 
@@ -162,26 +133,13 @@ def test_a_payload_that_is_not_a_job_is_one_clear_error():
     assert parse_metrics({}) == {}
 
 
-def test_sync_and_submit_commands_render_through_the_fake_service(monkeypatch):
-    monkeypatch.setattr(cli_azure, "_service", lambda factory, ws: FakeAzureML())
-    flags = ["--workspace", "w", "--resource-group", "g", "--subscription", "s"]
-    result = CliRunner().invoke(cli.main, ["sync", "sincere_lamp_7k2m9", *flags])
-    assert result.exit_code == 0, result.output
-    assert "sincere_lamp_7k2m9  Completed  run 5f1c0e4b2a9d4c7e8b3a6d2f1e0c9b8a" in result.output
-    assert "prepare          Completed  reused from 0d9c41aa-prepare-old  [images=300]" in result.output
-    result = CliRunner().invoke(cli.main, ["submit", str(ROOT / "pipelines" / "defect_classifier.py"),
-                                           "--target", "azure", "--input", "raw=azureml:x:1", *flags])
-    assert result.exit_code == 0, result.output
-    assert "as Azure ML job sincere_lamp_7k2m9 (NotStarted)" in result.output
-    assert "studio: https://ml.azure.com/runs/sincere_lamp_7k2m9" in result.output
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("az") is not None or "AZURE_CLIENT_ID" in os.environ,
                     reason="this machine may have Azure credentials")
-def test_real_submit_without_credentials_prints_one_line():
+def test_real_submit_without_credentials_prints_one_line_and_records_nothing(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AZURE", "IDENTITY", "MSI"))}
     env["IDENTITY_ENDPOINT"] = ""  # no managed identity endpoint here
+    env["MLPIPE_STORE_URL"] = f"sqlite:///{tmp_path / 'store.sqlite'}"
     result = subprocess.run(
         [sys.executable, "-m", "mlpipe.cli", "submit", "pipelines/defect_classifier.py",
          "--target", "azure", "--workspace", "w", "--resource-group", "g", "--subscription", "s",
@@ -190,3 +148,28 @@ def test_real_submit_without_credentials_prints_one_line():
     assert result.returncode == 2
     assert result.stderr.startswith("error: no credentials: DefaultAzureCredential found none")
     assert len(result.stderr.strip().splitlines()) == 2  # the line and its help
+    import sqlite3
+    with sqlite3.connect(tmp_path / "store.sqlite") as db:
+        assert db.execute("select count(*) from runs").fetchone() == (0,)
+
+
+def test_sync_lists_the_child_jobs_of_a_nested_pipeline_job_as_outer_dot_inner():
+    import copy
+
+    class Nested(FakeAzureML):
+        def children(self, name):
+            if name == "inner-job":
+                return [leaf]
+            return super().children(name) + [inner]
+
+    fake = Nested()
+    inner = copy.deepcopy(fake.child("train"))
+    inner["name"], inner["properties"]["jobType"] = "inner-job", "Pipeline"
+    inner["properties"]["displayName"] = "inner"
+    inner["properties"]["properties"] = {"azureml.nodeid": "inner"}
+    leaf = copy.deepcopy(fake.child("train"))
+    leaf["name"], leaf["properties"]["properties"] = "fit-job", {"azureml.nodeid": "fit"}
+    fake.runs["fit-job"] = fake.runs["7c1d9e0b-train"]
+    synced = sync_run("sincere_lamp_7k2m9", fake)
+    assert [s.node for s in synced.steps] == ["evaluate", "inner.fit", "prepare", "train"]
+    assert "metrics inner-job" not in fake.calls  # a pipeline job is walked, not measured

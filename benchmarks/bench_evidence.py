@@ -1,0 +1,165 @@
+"""Benchmark: `mlpipe evidence` in a store of 100,000 step runs, and `--verify` against hashing.
+
+1. A throw-away project runs the evidence-test pipeline once (a real candidate), then 100,000
+   step runs (25,000 runs of 4 steps, with artifacts, links and metrics) are bulk-inserted
+   around it. `mlpipe evidence C` (text, then JSON) is timed as a whole process, first call
+   (builds and seals) and repeated calls (builds, finds it sealed); the baseline is the
+   interpreter starting and importing the mlpipe CLI (`mlpipe --version`). Goal: under 0.5 s.
+2. A candidate whose model is one large file: `mlpipe evidence C --verify` (whole process)
+   against raw hashing of the same bytes in one process (BLAKE3 + SHA-256, what verify must
+   compute at least once each).
+
+Run: .venv/bin/python benchmarks/bench_evidence.py [--steps 100000] [--model-mb 256]
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import re
+import secrets
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import blake3
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+BIG = '''
+from pathlib import Path
+from mlpipe import Candidate, Input, Output, Param, component, pipeline
+
+
+@component(version="1.0.0")
+def big(data: Input["uri_file"], model: Output["uri_folder"], mb: Param[int] = 64):
+    block = bytes(range(256)) * 4096
+    with open(Path(model, "weights.bin"), "wb") as fh:
+        for _ in range(mb):
+            fh.write(block)
+
+
+@pipeline(name="bench-big")
+def big_model(data, mb=64):
+    return Candidate(model=big(data=data, mb=mb).model)
+'''
+
+
+def _clock(fn, repeat: int) -> tuple[float, float]:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), min(times)
+
+
+def _fill(url: str, step_runs: int) -> None:
+    """Bulk-insert ``step_runs`` step runs of 4-step runs, with their rows around them."""
+    from sqlalchemy import insert
+
+    from mlpipe.evidence import models as m
+    from mlpipe.evidence.store import Store
+
+    store = Store.open(url)
+    t0 = datetime(2026, 1, 1)
+    with store.engine.begin() as conn:
+        conn.execute(insert(m.PipelineSpecRow), [{"digest": "sha256:" + "f" * 64,
+                                                  "name": "filler", "spec": {}}])
+        conn.execute(insert(m.ComponentVersion), [
+            {"id": 10_000 + i, "name": f"c{i}", "version": "1", "spec_digest": f"sha256:{i:064x}",
+             "code_digest": f"sha256:{i:064x}", "spec": {}} for i in range(4)])
+        runs, steps, arts, links, metrics = [], [], [], [], []
+        for r in range(step_runs // 4):
+            rid = f"r-f{r:09x}"
+            runs.append({"id": rid, "pipeline_name": "filler", "pipeline_digest": "sha256:" + "f" * 64,
+                         "target": "local", "params": {"epochs": r % 7}, "status": "succeeded",
+                         "started_at": t0 + timedelta(seconds=r), "options": {}})
+            for k in range(4):
+                sid = f"s-f{r:07x}{k:04x}"
+                n = r * 4 + k
+                steps.append({"id": sid, "run_id": rid, "step": f"step{k}",
+                              "component_version_id": 10_000 + k, "compute": {}, "topology": {},
+                              "cache_key": f"sha256:{n:064x}", "key_material": {"params": {}},
+                              "cacheable": True, "status": "executed",
+                              "started_at": t0 + timedelta(seconds=r, milliseconds=k)})
+                arts.append({"id": 100_000 + n, "digest": f"blake3:{n:064x}", "kind": "uri_file",
+                             "size": 10, "file_count": 1, "location": f"/nowhere/{n}"})
+                links.append({"step_run_id": sid, "direction": "output", "port": "out",
+                              "artifact_id": 100_000 + n})
+                metrics.append({"step_run_id": sid, "name": "loss", "value": 1.0 / (n + 1),
+                                "scope": "global", "rank": None, "population": "train"})
+        for model, rows in ((m.Run, runs), (m.StepRun, steps), (m.Artifact, arts),
+                            (m.StepArtifact, links), (m.Metric, metrics)):
+            for i in range(0, len(rows), 20_000):
+                conn.execute(insert(model), rows[i:i + 20_000])
+    store.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=100_000)
+    parser.add_argument("--model-mb", type=int, default=256)
+    parser.add_argument("--repeat", type=int, default=7)
+    args = parser.parse_args()
+    from bundle_project import BundleProject
+
+    with tempfile.TemporaryDirectory() as tmp:
+        proj = BundleProject(Path(tmp) / "proj")
+        cand = proj.submit()
+        url = f"sqlite:///{proj.root / 'evidence' / 'store.sqlite'}"
+        start = time.perf_counter()
+        _fill(url, args.steps)
+        print(f"store: 1 real run + {args.steps:,} step runs inserted in "
+              f"{time.perf_counter() - start:.1f} s")
+
+        def cli(*a: str) -> str:
+            done = proj.cli(*a)
+            assert done.returncode == 0, done.stderr
+            return done.stdout
+
+        base, _ = _clock(lambda: cli("--version"), args.repeat)
+        first_start = time.perf_counter()
+        cli("evidence", cand)
+        first = time.perf_counter() - first_start
+        text, text_min = _clock(lambda: cli("evidence", cand), args.repeat)
+        js, js_min = _clock(lambda: cli("evidence", cand, "--format", "json"), args.repeat)
+        print(f"mlpipe --version (interpreter + CLI import)  {base:.3f} s")
+        print(f"mlpipe evidence, first call (build + seal)   {first:.3f} s")
+        print(f"mlpipe evidence --format text   median {text:.3f} s  min {text_min:.3f} s  "
+              f"({text / base:.2f}x startup; goal < 0.5 s: {'met' if text < 0.5 else 'NOT met'})")
+        print(f"mlpipe evidence --format json   median {js:.3f} s  min {js_min:.3f} s  "
+              f"({js / base:.2f}x startup; goal < 0.5 s: {'met' if js < 0.5 else 'NOT met'})")
+
+        (proj.root / "big.py").write_text(BIG)
+        done = proj.cli("submit", "big.py", "--input", "data=data.txt", "--param",
+                        f"mb={args.model_mb}")
+        assert done.returncode == 0, done.stderr
+        big = re.search(r"^candidate (c-[0-9a-f]+)$", done.stdout, re.M).group(1)
+        cli("evidence", big)
+        weights = next((proj.root / "evidence" / "artifacts").rglob("weights.bin"))
+        size = weights.stat().st_size
+
+        def raw() -> None:
+            b3, sha = blake3.blake3(max_threads=blake3.blake3.AUTO), hashlib.sha256()
+            b3.update_mmap(str(weights))
+            with open(weights, "rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    sha.update(chunk)
+
+        verify_t, _ = _clock(lambda: cli("evidence", big, "--verify"), 3)
+        raw_t, _ = _clock(raw, 3)
+        print(f"--verify of a {size / 2**20:.0f} MiB model: {verify_t:.3f} s; raw BLAKE3 + "
+              f"SHA-256 of the same bytes {raw_t:.3f} s ({size / 2**20 / raw_t:.0f} MiB/s); "
+              f"verify / raw = {verify_t / raw_t:.2f}x (verify also starts a process: "
+              f"{base:.3f} s)")
+        print(f"(cpu count {os.cpu_count()}, load average {os.getloadavg()[0]:.2f})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,303 @@
+"""Writing a synced Azure ML pipeline job into the evidence store: step runs (executed, reused,
+failed), their outputs and metrics, the run's status and times, and its candidate.
+
+Idempotent: syncing the same job twice updates rows, never duplicates them. Never talks to
+Azure (``sync`` fetches) and never reloads the user's pipeline (the plan ``record`` stored in
+``Run.options`` says which step is which).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from mlpipe.backends.azure.record import reference_digest
+from mlpipe.backends.azure.sync import TERMINAL, JobRecord, SyncedRun
+from mlpipe.errors import UsageError
+from mlpipe.evidence import models as m
+from mlpipe.evidence.queries import find_run
+from mlpipe.evidence.store import Store, new_id, utcnow
+
+#: Azure ML job status -> mlpipe run status (anything else: still running).
+RUN_STATUS = {"Completed": m.SUCCEEDED, "Failed": m.FAILED, "NotResponding": m.FAILED,
+              "Canceled": m.INTERRUPTED}
+
+
+@dataclass(slots=True)
+class SyncOutcome:
+    """What ``record_sync`` wrote: the run's status, each step's, the candidate, and notes."""
+
+    run_id: str
+    job_name: str
+    status: str
+    azure_status: str | None
+    steps: dict[str, str] = field(default_factory=dict)
+    candidate_id: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def find_azure_run(s: Session, ref: str) -> m.Run:
+    """The Azure run ``ref`` names: an mlpipe run id, a unique prefix of one, or the Azure ML
+    pipeline job name it was submitted as.
+
+    Raises:
+        UsageError: no such run, or a run that did not go to Azure ML.
+    """
+    run = find_run(s, ref)
+    if run is None:
+        run = s.scalars(select(m.Run).where(m.Run.target == "azure",
+                                            m.Run.options["job_name"].as_string() == ref)
+                        .order_by(m.Run.started_at.desc()).limit(1)).first()
+    if run is None:
+        raise UsageError(f"no run {ref!r} in the evidence store (neither an mlpipe run id nor "
+                         f"the Azure ML job of one)",
+                         hint="give a run id from `mlpipe runs` (target azure) or the job name "
+                              "`mlpipe submit --target azure` printed")
+    if run.target != "azure":
+        raise UsageError(f"run {run.id} ran with target {run.target!r}; mlpipe sync reads Azure "
+                         f"ML runs", hint=f"see it with `mlpipe show {run.id}`")
+    if not (run.options or {}).get("job_name"):
+        raise UsageError(f"run {run.id} was never submitted to Azure ML: {run.message or run.status}",
+                         hint="submit the pipeline again with `mlpipe submit --target azure`")
+    return run
+
+
+def _when(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if value.tzinfo is not None:
+        value = value.astimezone(timezone.utc).replace(tzinfo=None)
+    return value
+
+
+def step_status(job: JobRecord) -> str:
+    """An Azure ML child job's status as a step run status."""
+    if job.status == "Completed":
+        return m.REUSED if job.reused else m.EXECUTED
+    return RUN_STATUS.get(job.status or "", m.RUNNING)
+
+
+class _Ingest:
+    def __init__(self, store: Store, run_id: str, synced: SyncedRun) -> None:
+        self.store, self.run_id, self.synced = store, run_id, synced
+        with store.session() as s:
+            run = s.get(m.Run, run_id)
+            self.options: dict[str, Any] = run.options
+            self.plan: dict[str, Any] = self.options.get("steps") or {}
+        self.produced: dict[str, dict[str, int]] = {}  # step -> port -> artifact id
+        self.outcome = SyncOutcome(run_id, synced.pipeline.name, m.RUNNING,
+                                   synced.pipeline.status)
+
+    # --- facts from Azure -------------------------------------------------------------------
+
+    def _origin(self, s: Session, job: JobRecord) -> m.StepRun | None:
+        """The step run of an earlier recorded Azure run that ``job`` reused, if recorded."""
+        if not job.reused_pipeline:
+            return None
+        runs = s.scalars(select(m.Run).where(
+            m.Run.target == "azure", m.Run.id != self.run_id,
+            m.Run.options["job_name"].as_string() == job.reused_pipeline)).all()
+        for run in runs:
+            planned = (run.options or {}).get("steps") or {}
+            step = next((sid for sid, p in planned.items() if p.get("job_name") == job.reused_from),
+                        None) or (job.node if job.node in planned else job.reused_node)
+            found = s.scalars(select(m.StepRun).where(m.StepRun.run_id == run.id,
+                                                      m.StepRun.step == step)).first()
+            if found is not None and found.status in (m.EXECUTED, m.REUSED):
+                return found.reused_from if found.reused_from_id else found
+        return None
+
+    def _outputs(self, sid: str, job: JobRecord) -> dict[str, m.Artifact]:
+        kinds = self.plan[sid].get("outputs") or {}
+        arts = {}
+        for port, uri in sorted(job.outputs.items()):
+            if uri:
+                kind = kinds.get(port) or job.output_types.get(port) or "uri_folder"
+                arts[port] = self.store.artifact(reference_digest(uri), kind, 0, 0, uri)
+        return arts
+
+    # --- writing ----------------------------------------------------------------------------
+
+    def go(self) -> SyncOutcome:
+        jobs: dict[str, JobRecord] = {}
+        for job in self.synced.steps:
+            if job.node in self.plan:
+                jobs[job.node] = job
+            else:
+                self.outcome.notes.append(f"Azure ML job {job.name} (node {job.node!r}) is not a "
+                                          f"step of run {self.run_id}'s pipeline; not recorded")
+        outputs = {sid: self._outputs(sid, job) for sid, job in jobs.items()}
+        with self.store.session() as s:
+            existing = {sr.step: sr for sr in s.scalars(
+                select(m.StepRun).where(m.StepRun.run_id == self.run_id))}
+            for sid, job in sorted(jobs.items()):
+                self._step(s, sid, job, existing.get(sid), outputs[sid])
+            pipeline = self.synced.pipeline
+            if pipeline.status in TERMINAL:
+                for sid in sorted(set(self.plan) - set(jobs)):
+                    self._never_ran(s, sid, existing.get(sid), pipeline.status)
+            s.flush()
+            rows = s.scalars(select(m.StepRun).where(m.StepRun.run_id == self.run_id)).all()
+            links = s.execute(select(m.StepRun.step, m.StepArtifact)
+                              .join(m.StepArtifact, m.StepArtifact.step_run_id == m.StepRun.id)
+                              .where(m.StepRun.run_id == self.run_id)).all()
+            have = {(step, a.direction, a.port) for step, a in links}
+            for step, a in links:
+                if a.direction == "output":
+                    self.produced.setdefault(step, {})[a.port] = a.artifact_id
+            for sr in rows:
+                self.outcome.steps[sr.step] = sr.status
+                self._link_inputs(s, sr, have)
+            self._update_run(s, jobs)
+        self.outcome.candidate_id = self._candidate()
+        return self.outcome
+
+    def _step(self, s: Session, sid: str, job: JobRecord, row: m.StepRun | None,
+              outputs: dict[str, m.Artifact]) -> None:
+        planned = self.plan[sid]
+        status = step_status(job)
+        origin = self._origin(s, job) if status == m.REUSED else None
+        message = None
+        if status == m.REUSED:
+            message = (f"reused Azure ML job {job.reused_from or '?'}"
+                       + (f" (pipeline job {job.reused_pipeline})" if job.reused_pipeline else "")
+                       + ("" if origin is not None else "; that run is not in this store"))
+        elif status in (m.FAILED, m.INTERRUPTED):
+            message = f"Azure ML job {job.name} ended {job.status}"
+        fields = dict(
+            component_version_id=planned["component_version_id"],
+            environment_id=planned["environment_id"],
+            compute={"declared": planned.get("compute"), "ran_on": job.compute},
+            topology=planned.get("topology") or {}, status=status,
+            reused_from_id=origin.id if origin is not None else None,
+            started_at=_when(job.started_at) or _when(job.created_at)
+            or (row.started_at if row is not None else utcnow()),
+            finished_at=_when(job.finished_at) if status != m.RUNNING else None,
+            message=message)
+        if row is None:
+            row = m.StepRun(id=new_id("s"), run_id=self.run_id, step=sid, cache_key=None,
+                            key_material=None, cacheable=False, **fields)
+            s.add(row)
+            s.flush()
+        else:
+            for key, value in fields.items():
+                setattr(row, key, value)
+        have = {(a.direction, a.port) for a in s.scalars(
+            select(m.StepArtifact).where(m.StepArtifact.step_run_id == row.id))}
+        for port, art in outputs.items():
+            if ("output", port) not in have:
+                s.add(m.StepArtifact(step_run_id=row.id, direction="output", port=port,
+                                     artifact_id=art.id))
+        # Metrics are replaced, never appended: a second sync must not double them. A reused
+        # step whose original is recorded reads the original's metrics, as locally.
+        s.execute(delete(m.Metric).where(m.Metric.step_run_id == row.id))
+        if origin is None:
+            for name, value in sorted(job.metrics.items()):
+                info = job.metric_info.get(name) or {}
+                s.add(m.Metric(step_run_id=row.id, name=name, value=value,
+                               scope=info.get("scope") or "global", rank=None,
+                               population=info.get("population")))
+        planned.update(job_name=job.name, studio_url=job.studio_url, azure_status=job.status,
+                       reused_job=job.reused_from if job.reused else None)
+
+    def _never_ran(self, s: Session, sid: str, row: m.StepRun | None, status: str) -> None:
+        if row is not None and row.status != m.RUNNING:
+            return
+        planned = self.plan[sid]
+        fields = dict(status=m.SKIPPED, finished_at=None,
+                      message=f"Azure ML did not run it (the pipeline job ended {status})")
+        if row is None:
+            s.add(m.StepRun(id=new_id("s"), run_id=self.run_id, step=sid,
+                            component_version_id=planned["component_version_id"],
+                            environment_id=planned["environment_id"],
+                            compute={"declared": planned.get("compute"), "ran_on": None},
+                            topology=planned.get("topology") or {}, cache_key=None,
+                            key_material=None, cacheable=False, started_at=utcnow(), **fields))
+        else:
+            for key, value in fields.items():
+                setattr(row, key, value)
+
+    def _artifact_of(self, ref: list[str] | None) -> int | None:
+        if not ref:
+            return None
+        if ref[0] == "step":
+            return self.produced.get(ref[1], {}).get(ref[2])
+        return ((self.options.get("inputs") or {}).get(ref[1]) or {}).get("artifact_id")
+
+    def _link_inputs(self, s: Session, sr: m.StepRun, have: set[tuple[str, str, str]]) -> None:
+        for port, ref in sorted((self.plan.get(sr.step, {}).get("inputs") or {}).items()):
+            art_id = self._artifact_of(ref)
+            if art_id is not None and (sr.step, "input", port) not in have:
+                s.add(m.StepArtifact(step_run_id=sr.id, direction="input", port=port,
+                                     artifact_id=art_id))
+
+    def _update_run(self, s: Session, jobs: dict[str, JobRecord]) -> None:
+        run = s.get(m.Run, self.run_id)
+        pipeline = self.synced.pipeline
+        status = RUN_STATUS.get(pipeline.status or "", m.RUNNING)
+        options = dict(self.options)
+        options.update(azure_status=pipeline.status, synced_at=utcnow().isoformat(),
+                       studio_url=pipeline.studio_url or options.get("studio_url"),
+                       outputs={k: v for k, v in sorted(pipeline.outputs.items()) if v},
+                       steps=self.plan)
+        run.options = options
+        run.status = status
+        run.started_at = _when(pipeline.started_at) or run.started_at
+        run.finished_at = _when(pipeline.finished_at) if status != m.RUNNING else None
+        failed = sorted(sid for sid, job in jobs.items() if step_status(job) == m.FAILED)
+        run.message = None if status in (m.RUNNING, m.SUCCEEDED) else (
+            f"Azure ML job {pipeline.name} ended {pipeline.status}"
+            + (f": step{'s' if len(failed) > 1 else ''} {', '.join(failed)} failed"
+               if failed else ""))
+        self.outcome.status = status
+
+    def _candidate(self) -> str | None:
+        planned = self.options.get("candidate")
+        if planned is None or self.outcome.status != m.SUCCEEDED:
+            return None
+        with self.store.session() as s:
+            found = s.scalars(select(m.CandidateRow.id).where(
+                m.CandidateRow.run_id == self.run_id)).first()
+            if found is not None:
+                return found
+            model_id = self._artifact_of(planned.get("model"))
+            evaluation_id = self._artifact_of(planned.get("evaluation"))
+            model = s.get(m.Artifact, model_id) if model_id is not None else None
+            evaluation = s.get(m.Artifact, evaluation_id) if evaluation_id is not None else None
+        if model is None:
+            label = ".".join((planned.get("model") or [])[1:])
+            self.outcome.notes.append(f"no candidate: Azure ML reported no URI for the model "
+                                      f"output {label!r}")
+            return None
+        return self.store.register_candidate(self.run_id, model, evaluation, planned.get("name"))
+
+
+def record_sync(store: Store, run_id: str, synced: SyncedRun) -> SyncOutcome:
+    """Record what ``sync_run`` fetched for run ``run_id`` (an Azure run ``submit`` recorded).
+
+    Each child job becomes the step run of its node: ``executed``, ``reused`` (naming the
+    reused Azure job, and its step run when that run is recorded here), ``failed``,
+    ``interrupted`` (canceled) or still ``running``; outputs become artifacts with their Azure
+    URIs and a reference digest (Azure ML reports no content digest); MLflow metrics are
+    recorded with scope ``global`` unless the job tagged them partial. The run takes the
+    pipeline job's status and times; a completed run registers its candidate. Syncing again
+    updates the same rows.
+
+    Returns:
+        What was recorded.
+
+    Example:
+        >>> record_sync(store, "r-0a1b2c3d4e", sync_run("sincere_lamp_7k2m9", service)).status
+        'succeeded'
+    """
+    return _Ingest(store, run_id, synced).go()
+
+
+__all__ = ["RUN_STATUS", "SyncOutcome", "find_azure_run", "record_sync", "step_status"]

@@ -1,0 +1,145 @@
+"""Commands for qualification reviewers: candidates, evidence (text, JSON, Markdown, HTML, verify).
+
+SQLAlchemy and the bundle modules are imported inside each command.
+"""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from mlpipe.cli.base import EXIT_PROBLEMS, fail, main
+from mlpipe.errors import MlpipeError
+
+
+def _store():
+    from mlpipe.evidence import open_store
+
+    try:
+        return open_store()
+    except MlpipeError as err:
+        fail(err)
+
+
+@main.command()
+@click.option("--limit", default=50, show_default=True, help="How many, newest first.")
+def candidates(limit: int) -> None:
+    """List model candidates, newest first."""
+    from sqlalchemy import select
+
+    from mlpipe.evidence import models as m
+    from mlpipe.evidence.views import _table
+
+    store = _store()
+    try:
+        with store.session() as s:
+            rows = s.execute(select(m.CandidateRow, m.Run.pipeline_name, m.Artifact.digest)
+                             .join(m.Run, m.Run.id == m.CandidateRow.run_id)
+                             .join(m.Artifact, m.Artifact.id == m.CandidateRow.model_artifact_id)
+                             .order_by(m.CandidateRow.created_at.desc(), m.CandidateRow.id.desc())
+                             .limit(limit)).all()
+            if not rows:
+                click.echo("no candidates recorded yet")
+                return
+            click.echo(_table(["CANDIDATE", "NAME", "PIPELINE", "RUN", "CREATED (UTC)", "MODEL"],
+                              [[c.id, c.name or "-", pipeline, c.run_id,
+                                c.created_at.strftime("%Y-%m-%d %H:%M:%S"), digest[:26]]
+                               for c, pipeline, digest in rows]))
+    except MlpipeError as err:
+        fail(err)
+
+
+@main.command()
+@click.argument("candidate")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "html"]),
+              default="text", show_default=True,
+              help="json prints the exact sealed bytes (their sha256 is the bundle digest).")
+@click.option("--verify", is_flag=True,
+              help="Re-hash every artifact and snapshot, compare the store with the sealed "
+                   "bundle, recompute its digest; exit 1 on any mismatch.")
+@click.option("--rebuild", is_flag=True,
+              help="Rebuild the bundle from the store and seal a new one (recording the "
+                   "previous digest) if anything changed; by default a sealed bundle is shown "
+                   "as sealed.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Write to this file instead of stdout.")
+def evidence(candidate: str, fmt: str, verify: bool, rebuild: bool, output: str | None) -> None:
+    """The verifiable evidence bundle of CANDIDATE (an id or an unambiguous prefix).
+
+    The first call builds the bundle from the store and seals it; later calls show that sealed
+    bundle (--rebuild seals a new one if the store changed; --verify checks everything).
+    """
+    if not verify and not rebuild:
+        from mlpipe.evidence.config import locate
+        from mlpipe.evidence.sealed import read_sealed
+
+        try:
+            found = read_sealed(locate().url, candidate)
+        except MlpipeError as err:
+            fail(err)
+        if found is not None:
+            _show(fmt, found[0], found[1], output)
+            return
+    from mlpipe.evidence.bundle import find_candidate
+    from mlpipe.evidence.seal import seal, sealed_or_none
+
+    store = _store()
+    result = None
+    try:
+        with store.session() as s:
+            found = find_candidate(s, candidate)
+            if verify:
+                from mlpipe.evidence.verify import verify as run_verify
+
+                if sealed_or_none(s, found) is None:
+                    seal(s, found)
+                result = run_verify(s, found).to_dict()
+            else:
+                sealed = seal(s, found)
+    except MlpipeError as err:
+        fail(err)
+    if result is not None:
+        import json
+
+        from mlpipe.evidence.render import render_verification
+
+        text = (json.dumps(result, indent=2, sort_keys=True) if fmt == "json"
+                else render_verification(result))
+        _emit(text.encode() + b"\n", output)
+        sys.exit(0 if result["ok"] else EXIT_PROBLEMS)
+    if sealed.changes:
+        click.echo(f"warning: the store no longer matches bundle {sealed.previous}; sealed "
+                   f"{sealed.digest} recording it as previous. What changed:", err=True)
+        for line in sealed.changes:
+            click.echo(f"  {line}", err=True)
+    _show(fmt, sealed.digest, sealed.content, output)
+
+
+def _show(fmt: str, digest: str, content: bytes, output: str | None) -> None:
+    if fmt == "json":
+        _emit(content, output)
+        return
+    import json
+
+    from mlpipe.evidence.render import render_markdown, render_text
+
+    statement = json.loads(content)
+    if fmt == "html":
+        from mlpipe.evidence.html import render_html
+        text = render_html(statement, digest)
+    else:
+        text = (render_markdown if fmt == "markdown" else render_text)(statement, digest)
+    _emit(text.rstrip("\n").encode() + b"\n", output)
+
+
+def _emit(content: bytes, output: str | None) -> None:
+    if output is None:
+        sys.stdout.buffer.write(content)
+        sys.stdout.flush()
+        return
+    try:
+        with open(output, "wb") as fh:
+            fh.write(content)
+    except OSError as exc:
+        from mlpipe.errors import UsageError
+        fail(UsageError(f"cannot write {output}: {exc.strerror}", hint="choose another path"))

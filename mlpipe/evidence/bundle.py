@@ -1,0 +1,276 @@
+"""Building a candidate's evidence bundle from the store: an in-toto Statement v1 whose subject
+is the model's files and whose predicate holds everything else a reviewer decides on.
+
+Reads the store and hashes the model's files (for the subject); writes nothing, seals nothing
+(``seal`` does), judges nothing (``findings`` does).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import blake3
+from sqlalchemy import select
+from sqlalchemy.orm import Session, selectinload
+
+from mlpipe import __version__
+from mlpipe.errors import UsageError
+from mlpipe.evidence import models as m
+from mlpipe.evidence.findings import find
+from mlpipe.evidence.runchecks import run_checks
+
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+PREDICATE_TYPE = "https://mlpipe.dev/evidence-bundle/v1"
+_CHUNK = 1 << 20
+
+
+def find_candidate(s: Session, ref: str) -> m.CandidateRow:
+    """The candidate ``ref`` names: its id or an unambiguous prefix of it.
+
+    Raises:
+        UsageError: no candidate, or more than one, has that id or prefix.
+
+    Example:
+        >>> find_candidate(s, "c-3f9a").id
+        'c-3f9a0c1b22'
+    """
+    found = s.get(m.CandidateRow, ref)
+    if found is not None:
+        return found
+    matches = list(s.scalars(select(m.CandidateRow.id)
+                             .where(m.CandidateRow.id.startswith(ref, autoescape=True))
+                             .order_by(m.CandidateRow.id).limit(4)))
+    if not matches:
+        raise UsageError(f"no candidate {ref!r} in the evidence store (list them with "
+                         f"`mlpipe candidates`)")
+    if len(matches) > 1:
+        shown = ", ".join(matches[:3]) + (" ..." if len(matches) > 3 else "")
+        raise UsageError(f"candidate prefix {ref!r} is ambiguous ({shown}); give more of the id")
+    return s.get(m.CandidateRow, matches[0])
+
+
+def file_digests(path: str | os.PathLike[str]) -> dict[str, str]:
+    """``{"sha256": hex, "blake3": hex}`` of one file's bytes, read once."""
+    sha, b3 = hashlib.sha256(), blake3.blake3()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            sha.update(chunk)
+            b3.update(chunk)
+    return {"sha256": sha.hexdigest(), "blake3": b3.hexdigest()}
+
+
+def files_of(location: str) -> list[tuple[str, str]]:
+    """(relative name, absolute path) of every file at ``location`` (a file or a folder)."""
+    root = Path(location)
+    if not root.is_dir():
+        return [(root.name, str(root))]
+    found = [(p.relative_to(root).as_posix(), str(p)) for p in root.rglob("*") if p.is_file()]
+    return sorted(found)
+
+
+def subject(model: m.Artifact, label: str) -> list[dict[str, Any]]:
+    """The in-toto subject: every file of the model artifact with its sha256 and blake3.
+
+    Raises:
+        UsageError: the model's files are no longer at their location.
+    """
+    if not os.path.exists(model.location):
+        raise UsageError(f"the model artifact {model.digest} is no longer at {model.location}, "
+                         f"so its files cannot be named in a new bundle",
+                         hint="restore the artifact store, or verify the sealed bundle with "
+                              "`mlpipe evidence CANDIDATE --verify`")
+    return [{"name": f"{label}/{rel}", "digest": file_digests(path)}
+            for rel, path in files_of(model.location)]
+
+
+def _artifact(a: m.Artifact) -> dict[str, Any]:
+    return {"digest": a.digest, "kind": a.kind, "size": a.size, "file_count": a.file_count,
+            "location": a.location}
+
+
+def _metric(x: m.Metric, origin: m.StepRun) -> dict[str, Any]:
+    return {"name": x.name, "value": x.value, "scope": x.scope, "rank": x.rank,
+            "population": x.population, "reduced_over": x.reduced_over,
+            "recorded_by": origin.id}
+
+
+def _load_steps(s: Session, run_id: str) -> list[m.StepRun]:
+    query = (select(m.StepRun).where(m.StepRun.run_id == run_id)
+             .options(selectinload(m.StepRun.component), selectinload(m.StepRun.environment),
+                      selectinload(m.StepRun.artifacts).selectinload(m.StepArtifact.artifact),
+                      selectinload(m.StepRun.metrics),
+                      selectinload(m.StepRun.reused_from).selectinload(m.StepRun.metrics))
+             .order_by(m.StepRun.started_at, m.StepRun.step))
+    return list(s.scalars(query))
+
+
+def _origin(s: Session, sr: m.StepRun) -> tuple[m.StepRun | None, list[str]]:
+    """The executed step run behind a reused one (following reuse of reuse), and the chain."""
+    chain: list[str] = []
+    current = sr
+    while current is not None and current.status == m.REUSED and current.reused_from_id:
+        chain.append(current.reused_from_id)
+        if len(chain) > 100 or current.reused_from_id in chain[:-1]:
+            return None, chain
+        current = s.get(m.StepRun, current.reused_from_id)
+    if current is None or current.status != m.EXECUTED or current is sr:
+        return None, chain
+    return current, chain
+
+
+def _step(s: Session, sr: m.StepRun, artifacts: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    origin, chain = (sr, []) if sr.status != m.REUSED else _origin(s, sr)
+    ports: dict[str, list[dict[str, str]]] = {"input": [], "output": []}
+    for link in sorted(sr.artifacts, key=lambda a: (a.direction, a.port)):
+        artifacts.setdefault(link.artifact.digest, _artifact(link.artifact))
+        ports[link.direction].append({"port": link.port, "digest": link.artifact.digest})
+    reused = None
+    if sr.status == m.REUSED:
+        first = sr.reused_from
+        reused = {"step_run": sr.reused_from_id,
+                  "run": None if first is None else first.run_id,
+                  "step": None if first is None else first.step,
+                  "executed_step_run": None if origin is None else origin.id,
+                  "executed_run": None if origin is None else origin.run_id,
+                  "chain": chain}
+    material = sr.key_material or {}
+    return {
+        "step": sr.step, "step_run": sr.id, "status": sr.status, "reused_from": reused,
+        "component": {"name": sr.component.name, "version": sr.component.version,
+                      "spec_digest": sr.component.spec_digest,
+                      "code_digest": sr.component.code_digest},
+        "environment": None if sr.environment is None else {
+            "name": sr.environment.name, "version": sr.environment.version,
+            "digest": sr.environment.digest, "mutable": sr.environment.mutable},
+        "compute": sr.compute, "topology": sr.topology,
+        "params": material.get("params", {}), "cache_key": sr.cache_key,
+        "inputs": ports["input"], "outputs": ports["output"],
+        "metrics": [] if origin is None else [_metric(x, origin) for x in
+                                              sorted(origin.metrics, key=lambda x: x.id)],
+        "message": sr.message,
+    }
+
+
+def _report(location: str) -> dict[str, Any]:
+    """Population and metrics read from a metrics-report file (JSON), when it is one."""
+    try:
+        data = json.loads(Path(location).read_text())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return {"readable": False, "population": None, "metrics": []}
+    if not isinstance(data, dict):
+        return {"readable": False, "population": None, "metrics": []}
+    metrics = []
+    for name, value in sorted((data.get("metrics") or {}).items()):
+        entry = value if isinstance(value, dict) else {"value": value}
+        if isinstance(entry.get("value"), (int, float)) and not isinstance(entry["value"], bool):
+            metrics.append({"name": name, "value": float(entry["value"]),
+                            "scope": entry.get("scope", "global"),
+                            "population": entry.get("population")})
+    population = data.get("population")
+    return {"readable": True, "population": population if isinstance(population, (dict, str))
+            else None, "metrics": metrics}
+
+
+def _graph(steps: list[dict[str, Any]], snapshots: list[dict[str, Any]]) -> dict[str, Any]:
+    """The data flow as recorded: an edge wherever a step consumed a digest another produced."""
+    producers: dict[str, list[str]] = {}
+    for st in steps:
+        for out in st["outputs"]:
+            producers.setdefault(out["digest"], []).append(f"{st['step']}.{out['port']}")
+    for snap in snapshots:
+        producers.setdefault(snap["digest"], []).append(f"input:{snap['input']}")
+    edges = []
+    for st in steps:
+        for inp in st["inputs"]:
+            for source in producers.get(inp["digest"], ["input:(unrecorded)"]):
+                if not source.startswith(f"{st['step']}."):
+                    edges.append({"from": source, "to": f"{st['step']}.{inp['port']}",
+                                  "digest": inp["digest"]})
+    return {"steps": [st["step"] for st in steps],
+            "inputs": [snap["input"] for snap in snapshots], "edges": edges}
+
+
+def build(s: Session, candidate: m.CandidateRow, *, hash_model: bool = True) -> dict[str, Any]:
+    """The unsealed bundle of ``candidate``: the Statement with its predicate, without the
+    ``sealed_at``/``previous_bundle`` fields that sealing adds.
+
+    Args:
+        s: an open session.
+        candidate: the candidate row (see :func:`find_candidate`).
+        hash_model: False leaves the subject empty (verification re-hashes it itself).
+
+    Returns:
+        A JSON-ready dict; ``predicate.findings`` is filled in.
+
+    Example:
+        >>> statement = build(s, find_candidate(s, "c-3f9a"))
+        >>> statement["subject"][0]["name"]
+        'model/MLmodel'
+    """
+    run = candidate.run
+    inputs = s.execute(select(m.RunInput.name, m.Snapshot)
+                       .join(m.Snapshot, m.Snapshot.id == m.RunInput.snapshot_id)
+                       .where(m.RunInput.run_id == run.id).order_by(m.RunInput.name)).all()
+    snapshots = [{"input": name, "reference": snap.reference, "digest": snap.digest,
+                  "size": snap.size, "file_count": snap.file_count, "mutable": snap.mutable}
+                 for name, snap in inputs]
+    artifacts: dict[str, dict[str, Any]] = {}
+    steps = [_step(s, sr, artifacts) for sr in _load_steps(s, run.id)]
+    model, evaluation = candidate.model, candidate.evaluation
+    artifacts.setdefault(model.digest, _artifact(model))
+    if evaluation is not None:
+        artifacts.setdefault(evaluation.digest, _artifact(evaluation))
+    producer = {o["digest"]: st["step"] for st in steps for o in st["outputs"]}
+    eval_step = producer.get(evaluation.digest) if evaluation is not None else None
+    eval_entry = next((st for st in steps if st["step"] == eval_step), None)
+    report = None
+    if evaluation is not None:
+        report = {"digest": evaluation.digest, "location": evaluation.location,
+                  **_report(evaluation.location)}
+    checks = run_checks(s, run.id)
+    recorded = "checks" in (run.options or {})
+    predicate: dict[str, Any] = {
+        "generator": f"mlpipe {__version__}",
+        "candidate": {"id": candidate.id, "name": candidate.name,
+                      "created_at": candidate.created_at.isoformat(),
+                      "model": model.digest,
+                      "evaluation": None if evaluation is None else evaluation.digest},
+        "findings": [],
+        "run": {"id": run.id, "status": run.status, "target": run.target,
+                "started_at": run.started_at.isoformat(),
+                "finished_at": None if run.finished_at is None else run.finished_at.isoformat(),
+                "user": run.user, "host": run.host, "params": run.params,
+                "options": run.options or {}},
+        "pipeline": {"name": run.pipeline_name, "digest": run.pipeline_digest},
+        "code": None if run.code_revision is None else {
+            "commit": run.code_revision.commit, "dirty": run.code_revision.dirty},
+        "snapshots": snapshots,
+        "steps": steps,
+        "artifacts": [artifacts[d] for d in sorted(artifacts)],
+        "graph": _graph(steps, snapshots),
+        "training": {"step": producer.get(model.digest)},
+        "evaluation": {
+            "step": eval_step,
+            "reads_model": bool(eval_entry and any(i["digest"] == model.digest
+                                                   for i in eval_entry["inputs"])),
+            "metrics": [] if eval_entry is None else eval_entry["metrics"],
+            "report": report,
+        },
+        "checks": {"recorded": recorded, "errors": 0,
+                   "warnings": [d for d in checks if d["severity"] == "warning"],
+                   "info": [d for d in checks if d["severity"] == "info"]},
+        "coordination": [{"step": st["step"], **st["topology"]["coordination"]}
+                         for st in steps if isinstance(st["topology"], dict)
+                         and st["topology"].get("coordination")],
+    }
+    predicate["findings"] = find(s, predicate)
+    label = "model" if not candidate.name else candidate.name
+    return {"_type": STATEMENT_TYPE, "subject": subject(model, label) if hash_model else [],
+            "predicateType": PREDICATE_TYPE, "predicate": predicate}
+
+
+__all__ = ["PREDICATE_TYPE", "STATEMENT_TYPE", "build", "file_digests", "files_of",
+           "find_candidate", "subject"]

@@ -1,0 +1,162 @@
+"""What a reviewer must see first about a candidate: missing or misplaced evaluation, global
+metrics that are not, reuse with nothing executed behind it. Findings are MP701-MP704.
+
+Judges the predicate the builder assembled; reads nothing else and never raises for what it
+finds.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mlpipe.evidence_codes import (EVAL_ON_TRAINING, GLOBAL_FROM_FEW_RANKS, NO_EVALUATION,
+                                    REUSE_WITHOUT_ORIGIN)
+from mlpipe.diagnostics import Code, Severity
+
+_WHOLE = {"all", "full", "everything", "whole", "*"}
+
+
+def _finding(code: Code, message: str, hint: str, step: str | None = None,
+             severity: Severity | None = None) -> dict[str, Any]:
+    return {"code": code.code, "name": code.name,
+            "severity": (severity or code.severity).value, "step": step,
+            "message": message, "hint": hint}
+
+
+def population_name(population: Any) -> str | None:
+    """The split a population names: ``"train, 210 examples"`` -> ``"train"``,
+    ``{"split": "test", "examples": 90}`` -> ``"test"``.
+
+    Example:
+        >>> population_name("Test split, 90 examples")
+        'test'
+    """
+    if isinstance(population, dict):
+        population = population.get("split") or population.get("name")
+    if not isinstance(population, str) or not population.strip():
+        return None
+    head = population.split(",", 1)[0].strip().lower()
+    head = re.sub(r"^split\s+|\s+split$", "", head)
+    return head or None
+
+
+def _names(values: list[Any]) -> set[str]:
+    return {n for n in (population_name(v) for v in values) if n}
+
+
+def _parts(name: str) -> set[str]:
+    return {p for p in re.split(r"[+&/ ]+", name) if p}
+
+
+def _world_size(topology: Any) -> int:
+    if not isinstance(topology, dict):
+        return 1
+    for part in ("ran", "coordination"):
+        size = (topology.get(part) or {}).get("world_size")
+        if isinstance(size, int):
+            return size
+    return int((topology.get("declared") or {}).get("world_size") or 1)
+
+
+def _evaluation(p: dict[str, Any]) -> list[dict[str, Any]]:
+    ev, cand = p["evaluation"], p["candidate"]
+    if cand["evaluation"] is None:
+        return [_finding(NO_EVALUATION, f"candidate {cand['id']} has no evaluation: its "
+                         f"pipeline's Candidate names no evaluation output",
+                         "return Candidate(model=..., evaluation=<an evaluate step's report>)")]
+    if ev["step"] is None:
+        return [_finding(NO_EVALUATION, f"candidate {cand['id']}'s evaluation {cand['evaluation']}"
+                         f" was produced by no step of run {p['run']['id']}",
+                         "evaluate the model in a step of the same pipeline")]
+    if not ev["reads_model"]:
+        return [_finding(NO_EVALUATION, f"evaluation step {ev['step']!r} did not read the "
+                         f"candidate's model {cand['model']}: its report is not about this model",
+                         "connect the training step's model output to the evaluation step",
+                         step=ev["step"])]
+    return []
+
+
+def _overlap(p: dict[str, Any]) -> list[dict[str, Any]]:
+    train = next((st for st in p["steps"] if st["step"] == p["training"]["step"]), None)
+    ev = p["evaluation"]
+    if train is None or ev["step"] is None:
+        return []
+    trained = _names([x["population"] for x in train["metrics"]])
+    report = ev["report"] or {}
+    evaluated = _names([x["population"] for x in ev["metrics"]]
+                       + [report.get("population")]
+                       + [x.get("population") for x in report.get("metrics", [])])
+    found = []
+    for name in sorted(evaluated):
+        hit = sorted(t for t in trained if t in _WHOLE or name in _WHOLE
+                     or _parts(name) & _parts(t))
+        if hit:
+            found.append(_finding(
+                EVAL_ON_TRAINING, f"the evaluation in step {ev['step']!r} ran on population "
+                f"{name!r}, which overlaps {hit[0]!r}, the population step "
+                f"{train['step']!r} trained on", "evaluate on a held-out split (test) that "
+                "training never reads", step=ev["step"]))
+    return found
+
+
+def _global_metrics(p: dict[str, Any]) -> list[dict[str, Any]]:
+    found = []
+    for st in p["steps"]:
+        world = _world_size(st["topology"])
+        if world <= 1:
+            continue
+        rows: dict[str, list[dict[str, Any]]] = {}
+        for x in st["metrics"]:
+            if x["scope"] == "global":
+                rows.setdefault(x["name"], []).append(x)
+        for name, logged in sorted(rows.items()):
+            ranks = sorted({x["rank"] for x in logged if x["rank"] is not None})
+            reduced = [x["reduced_over"] for x in logged if x["reduced_over"] is not None]
+            who = (f"rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))}"
+                   if ranks else "one process")
+            if not reduced:
+                message = (f"metric {name!r} of step {st['step']!r} is labelled global but was "
+                           f"logged by {who} of a world of {world} without aggregation: "
+                           f"{'each value is' if len(logged) > 1 else 'it is'} one worker's "
+                           f"partial view")
+            elif min(reduced) < world:
+                message = (f"metric {name!r} of step {st['step']!r} is labelled global but was "
+                           f"aggregated over {min(reduced)} of {world} ranks")
+            else:
+                continue
+            found.append(_finding(GLOBAL_FROM_FEW_RANKS, message,
+                                  "log it with mlpipe.runtime.all_reduce_metric(...) on every "
+                                  "rank, or with scope='partial'", step=st["step"]))
+    return found
+
+
+def _reuse(p: dict[str, Any]) -> list[dict[str, Any]]:
+    found = []
+    for st in p["steps"]:
+        reused = st["reused_from"]
+        if reused is None or reused["executed_step_run"] is not None:
+            continue
+        training = st["step"] == p["training"]["step"]
+        found.append(_finding(
+            REUSE_WITHOUT_ORIGIN, f"{'training ' if training else ''}step {st['step']!r} was "
+            f"reused from step run {reused['step_run']}, but no executed run of it is in this "
+            f"store: nothing shows how its outputs were made",
+            "re-run the step here (mlpipe submit --no-reuse), or sync the store that executed it",
+            step=st["step"], severity=None if training else Severity.WARNING))
+    return found
+
+
+def find(_session: Any, predicate: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every finding about the candidate the predicate describes, most severe first.
+
+    Args:
+        _session: unused; kept so later findings may ask the store.
+        predicate: the bundle predicate without its findings.
+
+    Returns:
+        ``{"code", "name", "severity", "step", "message", "hint"}`` dicts.
+    """
+    found = (_evaluation(predicate) + _overlap(predicate) + _global_metrics(predicate)
+             + _reuse(predicate))
+    order = {"error": 0, "warning": 1, "info": 2}
+    return sorted(found, key=lambda f: (order[f["severity"]], f["code"], f["step"] or ""))

@@ -1,0 +1,177 @@
+"""The reviewer's text and Markdown views of a sealed bundle, and the text of a verification.
+
+Renders a bundle's JSON only: no store, no hashing. What a reviewer decides on comes first:
+findings, the candidate, its evaluation, then provenance, steps (reuse called out), checks.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+_SEV = {"error": "ERROR", "warning": "WARNING", "info": "INFO"}
+
+
+def _short(digest: str | None, n: int = 19) -> str:
+    return "-" if not digest else digest[:n]
+
+
+def _value(v: float) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _metric_line(x: dict[str, Any]) -> str:
+    scope = x["scope"] if x.get("rank") is None else f"{x['scope']}, rank {x['rank']}"
+    if x.get("reduced_over"):
+        scope += f", reduced over {x['reduced_over']} ranks"
+    pop = x.get("population") or "population not recorded"
+    return f"{x['name']} = {_value(x['value'])}  [{scope}]  on {pop}"
+
+
+def _population(p: Any) -> str:
+    if isinstance(p, dict):
+        return ", ".join(f"{k} {v}" for k, v in sorted(p.items()))
+    return str(p) if p else "not stated"
+
+
+def _topology(t: dict[str, Any]) -> str | None:
+    if not t or not t.get("declared"):
+        return None
+    d = t["declared"]
+    dist = (d.get("distribution") or {}).get("type", "none")
+    text = f"declared {dist} x{d.get('world_size')} ({d.get('instances')} node(s))"
+    if t.get("local_scale"):
+        text += f"; scaled down here to x{t['local_scale'].get('world_size')} (--local-scale)"
+    ran = t.get("ran")
+    if ran:
+        text += (f"; ran {ran.get('instances')} node(s) x {ran.get('processes_per_node')} "
+                 f"process(es) = world {ran.get('world_size')}")
+    return text
+
+
+def _reuse_line(st: dict[str, Any]) -> str:
+    r = st["reused_from"]
+    if r["executed_step_run"] is None:
+        return (f"REUSED from step run {r['step_run']} - not re-executed for this candidate, and "
+                f"no executed run of it is in this store")
+    return (f"REUSED from run {r['executed_run']}, step {r['step'] or st['step']} (step run "
+            f"{r['executed_step_run']}) - not re-executed for this candidate")
+
+
+def sections(statement: dict[str, Any], digest: str) -> list[tuple[str, list[str]]]:
+    """The bundle as titled sections of lines, shared by the text and Markdown views."""
+    p = statement["predicate"]
+    c = p["candidate"]
+    out: list[tuple[str, list[str]]] = []
+    findings = [f"{_SEV[f['severity']]} [{f['code']} {f['name']}] {f['message']}"
+                + (f" (fix: {f['hint']})" if f.get("hint") else "") for f in p["findings"]]
+    out.append(("Findings", findings or ["none: no finding about evaluation, metric scope or "
+                                         "reuse"]))
+    out.append(("Candidate", [
+        f"id {c['id']}" + (f"  name {c['name']}" if c["name"] else ""),
+        f"model {c['model']}",
+        *[f"  file {s['name']}  sha256:{s['digest']['sha256']}" for s in statement["subject"]],
+        f"run {p['run']['id']} ({p['run']['status']}, {p['run']['target']}) pipeline "
+        f"{p['pipeline']['name']} {p['pipeline']['digest']}"]))
+    ev = p["evaluation"]
+    lines = []
+    if ev["step"]:
+        lines.append(f"by step {ev['step']}" + ("" if ev["reads_model"] else
+                                                  " (which did NOT read this model)"))
+    lines += [_metric_line(x) for x in ev["metrics"]]
+    rep = ev["report"]
+    if rep:
+        lines.append(f"report {rep['digest']}" + ("" if rep["readable"] else " (unreadable)"))
+        lines.append(f"  population: {_population(rep['population'])}")
+        lines += [f"  {x['name']} = {_value(x['value'])}  [{x['scope']}]" for x in rep["metrics"]]
+    out.append(("Evaluation", lines or ["no evaluation"]))
+    code = p["code"]
+    prov = [f"code {code['commit'] or '(not in git)'}"
+            f"{' (DIRTY working tree)' if code['dirty'] else ' (clean)'}" if code else
+            "code revision not recorded"]
+    for snap in p["snapshots"]:
+        files = f"{snap['file_count']} file{'' if snap['file_count'] == 1 else 's'}"
+        prov.append(f"data {snap['input']} = {snap['reference']}  {snap['digest']}  "
+                    f"({files}, {snap['size']} bytes"
+                    f"{', mutable reference: snapshotted by content' if snap['mutable'] else ''})")
+    envs = sorted({(st['environment']['name'], st['environment']['version'],
+                    st['environment']['digest'], st['environment']['mutable'])
+                   for st in p["steps"] if st["environment"]})
+    prov += [f"environment {n}:{v or '(no version)'}  {d}{'  (mutable)' if mu else ''}"
+             for n, v, d, mu in envs]
+    if p["run"]["params"]:
+        prov.append("parameters " + ", ".join(f"{k}={v!r}" for k, v in
+                                              sorted(p["run"]["params"].items())))
+    out.append(("Provenance", prov))
+    steps = []
+    for st in p["steps"]:
+        comp = st["component"]
+        head = f"{st['step']}: {comp['name']}@{comp['version']}  "
+        steps.append(head + (_reuse_line(st) if st["reused_from"] else st["status"]))
+        steps.append(f"    code {comp['code_digest']}")
+        steps.append(f"    spec {comp['spec_digest']}")
+        topo = _topology(st["topology"])
+        if topo:
+            steps.append(f"    topology {topo}")
+        if st["params"]:
+            steps.append("    params " + ", ".join(f"{k}={v!r}" for k, v in
+                                                   sorted(st["params"].items())))
+        for port in st["inputs"]:
+            steps.append(f"    in  {port['port']} {port['digest']}")
+        for port in st["outputs"]:
+            steps.append(f"    out {port['port']} {port['digest']}")
+        for x in st["metrics"]:
+            steps.append(f"    metric {_metric_line(x)}")
+    reused = [st["step"] for st in p["steps"] if st["reused_from"]]
+    if reused:
+        steps.append(f"{len(reused)} of {len(p['steps'])} steps were reused, not executed for "
+                     f"this candidate: {', '.join(reused)}. Reuse is an execution fact, not "
+                     f"evidence of quality.")
+    out.append(("Steps", steps))
+    for co in p["coordination"]:
+        lines = [f"{co['step']}: {'ok' if co['ok'] else 'FAILED'}, world {co['world_size']}, "
+                 f"ranks recorded {co.get('recorded_ranks')}, covered "
+                 f"{co.get('covered')}/{co.get('population')} examples, writers "
+                 f"{co.get('writers')}"]
+        lines += [f"  {f['severity']}[{f['code']}] {f['message']}" for f in co.get("findings", [])]
+        out.append(("Coordination", lines))
+    ch = p["checks"]
+    checks = ([f"{d['severity']}[{d['code']}] {d['name']}: {d['message']}"
+               for d in ch["warnings"] + ch["info"]] if ch["recorded"]
+              else ["the check results of this run were not recorded"])
+    out.append(("Compile-time checks",
+                (["0 errors (a run with check errors never starts)"] if ch["recorded"] else [])
+                + (checks or ["no warnings"])))
+    out.append(("Bundle", [f"digest {digest}", f"sealed {p['sealed_at']} UTC",
+                           f"previous {p['previous_bundle'] or 'none (first bundle)'}"]))
+    return out
+
+
+def render_text(statement: dict[str, Any], digest: str) -> str:
+    """The default ``mlpipe evidence`` view."""
+    c = statement["predicate"]["candidate"]
+    lines = [f"evidence for candidate {c['id']}" + (f" ({c['name']})" if c["name"] else "")]
+    for title, body in sections(statement, digest):
+        lines += ["", title.upper()] + [f"  {b}" for b in body]
+    return "\n".join(lines)
+
+
+def render_markdown(statement: dict[str, Any], digest: str) -> str:
+    """The bundle for a review ticket: one heading per section, code spans for digests."""
+    c = statement["predicate"]["candidate"]
+    lines = [f"# Evidence for candidate `{c['id']}`"]
+    for title, body in sections(statement, digest):
+        lines += ["", f"## {title}", ""]
+        for b in body:
+            indent = len(b) - len(b.lstrip(" "))
+            lines.append(f"{'  ' * (indent // 2)}- {b.strip()}")
+    return "\n".join(lines)
+
+
+def render_verification(v: dict[str, Any]) -> str:
+    """``--verify``'s report: each mismatch, then one verdict line."""
+    lines = [f"error[{f['code']}] {f['name']}: {f['message']}\n  help: {f['hint']}"
+             for f in v["mismatches"]]
+    verdict = (f"verified bundle {v['bundle']}: {v['bundles_checked']} sealed bundle(s), "
+               f"{v['files_hashed']} files ({v['bytes_hashed']} bytes) re-hashed")
+    lines.append(verdict + (", nothing changed" if v["ok"] else
+                            f"; {len(v['mismatches'])} mismatch(es)"))
+    return "\n".join(lines)

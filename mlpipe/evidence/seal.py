@@ -1,0 +1,157 @@
+"""Sealing a bundle: canonical bytes, their sha256 digest, stored once, chained to the one before.
+
+Owns the canonical form and the ``bundles`` table; builds nothing itself (``bundle`` does) and
+re-hashes no artifact (``verify`` does).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from mlpipe.errors import StoreError
+from mlpipe.evidence import models as m
+from mlpipe.evidence.bundle import build
+from mlpipe.evidence.store import utcnow
+
+SCHEMA_PATH = Path(__file__).with_name("bundle.schema.json")
+#: Fields sealing adds to the predicate; everything else is rebuilt from the store.
+SEAL_FIELDS = ("sealed_at", "previous_bundle")
+
+
+def canonical(statement: dict[str, Any]) -> bytes:
+    """The exact bytes a bundle is sealed as: JSON with sorted keys, compact separators, UTF-8,
+    no NaN, and one closing newline (so ``mlpipe evidence C --format json | sha256sum`` gives
+    the bundle digest).
+
+    Example:
+        >>> canonical({"b": 1, "a": [1.5, None]})
+        b'{"a":[1.5,null],"b":1}\\n'
+    """
+    return json.dumps(statement, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False).encode("utf-8") + b"\n"
+
+
+def digest_bytes(content: bytes) -> str:
+    """``sha256:<hex>`` of ``content``."""
+    return "sha256:" + hashlib.sha256(content).hexdigest()
+
+
+def unsealed(statement: dict[str, Any]) -> dict[str, Any]:
+    """``statement`` without the fields sealing adds, for comparing with a rebuilt one."""
+    predicate = {k: v for k, v in statement.get("predicate", {}).items() if k not in SEAL_FIELDS}
+    return {**statement, "predicate": predicate}
+
+
+_VALIDATOR = None
+
+
+def validate(statement: dict[str, Any]) -> None:
+    """Check ``statement`` against ``evidence/bundle.schema.json``.
+
+    Raises:
+        StoreError: the bundle does not match its schema (a defect of mlpipe or of the store).
+    """
+    global _VALIDATOR
+    if _VALIDATOR is None:
+        import jsonschema
+
+        schema = json.loads(SCHEMA_PATH.read_text())
+        _VALIDATOR = jsonschema.Draft202012Validator(schema)
+    errors = sorted(_VALIDATOR.iter_errors(statement), key=lambda e: list(e.absolute_path))
+    if errors:
+        first = errors[0]
+        where = "/".join(map(str, first.absolute_path)) or "(top)"
+        raise StoreError(f"the evidence bundle does not match its schema at {where}: "
+                         f"{first.message}", hint="report this as an mlpipe defect; the bundle "
+                                                  "was not sealed")
+
+
+@dataclass(slots=True)
+class Sealed:
+    """A sealed bundle: its digest, exact bytes, and whether this call sealed it."""
+
+    digest: str
+    content: bytes
+    new: bool
+    previous: str | None = None
+    changes: list[str] = field(default_factory=list)
+
+    @property
+    def statement(self) -> dict[str, Any]:
+        return json.loads(self.content)
+
+
+def chain(s: Session, candidate_id: str) -> list[m.BundleRow]:
+    """The candidate's sealed bundles, oldest first."""
+    return list(s.scalars(select(m.BundleRow).where(m.BundleRow.candidate_id == candidate_id)
+                          .order_by(m.BundleRow.sealed_at, m.BundleRow.digest)))
+
+
+def latest(s: Session, candidate_id: str) -> m.BundleRow | None:
+    """The candidate's newest sealed bundle, or None."""
+    return s.scalars(select(m.BundleRow).where(m.BundleRow.candidate_id == candidate_id)
+                     .order_by(m.BundleRow.sealed_at.desc(), m.BundleRow.digest.desc())
+                     .limit(1)).first()
+
+
+def seal(s: Session, candidate: m.CandidateRow, *, now: datetime | None = None) -> Sealed:
+    """Build the candidate's bundle and seal it, unless the newest sealed one says the same.
+
+    A bundle whose content differs from the newest sealed one is sealed anew, recording that
+    one's digest as ``previous_bundle``; ``changes`` lists what differs.
+
+    Args:
+        s: an open session (the caller commits).
+        candidate: the candidate row.
+        now: the sealing time (tests pin it).
+
+    Returns:
+        The sealed bundle.
+
+    Example:
+        >>> sealed = seal(s, find_candidate(s, "c-3f9a"))
+        >>> sealed.digest.startswith("sha256:")
+        True
+    """
+    from mlpipe.evidence.compare import differences
+
+    statement = build(s, candidate)
+    before = latest(s, candidate.id)
+    changes: list[str] = []
+    if before is not None:
+        try:
+            old = unsealed(json.loads(before.content))
+        except ValueError:
+            old = None
+        if old is not None and canonical(old) == canonical(statement):
+            return Sealed(before.digest, before.content, False, before.previous_digest)
+        changes = differences(old or {}, statement)
+    statement["predicate"]["previous_bundle"] = None if before is None else before.digest
+    statement["predicate"]["sealed_at"] = (now or utcnow()).isoformat()
+    validate(statement)
+    content = canonical(statement)
+    digest = digest_bytes(content)
+    s.add(m.BundleRow(digest=digest, candidate_id=candidate.id,
+                      previous_digest=None if before is None else before.digest,
+                      sealed_at=now or utcnow(), content=content))
+    s.flush()
+    return Sealed(digest, content, True, None if before is None else before.digest, changes)
+
+
+def sealed_or_none(s: Session, candidate: m.CandidateRow) -> Sealed | None:
+    """The newest sealed bundle as it is stored, without building anything."""
+    row = latest(s, candidate.id)
+    if row is None:
+        return None
+    return Sealed(row.digest, bytes(row.content), False, row.previous_digest)
+
+
+__all__ = ["SCHEMA_PATH", "Sealed", "canonical", "chain", "digest_bytes", "latest", "seal",
+           "sealed_or_none", "unsealed", "validate"]

@@ -1,0 +1,83 @@
+"""A throw-away project for the evidence-bundle tests: the review pipelines, a data file, and
+the mlpipe CLI run in it as a real process."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+FIXTURE = Path(__file__).parent / "fixtures" / "evidence" / "review.py"
+
+
+class BundleProject:
+    def __init__(self, root: Path, store_url: str | None = None) -> None:
+        self.root = root
+        self.store_url = store_url
+        root.mkdir(parents=True, exist_ok=True)
+        shutil.copy(FIXTURE, root / "review.py")
+        (root / "mlpipe.toml").write_text("")
+        (root / "data.txt").write_text("1 2 3 4 5 6 7 8\n")
+
+    def cli(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+        env = dict(os.environ)
+        env.pop("MLPIPE_HOME", None)
+        env.pop("MLPIPE_STORE_URL", None)
+        if self.store_url:
+            env["MLPIPE_STORE_URL"] = self.store_url
+        return subprocess.run([sys.executable, "-m", "mlpipe.cli", *args], cwd=self.root,
+                              env=env, capture_output=True, text=True, timeout=timeout)
+
+    def submit(self, pipeline: str = "review", *extra: str) -> str:
+        done = self.cli("submit", f"review.py:{pipeline}", "--input", "data=data.txt", *extra)
+        assert done.returncode == 0, done.stderr
+        return re.search(r"^candidate (c-[0-9a-f]+)$", done.stdout, re.M).group(1)
+
+    def evidence(self, candidate: str, *extra: str) -> subprocess.CompletedProcess:
+        return self.cli("evidence", candidate, *extra)
+
+    def bundle(self, candidate: str, *extra: str) -> dict:
+        done = self.evidence(candidate, "--format", "json", *extra)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    def sql(self, statement: str) -> None:
+        import sqlalchemy as sa
+
+        url = self.store_url or f"sqlite:///{self.root / 'evidence' / 'store.sqlite'}"
+        engine = sa.create_engine(url)
+        with engine.begin() as conn:
+            conn.execute(sa.text(statement))
+        engine.dispose()
+
+
+_VOLATILE = [(re.compile(r"\br-[0-9a-f]{10}\b"), "r-<run>"),
+             (re.compile(r"\bs-[0-9a-f]{12}\b"), "s-<step-run>"),
+             (re.compile(r"\bc-[0-9a-f]{10}\b"), "c-<candidate>"),
+             (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?"), "<time>")]
+
+
+def mask(text: str, root: Path) -> str:
+    """Mask what varies between runs of the same pipeline: ids, times, paths, user, host."""
+    text = text.replace(str(root), "<project>")
+    for pattern, repl in _VOLATILE:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def mask_bundle(bundle: dict) -> dict:
+    """The JSON bundle with its machine-specific fields replaced (the rest is golden)."""
+    p = bundle["predicate"]
+    p["run"].update(user="<user>", host="<host>")
+    p["generator"] = "mlpipe <version>"
+    if p["code"] is not None:
+        p["code"] = {"commit": "<commit>", "dirty": "<dirty>"}
+    for st in p["steps"]:
+        st["cache_key"] = "<cache-key>"   # covers the interpreter's version
+        ran = (st["topology"] or {}).get("ran")
+        if ran:
+            ran["ranks"] = "<ranks>"
+    return bundle

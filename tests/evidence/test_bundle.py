@@ -1,0 +1,279 @@
+"""The evidence bundle end to end: real submits, a real store, the CLI as users run it."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bundle_project import BundleProject, mask, mask_bundle
+from golden_files import assert_golden
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    proj = BundleProject(tmp_path_factory.mktemp("bundle") / "proj")
+    proj.candidate = proj.submit()
+    return proj
+
+
+def _schema_validator():
+    import jsonschema
+
+    schema = json.loads((Path(__file__).parents[2] / "evidence" / "bundle.schema.json")
+                        .read_text())
+    return jsonschema.Draft202012Validator(schema)
+
+
+def test_text_bundle_matches_its_golden(project):
+    done = project.evidence(project.candidate)
+    assert done.returncode == 0, done.stderr
+    assert_golden("evidence/review.text", mask(done.stdout, project.root))
+
+
+def test_json_bundle_is_an_in_toto_statement_matching_its_golden_and_schema(project):
+    done = project.evidence(project.candidate, "--format", "json")
+    bundle = json.loads(done.stdout)
+    _schema_validator().validate(bundle)
+    assert bundle["_type"] == "https://in-toto.io/Statement/v1"
+    assert [s["name"] for s in bundle["subject"]] == ["model/MLmodel", "model/weights.txt"]
+    weights = project.root / "evidence" / "artifacts"
+    found = next(weights.rglob("weights.txt"))
+    assert bundle["subject"][1]["digest"]["sha256"] == hashlib.sha256(
+        found.read_bytes()).hexdigest()
+    text = json.dumps(mask_bundle(bundle), indent=2, sort_keys=True)
+    assert_golden("evidence/review.json", mask(text, project.root))
+
+
+def test_the_printed_json_is_the_sealed_bytes_and_hashes_to_the_digest(project):
+    raw = project.evidence(project.candidate, "--format", "json").stdout.encode()
+    text = project.evidence(project.candidate).stdout
+    assert f"digest sha256:{hashlib.sha256(raw).hexdigest()}" in text
+    again = project.evidence(project.candidate, "--format", "json").stdout.encode()
+    assert again == raw  # nothing changed: the same sealed bundle, not a new one
+
+
+def test_schema_file_is_the_packaged_one_and_committed():
+    root = Path(__file__).parents[2]
+    assert (root / "evidence" / "bundle.schema.json").read_bytes() == (
+        root / "mlpipe" / "evidence" / "bundle.schema.json").read_bytes()
+    import subprocess
+    listed = subprocess.run(["git", "-C", str(root), "check-ignore", "-q",
+                             "evidence/bundle.schema.json"])
+    assert listed.returncode == 1, "evidence/bundle.schema.json is git-ignored"
+
+
+def test_prefix_unknown_and_ambiguous_ids(project):
+    assert project.evidence(project.candidate[:5]).returncode == 0
+    unknown = project.evidence("c-nothere")
+    assert unknown.returncode == 2
+    assert unknown.stderr == ("error: no candidate 'c-nothere' in the evidence store (list them "
+                              "with `mlpipe candidates`)\n")
+    listed = project.cli("candidates")
+    assert project.candidate in listed.stdout and "review" in listed.stdout
+
+
+def test_markdown_names_every_section(project):
+    md = project.evidence(project.candidate, "--format", "markdown").stdout
+    for heading in ("# Evidence for candidate", "## Findings", "## Evaluation", "## Provenance",
+                    "## Steps", "## Compile-time checks", "## Bundle"):
+        assert heading in md
+
+
+def test_a_second_run_reuses_every_step_and_the_bundle_says_so(tmp_path):
+    proj = BundleProject(tmp_path / "proj")
+    proj.submit()
+    again = proj.submit()
+    bundle = proj.bundle(again)
+    steps = bundle["predicate"]["steps"]
+    assert {s["status"] for s in steps} == {"reused"}
+    assert all(s["reused_from"]["executed_step_run"] for s in steps)
+    assert bundle["predicate"]["findings"] == []
+    text = proj.evidence(again).stdout
+    assert "fit: fit@1.0.0  REUSED from run r-" in text
+    assert "not re-executed for this candidate" in text
+    assert "2 of 2 steps were reused" in text
+
+
+@pytest.mark.parametrize("pipeline, extra, code, message", [
+    ("unevaluated", (), "MP701", r"has no evaluation: its pipeline's Candidate names no "
+                                 r"evaluation output"),
+    ("review", ("--param", "split=train"), "MP702",
+     r"ran on population 'train', which overlaps 'train', the population step 'fit' trained on"),
+    ("ranks", (), "MP703", r"metric 'train_loss' of step 'fit_ranks' is labelled global but "
+                           r"was logged by rank 0 of a world of 2 without aggregation"),
+])
+def test_each_finding_is_at_the_top(tmp_path, pipeline, extra, code, message):
+    import re
+    proj = BundleProject(tmp_path / "proj")
+    cand = proj.submit(pipeline, *extra)
+    findings = proj.bundle(cand)["predicate"]["findings"]
+    assert [f["code"] for f in findings] == [code]
+    assert re.search(message, findings[0]["message"])
+    text = proj.evidence(cand).stdout
+    assert text.split("\n\n")[1].startswith(f"FINDINGS\n  ERROR [{code}")
+
+
+def test_reuse_with_no_executed_run_behind_it_is_a_finding(tmp_path):
+    proj = BundleProject(tmp_path / "proj")
+    first = proj.submit()
+    second = proj.submit()
+    origin = proj.bundle(second)["predicate"]["steps"][0]["reused_from"]["step_run"]
+    # as if the store had been pruned, or synced without the run that executed the step
+    proj.sql(f"UPDATE step_runs SET status = 'failed' WHERE id = '{origin}'")
+    findings = proj.bundle(second, "--rebuild")["predicate"]["findings"]
+    assert findings[0]["code"] == "MP704"
+    assert findings[0]["message"].startswith(f"training step 'fit' was reused from step run "
+                                             f"{origin}, but no executed run of it is in this "
+                                             f"store")
+    assert first
+
+
+def test_check_warnings_of_the_run_are_in_the_bundle(tmp_path):
+    proj = BundleProject(tmp_path / "proj")
+    cand = proj.submit("ranks")
+    checks = proj.bundle(cand)["predicate"]["checks"]
+    assert checks["recorded"] and checks["errors"] == 0
+    coordination = proj.bundle(cand)["predicate"]["coordination"]
+    assert coordination[0]["step"] == "fit_ranks" and coordination[0]["world_size"] == 2
+
+
+def test_a_later_bundle_records_the_previous_digest(tmp_path):
+    proj = BundleProject(tmp_path / "proj")
+    cand = proj.submit()
+    first = proj.evidence(cand, "--format", "json").stdout.encode()
+    first_digest = "sha256:" + hashlib.sha256(first).hexdigest()
+    proj.sql("UPDATE candidates SET name = 'renamed'")
+    changed = proj.evidence(cand, "--format", "json", "--rebuild")
+    second = json.loads(changed.stdout)
+    assert second["predicate"]["previous_bundle"] == first_digest
+    assert "candidate.name: None -> 'renamed'" in changed.stderr
+    assert proj.evidence(cand, "--verify").returncode == 0
+
+
+# --- verification ----------------------------------------------------------------------------
+
+@pytest.fixture
+def sealed(tmp_path):
+    proj = BundleProject(tmp_path / "proj")
+    proj.candidate = proj.submit()
+    proj.sealed = proj.bundle(proj.candidate)
+    return proj
+
+
+def _artifact(proj, port):
+    p = proj.sealed["predicate"]
+    digest = next(o["digest"] for st in p["steps"] for o in st["outputs"] if o["port"] == port)
+    return Path(next(a["location"] for a in p["artifacts"] if a["digest"] == digest))
+
+
+def test_verify_passes_on_an_untouched_store(sealed):
+    done = sealed.evidence(sealed.candidate, "--verify")
+    assert done.returncode == 0, done.stdout
+    assert done.stdout.startswith(f"verified bundle sha256:")
+    assert "nothing changed" in done.stdout
+
+
+def test_verify_finds_a_changed_model_byte(sealed):
+    weights = _artifact(sealed, "model") / "weights.txt"
+    os.chmod(weights, 0o644)
+    weights.write_text(weights.read_text() + "0")
+    done = sealed.evidence(sealed.candidate, "--verify")
+    assert done.returncode == 1
+    assert "error[MP711] artifact-changed: model file model/weights.txt changed" in done.stdout
+    assert "error[MP711] artifact-changed: artifact fit.model at " in done.stdout
+
+
+def test_verify_finds_an_edited_metric_row(sealed):
+    sealed.sql("UPDATE metrics SET value = 0.99 WHERE name = 'accuracy'")
+    done = sealed.evidence(sealed.candidate, "--verify")
+    assert done.returncode == 1
+    assert ("error[MP713] evidence-changed-in-store: the store no longer matches the sealed "
+            "bundle: predicate.evaluation.metrics[accuracy].value: 0.875 -> 0.99") in done.stdout
+
+
+def test_verify_finds_a_changed_snapshot_file(sealed):
+    (sealed.root / "data.txt").write_text("1 2 3 4 5 6 7 9\n")
+    done = sealed.evidence(sealed.candidate, "--verify")
+    assert done.returncode == 1
+    assert "error[MP711] artifact-changed: data snapshot 'data' at " in done.stdout
+
+
+def test_verify_reports_a_deleted_report_without_crashing(sealed):
+    report = _artifact(sealed, "report")
+    shutil.rmtree(report.parent)
+    done = sealed.evidence(sealed.candidate, "--verify")
+    assert done.returncode == 1
+    assert f"error[MP712] artifact-missing: artifact score.report is missing: nothing at " \
+           f"{report}" in done.stdout
+    assert "Traceback" not in done.stderr
+
+
+def test_verify_finds_edited_sealed_bytes(sealed):
+    sealed.sql("UPDATE bundles SET content = CAST(REPLACE(CAST(content AS TEXT), '0.875', "
+               "'0.975') AS BLOB)")
+    done = sealed.evidence(sealed.candidate, "--verify")
+    assert done.returncode == 1
+    assert "error[MP714] bundle-bytes-changed: sealed bundle sha256:" in done.stdout
+
+
+def test_the_fast_reader_knows_the_schema_head():
+    from mlpipe.evidence.schema import HEAD
+    from mlpipe.evidence.sealed import SCHEMA_HEAD
+    assert SCHEMA_HEAD == HEAD
+
+
+def test_a_sealed_bundle_is_shown_as_sealed_until_rebuilt(sealed):
+    sealed.sql("UPDATE metrics SET value = 0.5 WHERE name = 'accuracy'")
+    assert sealed.bundle(sealed.candidate) == sealed.sealed
+    rebuilt = sealed.evidence(sealed.candidate, "--rebuild")
+    assert "warning: the store no longer matches bundle sha256:" in rebuilt.stderr
+    assert "accuracy = 0.5" in rebuilt.stdout
+
+
+def test_local_scale_launches_smaller_and_records_both(tmp_path):
+    proj = BundleProject(tmp_path / "proj")
+    cand = proj.submit("ranks", "--local-scale", "fit_ranks=2x1")
+    step = proj.bundle(cand)["predicate"]["steps"][0]
+    assert step["topology"]["declared"]["world_size"] == 2
+    assert step["topology"]["local_scale"]["world_size"] == 2
+    assert step["topology"]["ran"]["instances"] == 2
+    assert step["topology"]["ran"]["processes_per_node"] == 1
+    text = proj.evidence(cand).stdout
+    assert ("topology declared pytorch x2 (1 node(s)); scaled down here to x2 (--local-scale); "
+            "ran 2 node(s) x 1 process(es) = world 2") in text
+
+
+@pytest.mark.parametrize("scale, message", [
+    ("nope=2x2", r"--local-scale names step 'nope', which the pipeline does not have"),
+    ("fit=2x2", r"--local-scale names step 'fit', which is not distributed"),
+    ("fit_ranks=two", r"--local-scale fit_ranks=two is not NODESxPROCESSES"),
+    ("fit_ranks=0x1", r"--local-scale fit_ranks=0x1 is not a positive size"),
+])
+def test_bad_local_scales_are_one_clear_message(tmp_path, scale, message):
+    import re
+    proj = BundleProject(tmp_path / "proj")
+    pipeline = "review" if scale.startswith("fit=") else "ranks"
+    done = proj.cli("submit", f"review.py:{pipeline}", "--input", "data=data.txt",
+                    "--local-scale", scale)
+    assert done.returncode == 2
+    assert re.search(message, done.stderr), done.stderr
+
+
+def test_seal_show_and_verify_on_each_store_backend(tmp_path, store_url):
+    proj = BundleProject(tmp_path / "proj", store_url)
+    cand = proj.submit()
+    first = proj.evidence(cand, "--format", "json")
+    assert first.returncode == 0, first.stderr
+    digest = "sha256:" + hashlib.sha256(first.stdout.encode()).hexdigest()
+    assert f"digest {digest}" in proj.evidence(cand).stdout
+    assert proj.evidence(cand, "--verify").returncode == 0
+    proj.sql("UPDATE metrics SET value = 0.5 WHERE name = 'accuracy'")
+    tampered = proj.evidence(cand, "--verify")
+    assert tampered.returncode == 1
+    assert "predicate.evaluation.metrics[accuracy].value: 0.875 -> 0.5" in tampered.stdout
