@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check
 
-.PHONY: demo test test-fast bench bench-azure bench-evidence golden-azure clean
+.PHONY: demo test test-fast bench bench-local bench-azure bench-evidence golden-azure clean
 
 # pip 23 cannot resolve azure-ai-ml's dependencies: upgrade pip inside the venv first.
 $(BIN)/python:
@@ -60,6 +60,10 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_contracts.py
 
 # Azure ML export against azure-ai-ml's build + dump (figures in docs/performance.md).
+# The local executor, snapshots and evidence queries (figures in docs/performance.md).
+bench-local: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bench_local.py
+
 bench-azure: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_azure_export.py
 

@@ -41,13 +41,30 @@ class Component:
     """A decorated component function: a step factory inside a pipeline.
 
     ``spec`` is its ComponentSpec; ``fn`` the original function, callable directly so a
-    step body can be unit-tested without a pipeline.
+    step body can be unit-tested without a pipeline. The decorator validates everything at
+    once but takes the code digest (an AST walk of the module) on the first use of ``spec``,
+    so a step process that only runs the body never pays for it.
     """
 
-    def __init__(self, fn: FunctionType, spec: ComponentSpec) -> None:
+    def __init__(self, fn: FunctionType, spec: ComponentSpec | Callable[[], ComponentSpec],
+                 params: tuple[ParamSpec, ...] | None = None) -> None:
         self.fn = fn
-        self.spec = spec
+        self._spec = spec if isinstance(spec, ComponentSpec) else None
+        self._build = None if isinstance(spec, ComponentSpec) else spec
+        self._params = params
         functools.update_wrapper(self, fn)
+
+    @property
+    def spec(self) -> ComponentSpec:
+        if self._spec is None:
+            self._spec = self._build()
+        return self._spec
+
+    def param(self, name: str) -> ParamSpec | None:
+        """The declared parameter ``name`` (without building ``spec``), or None."""
+        if self._spec is not None or self._params is None:
+            return self.spec.param(name)
+        return next((p for p in self._params if p.name == name), None)
 
     def __call__(self, *args: Any, **kwargs: Any) -> "StepHandle":
         return add_step(self, self.spec.name, args, kwargs, caller(sys._getframe(1)))
@@ -103,12 +120,15 @@ def component(fn: FunctionType | None = None, *, name: str | None = None, versio
                    environment_variables=environment_variables, reuse=reuse)
 
     def wrap(f: FunctionType) -> Component:
-        return Component(f, _component_spec(f, options))
+        fields = _component_fields(f, options)
+        return Component(f, lambda: ComponentSpec(**fields, code_digest=code_digest(f)),
+                         fields["params"])
 
     return wrap(fn) if fn is not None else wrap
 
 
-def _component_spec(fn: Any, o: dict[str, Any]) -> ComponentSpec:
+def _component_fields(fn: Any, o: dict[str, Any]) -> dict[str, Any]:
+    """Every ComponentSpec field but the code digest, validated (raises DefinitionError)."""
     if not isinstance(fn, FunctionType):
         raise DefinitionError(f"@component decorates a function, not {type(fn).__name__} {fn!r}",
                               hint="put @component directly above a def")
@@ -156,9 +176,9 @@ def _component_spec(fn: Any, o: dict[str, Any]) -> ComponentSpec:
         fail(f"{what} has environment_variables {env_vars!r}; use a dict of str to str",
               'pass environment_variables={"NAME": "value"}', loc)
     inputs, outputs, params = read_component_signature(fn, what, src)
-    return ComponentSpec(
+    return dict(
         name=name, version=version, inputs=inputs, outputs=outputs, params=params,
-        code_digest=code_digest(fn), display_name=o["display_name"],
+        display_name=o["display_name"],
         description=o["description"], environment=env, compute=compute, instances=instances,
         distribution=dist, environment_variables=tuple(sorted(env_vars.items())),
         reuse=bool(o["reuse"]), doc=inspect.getdoc(fn), location=loc,

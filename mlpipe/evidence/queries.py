@@ -4,9 +4,12 @@ Read-only: nothing here writes. Each function takes an open session.
 """
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Select, and_, bindparam, select
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session, selectinload
 
 from mlpipe.evidence import models as m
@@ -73,6 +76,48 @@ def reusable(s: Session, cache_key: str) -> list[m.StepRun]:
              .options(selectinload(m.StepRun.artifacts).selectinload(m.StepArtifact.artifact))
              .order_by(m.StepRun.started_at.desc()).limit(5))
     return list(s.scalars(query))
+
+
+@dataclass(slots=True)
+class Reusable:
+    """An executed step run whose outputs a new step may reuse (detached, plain data)."""
+
+    id: str
+    run_id: str
+    topology: dict[str, Any]
+    outputs: dict[str, m.Artifact] = field(default_factory=dict)
+
+
+def reusable_outputs(s: Session | Connection, cache_key: str) -> list[Reusable]:
+    """What :func:`reusable` finds (up to five, newest first), with its output artifacts, in
+    one query. The executor asks this for every step it considers reusing."""
+    a = m.Artifact
+    found: dict[str, Reusable] = {}
+    for r in s.execute(_reusable_outputs_query(), {"cache_key": cache_key}):
+        origin = found.get(r.id)
+        if origin is None:
+            origin = found[r.id] = Reusable(r.id, r.run_id, r.topology)
+        if r.port is not None:
+            origin.outputs[r.port] = a(id=r.artifact_id, digest=r.digest, kind=r.kind,
+                                       size=r.size, file_count=r.file_count,
+                                       location=r.location)
+    return list(found.values())
+
+
+@functools.cache
+def _reusable_outputs_query() -> Select:
+    origins = (select(m.StepRun.id, m.StepRun.run_id, m.StepRun.topology,
+                      m.StepRun.started_at)
+               .where(m.StepRun.cache_key == bindparam("cache_key"),
+                      m.StepRun.status == m.EXECUTED, m.StepRun.cacheable.is_(True))
+               .order_by(m.StepRun.started_at.desc()).limit(5).subquery())
+    a = m.Artifact
+    return (select(origins, m.StepArtifact.port, a.id.label("artifact_id"), a.digest, a.kind,
+                   a.size, a.file_count, a.location)
+            .outerjoin(m.StepArtifact, and_(m.StepArtifact.step_run_id == origins.c.id,
+                                            m.StepArtifact.direction == "output"))
+            .outerjoin(a, a.id == m.StepArtifact.artifact_id)
+            .order_by(origins.c.started_at.desc(), origins.c.id))
 
 
 def previous_step_run(s: Session, step_run: m.StepRun) -> m.StepRun | None:

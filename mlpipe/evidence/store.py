@@ -1,20 +1,22 @@
 """Opening the evidence store and writing what ran, in short committed transactions.
 
 Knows the models and the schema; knows nothing of graphs, executors or the CLI. Every write
-commits at once so nothing recorded before a failure is lost.
+commits at once so nothing recorded before a failure is lost; a step event (started, reused,
+finished) is one transaction.
 """
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import secrets
 import socket
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
-from sqlalchemy import create_engine, event, select, update
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy import bindparam, create_engine, event, insert, select, update
+from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -23,6 +25,7 @@ from mlpipe.evidence import models as m
 from mlpipe.evidence.schema import auto_upgrade_enabled, ensure_schema
 
 BUSY_TIMEOUT_MS = 60_000
+T = TypeVar("T")
 
 
 def utcnow() -> datetime:
@@ -139,6 +142,22 @@ class Store:
                              f"{str(getattr(exc, 'orig', None) or exc).strip()}",
                              hint="check that the database is reachable and writable") from exc
 
+    def _write(self, work: Callable[[Connection], T]) -> T:
+        """Run ``work`` in one committed Core transaction; again (up to three times) when it
+        collided with a concurrent writer on a unique row, e.g. two runs filing one artifact."""
+        for attempt in range(3):
+            try:
+                with self.engine.begin() as conn:
+                    return work(conn)
+            except SQLAlchemyError as exc:
+                if isinstance(exc, IntegrityError) and attempt < 2:
+                    continue
+                raise StoreError(f"the evidence store {self.url!r} failed: "
+                                 f"{str(getattr(exc, 'orig', None) or exc).strip()}",
+                                 hint="check that the database is reachable and writable"
+                                 ) from exc
+        raise AssertionError("unreachable")
+
     # --- interrupted runs -------------------------------------------------------------------
 
     def mark_interrupted(self) -> list[str]:
@@ -227,7 +246,8 @@ class Store:
                   inputs: dict[str, m.Snapshot], code: m.CodeRevision | None,
                   options: dict[str, Any], run_id: str | None = None) -> str:
         """Record a new run as ``running`` by this process; return its id (``run_id`` when
-        given, e.g. one already written into an Azure ML job's tags)."""
+        given: chosen by the caller, e.g. to name the run's files first, or one already
+        written into an Azure ML job's tags)"""
         run_id = run_id or new_id("r", 5)
         with self.session() as s:
             s.add(m.Run(id=run_id, pipeline_name=pipeline.name, pipeline_digest=pipeline.digest,
@@ -276,6 +296,77 @@ class Store:
                 s.add(m.StepArtifact(step_run_id=step_run_id, direction="input", port=port,
                                      artifact_id=art.id))
 
+    # --- one transaction per step event -----------------------------------------------------
+
+    def begin_step_run(self, *, inputs: dict[str, m.Artifact], **fields: Any) -> str:
+        """Insert a step run and link the artifacts it consumes, in one transaction.
+
+        Args:
+            inputs: input port -> artifact.
+            fields: the step run's columns, as in :class:`~mlpipe.evidence.models.StepRun`.
+
+        Returns:
+            The new step run's id.
+        """
+        step_run_id = new_id("s")
+        row = {"id": step_run_id, "started_at": fields.pop("started_at", None) or utcnow(),
+               **fields}
+
+        def work(conn: Connection) -> None:
+            conn.execute(_SQL.insert_step_run, [row])
+            _link(conn, step_run_id, "input", inputs)
+
+        self._write(work)
+        return step_run_id
+
+    def record_reused(self, *, original_id: str, inputs: dict[str, m.Artifact],
+                      outputs: dict[str, m.Artifact], **fields: Any) -> str:
+        """Record a reused step run (finished at once, naming the executed ``original_id``)
+        with the artifacts it consumed and the original's outputs, in one transaction.
+
+        Returns:
+            The new step run's id.
+        """
+        now = utcnow()
+        step_run_id = new_id("s")
+        row = {"id": step_run_id, **fields, "status": m.REUSED, "reused_from_id": original_id,
+               "started_at": now, "finished_at": now, "message": f"reused from {original_id}"}
+
+        def work(conn: Connection) -> None:
+            conn.execute(_SQL.insert_step_run, [row])
+            _link(conn, step_run_id, "input", inputs)
+            _link(conn, step_run_id, "output", outputs)
+
+        self._write(work)
+        return step_run_id
+
+    def complete_step_run(self, step_run_id: str, *, status: str, message: str | None,
+                          cacheable: bool, topology: dict[str, Any],
+                          outputs: dict[str, tuple[str, str, int, int, str]],
+                          metrics: list[dict[str, Any]]) -> dict[str, m.Artifact]:
+        """Close an executed step run in one transaction: file its output artifacts (kept as
+        they are when the store already knows the digest), link them, add its metrics.
+
+        Args:
+            outputs: port -> ``(digest, kind, size, file_count, location)``.
+
+        Returns:
+            Port -> the artifact recorded for it (detached rows).
+        """
+        values = {"status": status, "finished_at": utcnow(), "message": message,
+                  "cacheable": cacheable, "topology": topology}
+
+        def work(conn: Connection) -> dict[str, m.Artifact]:
+            arts = _artifacts(conn, outputs)
+            conn.execute(_SQL.close_step_run, {"step_run_id": step_run_id, **values})
+            _link(conn, step_run_id, "output", arts)
+            if metrics:
+                conn.execute(_SQL.insert_metric, [{"step_run_id": step_run_id, **x}
+                                                for x in metrics])
+            return arts
+
+        return self._write(work)
+
     def register_candidate(self, run_id: str, model: m.Artifact,
                            evaluation: m.Artifact | None, name: str | None) -> str:
         candidate_id = new_id("c", 5)
@@ -285,6 +376,75 @@ class Store:
                                  evaluation_artifact_id=evaluation.id if evaluation else None,
                                  created_at=utcnow()))
         return candidate_id
+
+
+class _Statements:
+    """The statements every step event runs, built once (building one costs more than
+    running it on SQLite)."""
+
+    @functools.cached_property
+    def insert_step_run(self):
+        return insert(m.StepRun)
+
+    @functools.cached_property
+    def close_step_run(self):
+        return (update(m.StepRun).where(m.StepRun.id == bindparam("step_run_id"))
+                .values({c: bindparam(c) for c in ("status", "finished_at", "message",
+                                                   "cacheable", "topology")}))
+
+    @functools.cached_property
+    def insert_link(self):
+        return insert(m.StepArtifact)
+
+    @functools.cached_property
+    def insert_metric(self):
+        return insert(m.Metric)
+
+    @functools.cached_property
+    def insert_artifact(self):
+        return insert(m.Artifact)
+
+    @functools.cached_property
+    def artifacts_by_digest(self):
+        return select(m.Artifact.id, m.Artifact.digest, m.Artifact.kind, m.Artifact.size,
+                      m.Artifact.file_count, m.Artifact.location).where(
+            m.Artifact.digest.in_(bindparam("digests", expanding=True)))
+
+
+_SQL = _Statements()
+
+
+def _link(conn: Connection, step_run_id: str, direction: str,
+          artifacts: dict[str, m.Artifact]) -> None:
+    if artifacts:
+        conn.execute(_SQL.insert_link, [
+            {"step_run_id": step_run_id, "direction": direction, "port": port,
+             "artifact_id": art.id} for port, art in artifacts.items()])
+
+
+def _artifacts(conn: Connection, wanted: dict[str, tuple[str, str, int, int, str]]
+               ) -> dict[str, m.Artifact]:
+    """Get or create the artifact rows for ``wanted`` (port -> digest, kind, size, count,
+    location); a digest already known keeps its row and location."""
+    if not wanted:
+        return {}
+    digests = sorted({w[0] for w in wanted.values()})
+
+    def known() -> dict[str, Any]:
+        return {r.digest: r for r in conn.execute(_SQL.artifacts_by_digest,
+                                                  {"digests": digests})}
+
+    found = known()
+    new_rows = {w[0]: w for w in wanted.values() if w[0] not in found}
+    if new_rows:
+        conn.execute(_SQL.insert_artifact, [
+            {"digest": d, "kind": k, "size": size, "file_count": count, "location": loc}
+            for d, k, size, count, loc in new_rows.values()])
+        found = known()
+    return {port: m.Artifact(id=found[w[0]].id, digest=w[0], kind=found[w[0]].kind,
+                             size=found[w[0]].size, file_count=found[w[0]].file_count,
+                             location=found[w[0]].location)
+            for port, w in wanted.items()}
 
 
 def _user() -> str | None:

@@ -27,10 +27,12 @@ def _resolve(target: str) -> Any:
 
 
 def _params(component: Any, values: dict[str, Any]) -> dict[str, Any]:
-    spec = getattr(component, "spec", None)
+    # Component.param reads the declaration without building the spec (no code digest here)
+    lookup = getattr(component, "param", None) or getattr(getattr(component, "spec", None),
+                                                           "param", None)
     bound = dict(values)
     for name, value in values.items():
-        param = spec.param(name) if spec is not None else None
+        param = lookup(name) if lookup is not None else None
         enum_class = getattr(param, "enum_class", None)
         if enum_class is not None and not isinstance(value, enum_class):
             bound[name] = enum_class(value)
@@ -107,6 +109,15 @@ def main(argv: list[str] | None = None) -> int:
               "       python -m mlpipe.runtime.step --component MOD:FN [--input NAME=PATH] "
               "[--output NAME=PATH] [--param NAME=VALUE]", file=sys.stderr)
         return 2
+    return execute(request)
+
+
+def execute(request: dict[str, Any]) -> int:
+    """Run ``request`` (see :func:`run`) as a step process does; its exit status.
+
+    A failure prints the traceback and writes ``error.json`` in ``$MLPIPE_STEP_DIR``. The
+    fork server calls this in each forked step.
+    """
     try:
         run(request)
     except BaseException as exc:  # the step's own failure, reported to the executor

@@ -29,8 +29,13 @@ class ArtifactStore:
         algo, _, hexdigest = digest.partition(":")
         return self.root / algo / hexdigest[:2] / hexdigest
 
-    def put(self, path: str | os.PathLike[str], snap: Snapshot) -> Path:
+    def put(self, path: str | os.PathLike[str], snap: Snapshot, *, alone: bool = False
+            ) -> Path:
         """Move the finished output at ``path`` (already hashed as ``snap``) into the store.
+
+        Args:
+            alone: ``path``'s folder holds nothing else and is on the store's file system,
+                so a new artifact can enter by renaming that folder (one rename).
 
         Returns:
             Where the artifact now lives. When the store already holds a good copy, that copy
@@ -42,6 +47,12 @@ class ArtifactStore:
             _remove(source)
             return self.location(entry)
         entry.parent.mkdir(parents=True, exist_ok=True)
+        if alone and not os.path.lexists(entry) and os.listdir(source.parent) == [source.name]:
+            try:
+                os.rename(source.parent, entry)
+                return entry / source.name
+            except OSError:  # another process filed it first, or another file system
+                pass
         staging = entry.parent / f".{entry.name}.{secrets.token_hex(4)}"
         staging.mkdir()
         os.rename(source, staging / source.name)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Sequence, TextIO
 
 from mlpipe.backends.local import cachekey, inputs as inputs_mod
+from mlpipe.backends.local import forkserver
 from mlpipe.backends.local.cas import ArtifactStore
 from mlpipe.backends.local.progress import Progress
 from mlpipe.backends.local.snapshot import StatCache, snapshot
@@ -26,9 +27,9 @@ from mlpipe.diagnostics import Diagnostic
 from mlpipe.errors import StepFailed, UsageError
 from mlpipe.evidence import models as m
 from mlpipe.evidence.config import Location, locate, project_root
-from mlpipe.evidence.queries import reusable
+from mlpipe.evidence.queries import Reusable, reusable_outputs
 from mlpipe.evidence.runchecks import record_checks, summary
-from mlpipe.evidence.store import Store
+from mlpipe.evidence.store import Store, new_id
 from mlpipe.graph import FromInput, FromLiteral, FromStep, Graph, StepNode
 from mlpipe.spec import ComponentSpec
 
@@ -62,6 +63,9 @@ class LocalExecutor:
         local_scale: step id -> ``(instances, processes_per_node)`` to launch a distributed
             step smaller here than declared (``--local-scale``); recorded with the topology
             and in the cache key.
+        fork_server: fork plain Python steps from a server that has imported their modules
+            once (each still runs in its own process); default: on, on Linux, unless
+            ``MLPIPE_FORKSERVER=0``. Off, every step starts a fresh interpreter.
 
     Example:
         >>> result = LocalExecutor().submit(graph, inputs={"raw": "data/raw"}, params={})
@@ -71,7 +75,8 @@ class LocalExecutor:
 
     def __init__(self, location: Location | None = None, *, max_parallel: int | None = None,
                  reuse: bool = True, stream: TextIO | None = sys.stderr,
-                 local_scale: dict[str, tuple[int, int]] | None = None) -> None:
+                 local_scale: dict[str, tuple[int, int]] | None = None,
+                 fork_server: bool | None = None) -> None:
         if max_parallel is not None and max_parallel < 1:
             raise UsageError(f"--max-parallel {max_parallel} is not a positive number",
                              hint="pass --max-parallel 1 or more")
@@ -80,6 +85,7 @@ class LocalExecutor:
         self.reuse = reuse
         self.stream = stream
         self.local_scale = dict(local_scale or {})
+        self.fork_server = forkserver.enabled() if fork_server is None else fork_server
 
     def submit(self, graph: Graph, *, inputs: dict[str, str], params: dict[str, Any],
                diagnostics: Sequence[Diagnostic] = ()) -> RunResult:
@@ -124,6 +130,7 @@ class _Run:
         self.failed_log: dict[str, Path] = {}
         self.diagnostics: list[Any] = []
         self.scaled: dict[str, Any] = {}
+        self.fork_tried = not ex.fork_server
 
     # --- setup ------------------------------------------------------------------------------
 
@@ -132,7 +139,7 @@ class _Run:
         art = self.store.artifact(snap.digest, kind, snap.size, snap.file_count, path)
         return _Produced(art, path), snap
 
-    def _start(self) -> str:
+    def _start(self, run_id: str) -> str:
         spec = self.graph.spec
         snaps = {}
         for name, path in sorted(self.paths.items()):
@@ -147,6 +154,7 @@ class _Run:
         code = self.store.code_revision(commit, dirty) if commit else None
         run_id = self.store.begin_run(
             pipeline=pipeline, target="local", params=self.values, inputs=snaps, code=code,
+            run_id=run_id,
             options={"reuse": self.ex.reuse, "max_parallel": self.ex.max_parallel,
                      "executor": "local", "checks": summary(self.diagnostics),
                      **({"local_scale": {k: f"{i}x{p}" for k, (i, p) in
@@ -160,7 +168,15 @@ class _Run:
     # --- the schedule -----------------------------------------------------------------------
 
     def go(self) -> RunResult:
-        run_id = self._start()
+        run_id = new_id("r", 5)
+        # the server imports while the run is set up; unused (every step reused), it is
+        # simply killed at the end
+        self._start_fork_server(run_id)
+        try:
+            self._start(run_id)
+        except BaseException:
+            self.procs.close()
+            raise
         result = self.result
         steps = self.graph.steps
         waiting = {sid: {p for p in self.graph.dag.predecessors(sid) if p in steps}
@@ -208,6 +224,7 @@ class _Run:
                 result.status = m.FAILED
             raise
         pool.shutdown(wait=True)
+        self.procs.close()
         if result.failures:
             result.status = m.FAILED
             self.store.finish_run(run_id, m.FAILED, "; ".join(result.failures))
@@ -313,14 +330,10 @@ class _Run:
             origin = self._reusable(key, comp)
             if origin is not None:
                 original, outputs = origin
-                step_run_id = self.store.add_step_run(
-                    **common, topology=original.topology, status=m.REUSED,
-                    reused_from_id=original.id, finished_at=None,
-                    message=f"reused outputs of step run {original.id} (run {original.run_id})")
-                self.store.link_inputs(step_run_id, {k: v.artifact for k, v in bound.items()})
-                self.store.finish_step_run(step_run_id, status=m.REUSED,
-                                           message=f"reused from {original.id}",
-                                           outputs={k: v.artifact for k, v in outputs.items()})
+                step_run_id = self.store.record_reused(
+                    **common, topology=original.topology, original_id=original.id,
+                    inputs={k: v.artifact for k, v in bound.items()},
+                    outputs={k: v.artifact for k, v in outputs.items()})
                 self.produced[node.id] = outputs
                 self.result.steps[node.id] = m.REUSED
                 self.result.step_runs[node.id] = step_run_id
@@ -333,10 +346,10 @@ class _Run:
             self.progress.note(f"{node.id!r} is scaled down here (--local-scale): declared "
                                f"{topology['world_size']} process(es), launching "
                                f"{declared_topology(comp)['world_size']}")
-        step_run_id = self.store.add_step_run(
+        step_run_id = self.store.begin_step_run(
             **common, topology={"declared": topology} if topology else {}, status=m.RUNNING,
-            message=why_not, log_path=str(self.ex.location.logs / run_id / f"{node.id}.log"))
-        self.store.link_inputs(step_run_id, {k: v.artifact for k, v in bound.items()})
+            message=why_not, log_path=str(self.ex.location.logs / run_id / f"{node.id}.log"),
+            inputs={k: v.artifact for k, v in bound.items()})
         self.result.step_runs[node.id] = step_run_id
         if topology is not None and node.id not in self.scaled:
             self.progress.note(f"{node.id!r} is launched as {topology['world_size']} "
@@ -349,16 +362,35 @@ class _Run:
                       os.getcwd(), [p for p in sys.path if p])
         return step_run_id, job
 
-    def _reusable(self, key: str, comp) -> tuple[m.StepRun, dict[str, _Produced]] | None:
+    def _start_fork_server(self, run_id: str) -> None:
+        """Start the run's fork server, once, on the scheduler thread (it dies with it)."""
+        if self.fork_tried:
+            return
+        self.fork_tried = True
+        forkable = [node.component for node in self.graph.steps.values()
+                    if declared_topology(node.component) is None
+                    and forkserver.forkable(node.component)]
+        if not forkable:
+            return
+        modules = sorted({module for comp in forkable
+                          if (module := forkserver.module_of(comp))})
+        try:
+            self.procs.forkserver = forkserver.ForkServer(
+                modules, sys_path=[p for p in sys.path if p], cwd=os.getcwd(),
+                log=self.ex.location.logs / run_id / "forkserver.log")
+        except OSError as exc:
+            self.progress.note(f"steps start fresh interpreters: the fork server did not "
+                               f"start ({exc})")
+
+    def _reusable(self, key: str, comp) -> tuple[Reusable, dict[str, _Produced]] | None:
         with self.store.session() as s:
-            found = reusable(s, key)
+            found = reusable_outputs(s, key)
         wanted = {p.name for p in comp.outputs}
         for original in found:
-            outs = {a.port: a.artifact for a in original.artifacts if a.direction == "output"}
-            if set(outs) != wanted:
+            if set(original.outputs) != wanted:
                 continue
             good: dict[str, _Produced] = {}
-            for port, art in outs.items():
+            for port, art in original.outputs.items():
                 if not self.cas.verify(art.location, art.digest):
                     break
                 good[port] = _Produced(art, art.location)
@@ -381,16 +413,14 @@ class _Run:
             self.progress.finished(sid, m.FAILED, outcome.seconds,
                                    detail=f"log: {job.log}")
             return False
-        arts: dict[str, _Produced] = {}
-        for port, (snap, location) in outcome.outputs.items():
-            kind = job.component.output(port).kind.value
-            art = self.store.artifact(snap.digest, kind, snap.size, snap.file_count,
-                                      str(location))
-            arts[port] = _Produced(art, art.location)
-        self.store.finish_step_run(step_run_id, status=m.EXECUTED, message=outcome.not_cached,
-                                   cacheable=outcome.not_cached is None, topology=topology,
-                                   outputs={k: v.artifact for k, v in arts.items()},
-                                   metrics=outcome.metrics)
+        filed = self.store.complete_step_run(
+            step_run_id, status=m.EXECUTED, message=outcome.not_cached,
+            cacheable=outcome.not_cached is None, topology=topology,
+            outputs={port: (snap.digest, job.component.output(port).kind.value, snap.size,
+                            snap.file_count, str(location))
+                     for port, (snap, location) in outcome.outputs.items()},
+            metrics=outcome.metrics)
+        arts = {port: _Produced(art, art.location) for port, art in filed.items()}
         self.produced[sid] = arts
         self.result.steps[sid] = m.EXECUTED
         self.progress.finished(sid, m.EXECUTED, outcome.seconds, detail=outcome.not_cached)

@@ -1,12 +1,14 @@
 """Content snapshots of files and folders: BLAKE3 digests with a stat cache.
 
 A folder's digest covers a sorted manifest of relative path, size and file digest. The stat
-cache (path, size, mtime, ctime, inode) lets an unchanged file skip re-reading; it is only a
-cache: any trouble with it falls back to hashing. Knows nothing of steps or the store.
+cache (path, size, mtime, ctime, inode) lets an unchanged file skip re-reading, and an
+unchanged folder (the same listing of those stat fields) skip even the per-file lookups; it is
+only a cache: any trouble with it falls back to hashing. Knows nothing of steps or the store.
 """
 from __future__ import annotations
 
 import os
+import pickle
 import sqlite3
 import threading
 import time
@@ -32,17 +34,39 @@ class Snapshot:
 
 
 def hash_file(path: str, size: int) -> str:
-    """The BLAKE3 hex digest of one file's bytes."""
+    """The BLAKE3 hex digest of one file's bytes.
+
+    A large file is hashed from a memory map on every core; a small one is read with plain
+    ``os.read`` calls (no file object), which is what many small files cost.
+    """
     if size >= _MMAP_FROM:
         hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
         hasher.update_mmap(path)
         return hasher.hexdigest()
-    with open(path, "rb") as fh:
-        return blake3.blake3(fh.read()).hexdigest()
+    fd = os.open(path, _READ_FLAGS)
+    try:
+        data = os.read(fd, size + 1)
+        if len(data) > size:  # it grew since its stat: read to the end
+            hasher = blake3.blake3(data)
+            while chunk := os.read(fd, 1 << 20):
+                hasher.update(chunk)
+            return hasher.hexdigest()
+    finally:
+        os.close(fd)
+    return blake3.blake3(data).hexdigest()
+
+
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+
+# what a remembered file is: (size, mtime_ns, ctime_ns, inode, digest)
+Entry = tuple[int, int, int, int, str]
+# what a remembered folder is: (listing fingerprint, digest, size, file count)
+FolderEntry = tuple[str, str, int, int]
 
 
 class StatCache:
-    """Remembered digests keyed by (path, size, mtime, ctime, inode), in a SQLite file.
+    """Remembered digests keyed by (path, size, mtime, ctime, inode), in a SQLite file, and
+    remembered folder digests keyed by the fingerprint of their whole stat listing.
 
     Safe to share between threads. ``flush()`` writes what was learned.
 
@@ -52,7 +76,8 @@ class StatCache:
 
     def __init__(self, path: str | os.PathLike[str] | None) -> None:
         self._lock = threading.Lock()
-        self._pending: dict[str, tuple[int, int, int, int, str]] = {}
+        self._pending: dict[str, Entry] = {}
+        self._pending_folders: dict[str, FolderEntry] = {}
         self._db: sqlite3.Connection | None = None
         if path is not None:
             try:
@@ -60,15 +85,19 @@ class StatCache:
                 self._db = sqlite3.connect(str(path), timeout=60, check_same_thread=False,
                                            isolation_level=None)
                 self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")  # only a cache: no fsync
                 self._db.execute("CREATE TABLE IF NOT EXISTS stat (path TEXT PRIMARY KEY, "
                                  "size INTEGER, mtime INTEGER, ctime INTEGER, ino INTEGER, "
                                  "digest TEXT)")
+                self._db.execute("CREATE TABLE IF NOT EXISTS folder (path TEXT PRIMARY KEY, "
+                                 "listing TEXT, digest TEXT, size INTEGER, "
+                                 "file_count INTEGER)")
             except sqlite3.Error:
                 self._db = None
 
-    def tree(self, root: str) -> dict[str, tuple[int, int, int, int, str]]:
-        """Every remembered entry at or under ``root``."""
-        found: dict[str, tuple[int, int, int, int, str]] = {}
+    def tree(self, root: str) -> dict[str, Entry]:
+        """Every remembered file entry at or under ``root``."""
+        found: dict[str, Entry] = {}
         with self._lock:
             if self._db is not None:
                 try:
@@ -84,13 +113,28 @@ class StatCache:
                           if p == root or p.startswith(prefix)})
         return found
 
-    def remember(self, entries: dict[str, tuple[int, int, int, int, str]]) -> None:
+    def folder(self, root: str) -> FolderEntry | None:
+        """The remembered digest of folder ``root`` with the listing it was taken from."""
+        with self._lock:
+            hit = self._pending_folders.get(root)
+            if hit is not None or self._db is None:
+                return hit
+            try:
+                row = self._db.execute("SELECT listing, digest, size, file_count FROM folder "
+                                       "WHERE path = ?", (root,)).fetchone()
+            except sqlite3.Error:
+                return None
+        return None if row is None else tuple(row)
+
+    def remember(self, entries: dict[str, Entry],
+                 folders: dict[str, FolderEntry] | None = None) -> None:
         with self._lock:
             self._pending.update(entries)
+            self._pending_folders.update(folders or {})
 
     def flush(self) -> None:
         with self._lock:
-            if self._db is None or not self._pending:
+            if self._db is None or not (self._pending or self._pending_folders):
                 return
             try:
                 with self._db:
@@ -98,9 +142,13 @@ class StatCache:
                     self._db.executemany(
                         "INSERT OR REPLACE INTO stat VALUES (?, ?, ?, ?, ?, ?)",
                         [(p, *v) for p, v in self._pending.items()])
+                    self._db.executemany(
+                        "INSERT OR REPLACE INTO folder VALUES (?, ?, ?, ?, ?)",
+                        [(p, *v) for p, v in self._pending_folders.items()])
             except sqlite3.Error:
                 return
             self._pending.clear()
+            self._pending_folders.clear()
 
     def close(self) -> None:
         self.flush()
@@ -109,21 +157,28 @@ class StatCache:
             self._db = None
 
 
-def _walk(root: str) -> list[tuple[str, str, os.stat_result]]:
-    """(relative posix path, absolute path, stat) of every file under ``root``."""
-    out: list[tuple[str, str, os.stat_result]] = []
+# a file as the walk saw it: (relative posix path, size, mtime_ns, ctime_ns, inode)
+Row = tuple[str, int, int, int, int]
+
+
+def _walk(root: str) -> tuple[list[Row], list[str]]:
+    """Every file under ``root``: its row and, in the same order, its absolute path, in the
+    order the file system lists them (not sorted)."""
+    rows: list[Row] = []
+    paths: list[str] = []
     stack = [("", root)]
     while stack:
         rel, folder = stack.pop()
         with os.scandir(folder) as it:
             for entry in it:
-                child_rel = f"{rel}{entry.name}"
                 if entry.is_dir():
-                    stack.append((child_rel + "/", entry.path))
+                    stack.append((f"{rel}{entry.name}/", entry.path))
                 elif entry.is_file():
-                    out.append((child_rel, entry.path, entry.stat()))
-    out.sort(key=lambda t: t[0])
-    return out
+                    st = entry.stat()
+                    rows.append((rel + entry.name, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                                 st.st_ino))
+                    paths.append(entry.path)
+    return rows, paths
 
 
 def snapshot(path: str | os.PathLike[str], cache: StatCache | None = None) -> Snapshot:
@@ -138,29 +193,45 @@ def snapshot(path: str | os.PathLike[str], cache: StatCache | None = None) -> Sn
     """
     root = os.path.abspath(os.fspath(path))
     st = os.stat(root)
-    known = cache.tree(root) if cache is not None else {}
-    fresh: dict[str, tuple[int, int, int, int, str]] = {}
-    settled = time.time() - _RACY_SECONDS
-
-    def digest_of(abspath: str, s: os.stat_result) -> str:
-        hit = known.get(abspath)
-        if hit is not None and hit[:4] == (s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino):
-            return hit[4]
-        digest = hash_file(abspath, s.st_size)
-        if s.st_mtime < settled and s.st_ctime < settled:
-            fresh[abspath] = (s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino, digest)
-        return digest
-
+    settled = time.time_ns() - int(_RACY_SECONDS * 1e9)
     if not os.path.isdir(root):
-        result = Snapshot(f"{ALGO}:{digest_of(root, st)}", st.st_size, 1, "file")
-    else:
-        manifest = blake3.blake3(_FOLDER_HEADER)
-        size = 0
-        files = _walk(root)
-        for rel, abspath, s in files:
-            manifest.update(f"{rel}\0{s.st_size}\0{digest_of(abspath, s)}\n".encode())
-            size += s.st_size
-        result = Snapshot(f"{ALGO}:{manifest.hexdigest()}", size, len(files), "folder")
-    if cache is not None and fresh:
-        cache.remember(fresh)
+        known = cache.tree(root) if cache is not None else {}
+        fresh: dict[str, Entry] = {}
+        row = ("", st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        digest = _digest_of(root, row, known, fresh, settled)
+        if cache is not None and fresh:
+            cache.remember(fresh)
+        return Snapshot(f"{ALGO}:{digest}", st.st_size, 1, "file")
+    rows, paths = _walk(root)
+    listing = ""
+    if cache is not None:
+        # the fingerprint of the stat listing: equal to a remembered one, nothing changed
+        listing = blake3.blake3(pickle.dumps(rows, protocol=5)).hexdigest()
+        hit = cache.folder(root)
+        if hit is not None and hit[0] == listing:
+            return Snapshot(hit[1], hit[2], hit[3], "folder")
+    known = cache.tree(root) if cache is not None else {}
+    fresh = {}
+    manifest = blake3.blake3(_FOLDER_HEADER)
+    size = 0
+    for row, abspath in sorted(zip(rows, paths)):
+        digest = _digest_of(abspath, row, known, fresh, settled)
+        manifest.update(f"{row[0]}\0{row[1]}\0{digest}\n".encode())
+        size += row[1]
+    result = Snapshot(f"{ALGO}:{manifest.hexdigest()}", size, len(rows), "folder")
+    if cache is not None:
+        whole = all(r[2] < settled and r[3] < settled for r in rows)
+        cache.remember(fresh, {root: (listing, result.digest, size, len(rows))}
+                       if whole else None)
     return result
+
+
+def _digest_of(abspath: str, row: Row, known: dict[str, Entry], fresh: dict[str, Entry],
+               settled_ns: int) -> str:
+    hit = known.get(abspath)
+    if hit is not None and hit[:4] == row[1:]:
+        return hit[4]
+    digest = hash_file(abspath, row[1])
+    if row[2] < settled_ns and row[3] < settled_ns:
+        fresh[abspath] = (*row[1:], digest)
+    return digest

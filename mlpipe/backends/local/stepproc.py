@@ -20,6 +20,7 @@ from typing import Any
 
 from mlpipe.artifacts import AssetType
 from mlpipe.backends.local.cas import ArtifactStore
+from mlpipe.backends.local.forkserver import forkable
 from mlpipe.backends.local.snapshot import Snapshot, StatCache, snapshot
 from mlpipe.runtime.metrics import METRICS_FILE, STEP_DIR_ENV
 from mlpipe.spec import ComponentSpec
@@ -56,18 +57,50 @@ class StepOutcome:
 
 
 class Processes:
-    """The step processes now running, so an interrupted executor can stop them all."""
+    """The step processes now running, so an interrupted executor can stop them all.
+
+    With a ``forkserver`` attached, a plain Python step is forked from it instead of starting
+    a fresh interpreter (see :mod:`mlpipe.backends.local.forkserver`).
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._procs: set[subprocess.Popen] = set()
+        self._procs: set[Any] = set()
         self.stopping = False
+        self.forkserver: Any = None
 
-    def add(self, proc: subprocess.Popen) -> None:
+    def run(self, argv: list[str], *, env: dict[str, str], cwd: str, log: Path,
+            request: dict[str, Any] | None = None, request_file: Path | None = None) -> int:
+        """Run one step process to its end with its output in ``log``; its exit status.
+
+        Args:
+            request: the step's request when the fork server may serve it; it is written to
+                ``request_file`` (which ``argv`` names) only if a fresh interpreter must.
+        """
+        with open(log, "w") as out:
+            proc = None
+            if request is not None and self.forkserver is not None:
+                proc = self.forkserver.spawn(request, env=env, cwd=cwd, log=str(log))
+            if proc is None:
+                if request is not None and request_file is not None:
+                    request_file.write_text(json.dumps(request))
+                proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                        cwd=cwd, stdin=subprocess.DEVNULL,
+                                        start_new_session=True)
+        self.add(proc)
+        try:
+            return proc.wait()
+        finally:
+            self.discard(proc)
+
+    def add(self, proc: Any) -> None:
         with self._lock:
             self._procs.add(proc)
+            stopping = self.stopping
+        if stopping:  # started while the run was being stopped
+            _signal_group(proc.pid, signal.SIGTERM)
 
-    def discard(self, proc: subprocess.Popen) -> None:
+    def discard(self, proc: Any) -> None:
         with self._lock:
             self._procs.discard(proc)
 
@@ -76,19 +109,30 @@ class Processes:
             self.stopping = True
             procs = list(self._procs)
         for proc in procs:
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-            except (ProcessLookupError, PermissionError):
-                pass
+            _signal_group(proc.pid, signal.SIGTERM)
         deadline = time.monotonic() + 5
         for proc in procs:
             try:
                 proc.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
+                _signal_group(proc.pid, signal.SIGKILL)
+        self.close()
+
+    def close(self) -> None:
+        """Stop the fork server, if one was started (it stops any step it still runs)."""
+        server, self.forkserver = self.forkserver, None
+        if server is not None:
+            server.close()
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        try:  # a forked step that has not made its own session yet
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def declared_topology(component: ComponentSpec) -> dict[str, Any] | None:
@@ -152,19 +196,37 @@ def execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processes
     try:
         return _execute(job, cas, cache, procs, start)
     finally:
-        shutil.rmtree(job.work, ignore_errors=True)
+        _clear(job.work)
+
+
+def _clear(work: Path) -> None:
+    """Remove a step's scratch folder: a few direct removals in the usual case (the outputs
+    have moved away), a full tree removal where the step left more."""
+    try:
+        with os.scandir(work) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    try:
+                        os.rmdir(entry.path)
+                    except OSError:
+                        shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+        os.rmdir(work)
+    except OSError:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processes,
              start: float) -> StepOutcome:
     comp = job.component
     step_dir = job.work / "step"
-    out_dir = job.work / "outputs"
     step_dir.mkdir(parents=True)
-    out_dir.mkdir()
     outputs: dict[str, str] = {}
     for port in comp.outputs:
-        path = out_dir / port.name
+        holder = job.work / f"out.{port.name}"  # moved into the artifact store whole
+        holder.mkdir()
+        path = holder / port.name
         if port.kind is not AssetType.URI_FILE:
             path.mkdir()
         outputs[port.name] = str(path)
@@ -175,6 +237,8 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
     env[STEP_DIR_ENV] = str(step_dir)
     env["MLPIPE_PARENT_PID"] = str(os.getpid())
     cwd, code_note = job.cwd, None
+    declared = declared_topology(comp)
+    request, fork = None, False
     if comp.function is None and comp.command is not None:
         # A script component: its own command, run in a copy of its code folder.
         from mlpipe.backends.local import script
@@ -196,9 +260,10 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
         request = {"function": comp.function, "sys_path": job.sys_path, "inputs": job.inputs,
                    "outputs": outputs, "params": job.params}
         request_path = job.work / "request.json"
-        request_path.write_text(json.dumps(request))
+        fork = declared is None and forkable(comp)
+        if not fork:  # a forked step gets its request in the fork server's message
+            request_path.write_text(json.dumps(request))
         argv = [sys.executable, "-m", "mlpipe.runtime.step", str(request_path)]
-    declared = declared_topology(comp)
     job.log.parent.mkdir(parents=True, exist_ok=True)
     if procs.stopping:
         return StepOutcome(False, 0.0, message="the run was interrupted")
@@ -210,15 +275,9 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
         returncode = 0
     else:
         topology = {"processes": 1, "distributed": False}
-        with open(job.log, "w") as log:
-            proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                    cwd=cwd, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
-            procs.add(proc)
-            try:
-                returncode = proc.wait()
-            finally:
-                procs.discard(proc)
+        returncode = procs.run(argv, env=env, cwd=cwd, log=job.log,
+                               request=request if fork else None,
+                               request_file=job.work / "request.json")
     seconds = time.perf_counter() - start
     if returncode != 0:
         return StepOutcome(False, seconds, message=_failure(job, step_dir, returncode),
@@ -235,7 +294,8 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
                            topology=topology)
     snaps = {name: snapshot(path) for name, path in outputs.items()}
     not_cached = _inputs_changed(job, cache) or code_note
-    filed = {name: (snap, cas.put(outputs[name], snap)) for name, snap in snaps.items()}
+    filed = {name: (snap, cas.put(outputs[name], snap, alone=True))
+             for name, snap in snaps.items()}
     return StepOutcome(True, time.perf_counter() - start, filed, _metrics(step_dir),
                        not_cached=not_cached, topology=topology)
 

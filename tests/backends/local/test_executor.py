@@ -144,7 +144,11 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")  # a zombie waits only for its new parent to reap it
 
 
-def test_sigkill_mid_step_leaves_an_interrupted_run_and_no_partial_output(proj, tmp_path):
+@pytest.mark.parametrize("forkserver", ["1", "0"], ids=["forked-step", "fresh-step"])
+def test_sigkill_mid_step_leaves_an_interrupted_run_and_no_partial_output(proj, tmp_path,
+                                                                          monkeypatch,
+                                                                          forkserver):
+    monkeypatch.setenv("MLPIPE_FORKSERVER", forkserver)
     gate = tmp_path / "gate"
     proc = proj.popen("submit", "hold.py", "--input", "left=left.txt", "--param",
                       f"gate={gate}")
@@ -170,6 +174,31 @@ def test_sigkill_mid_step_leaves_an_interrupted_run_and_no_partial_output(proj, 
                      f"gate={gate}")
     assert statuses(proj, run_id(again)) == {"run": "succeeded", "double": "reused",
                                              "wait_for": "executed"}
+
+
+@pytest.mark.parametrize("forkserver", ["1", "0"], ids=["forked-step", "fresh-step"])
+def test_ctrl_c_mid_step_stops_the_step_and_records_the_run_interrupted(proj, tmp_path,
+                                                                        monkeypatch,
+                                                                        forkserver):
+    monkeypatch.setenv("MLPIPE_FORKSERVER", forkserver)
+    gate = tmp_path / "gate"
+    proc = proj.popen("submit", "hold.py", "--input", "left=left.txt", "--param",
+                      f"gate={gate}")
+    started = Path(f"{gate}.started")
+    deadline = time.monotonic() + 60
+    while not started.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    step_pid = int(started.read_text())
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert "interrupted; the run is recorded as interrupted" in err
+    assert not _alive(step_pid)
+    rid = re.search(r"(r-[0-9a-f]+)\s+hold\s+interrupted", proj.cli("runs").stdout).group(1)
+    assert statuses(proj, rid) == {"run": "interrupted", "double": "executed",
+                                   "wait_for": "interrupted"}
 
 
 def test_eight_concurrent_submits_on_one_store(tmp_path, store_url):

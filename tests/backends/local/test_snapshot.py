@@ -94,3 +94,26 @@ def test_artifact_store_files_whole_outputs_and_detects_damage(tmp_path, folder)
     (location / "y.txt").write_text("tampered")
     assert not cas.verify(location, snap.digest)
     assert not cas.verify(tmp_path / "nowhere", snap.digest)
+
+
+def test_an_unchanged_folder_is_answered_from_its_stat_listing(folder, tmp_path, monkeypatch):
+    monkeypatch.setattr(snap_mod, "_RACY_SECONDS", -1.0)
+    cache = StatCache(tmp_path / "cache.sqlite")
+    first = snapshot(folder, cache)
+    cache.close()
+    again = StatCache(tmp_path / "cache.sqlite")
+    per_file = StatCache.tree
+    monkeypatch.setattr(StatCache, "tree", lambda self, root: pytest.fail("per-file lookup"))
+    assert snapshot(folder, again) == first
+    monkeypatch.setattr(StatCache, "tree", per_file)
+    (folder / "a" / "new.txt").write_text("n")  # a new name changes the listing
+    grown = snapshot(folder, again)
+    assert grown.file_count == 4 and grown.digest != first.digest
+    assert grown == snapshot(folder)  # the same digest as without any cache
+
+
+def test_a_folder_with_a_just_written_file_is_not_remembered_whole(folder, tmp_path):
+    cache = StatCache(None)
+    (folder / "fresh.txt").write_text("now")
+    snapshot(folder, cache)
+    assert cache.folder(str(folder)) is None
