@@ -17,9 +17,7 @@ import argparse
 import hashlib
 import os
 import re
-import secrets
 import statistics
-import subprocess
 import sys
 import tempfile
 import time

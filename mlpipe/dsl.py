@@ -20,7 +20,8 @@ from mlpipe.distribution import Distribution, as_distribution
 from mlpipe.errors import DefinitionError, MlpipeError
 from mlpipe.signature import _marker, read_component_signature, type_hints
 from mlpipe.source import code_digest, function_source
-from mlpipe.spec import Compute, ComponentSpec, Environment, Location, PipelineSpec, plain_value
+from mlpipe.spec import (Compute, ComponentSpec, Environment, Location, ParamSpec, PipelineSpec,
+                         plain_value)
 from mlpipe.tracing import (TRACE, Candidate, InputRef, OutputRef, StepHandle, Trace, absolute,
                             add_step, caller, fail, name_steps, pipeline_input, pipeline_outputs,
                             step_spec, suggest_name)

@@ -32,6 +32,16 @@ def load_graph(target: str):
         fail(err)
 
 
+def open_evidence_store():
+    """The configured evidence store, opened (and migrated when needed), or a clean failure."""
+    from mlpipe.evidence import open_store
+
+    try:
+        return open_store()
+    except MlpipeError as err:
+        fail(err)
+
+
 def assignments(values: tuple[str, ...], flag: str) -> dict[str, str]:
     """``("a=1", "b=x")`` -> ``{"a": "1", "b": "x"}``, failing cleanly on a malformed pair."""
     from mlpipe.backends.local.inputs import split_assignments

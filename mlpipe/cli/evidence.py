@@ -8,17 +8,8 @@ import sys
 
 import click
 
-from mlpipe.cli.base import EXIT_PROBLEMS, fail, main
+from mlpipe.cli.base import EXIT_PROBLEMS, fail, main, open_evidence_store
 from mlpipe.errors import MlpipeError
-
-
-def _store():
-    from mlpipe.evidence import open_store
-
-    try:
-        return open_store()
-    except MlpipeError as err:
-        fail(err)
 
 
 @main.command()
@@ -30,7 +21,7 @@ def candidates(limit: int) -> None:
     from mlpipe.evidence import models as m
     from mlpipe.evidence.views import _table
 
-    store = _store()
+    store = open_evidence_store()
     try:
         with store.session() as s:
             rows = s.execute(select(m.CandidateRow, m.Run.pipeline_name, m.Artifact.digest)
@@ -83,7 +74,7 @@ def evidence(candidate: str, fmt: str, verify: bool, rebuild: bool, output: str 
     from mlpipe.evidence.bundle import find_candidate
     from mlpipe.evidence.seal import seal, sealed_or_none
 
-    store = _store()
+    store = open_evidence_store()
     result = None
     try:
         with store.session() as s:

@@ -9,18 +9,9 @@ import sys
 import click
 
 from mlpipe.cli.base import (EXIT_INTERRUPTED, EXIT_PROBLEMS, TARGET, assignments, fail,
-                             load_graph, main)
+                             load_graph, main, open_evidence_store)
 from mlpipe.cli.azure import AZURE_FLAGS, azure_options, submit_to_workspace
 from mlpipe.errors import MlpipeError, UsageError
-
-
-def _store():
-    from mlpipe.evidence import open_store
-
-    try:
-        return open_store()
-    except MlpipeError as err:
-        fail(err)
 
 
 @main.command()
@@ -111,7 +102,7 @@ def runs(pipeline: str | None, limit: int) -> None:
     from mlpipe.evidence.queries import pipeline_runs
     from mlpipe.evidence.views import runs_table
 
-    store = _store()
+    store = open_evidence_store()
     try:
         with store.session() as s:
             click.echo(runs_table(pipeline_runs(s, pipeline, limit=limit)))
@@ -127,7 +118,7 @@ def show(run: str, why_step: str | None) -> None:
     """Show a run: its steps with status, reused-from and duration."""
     from mlpipe.evidence.views import get_run, show_run, why
 
-    store = _store()
+    store = open_evidence_store()
     try:
         with store.session() as s:
             found = get_run(s, run)
@@ -143,7 +134,7 @@ def diff(run_a: str, run_b: str) -> None:
     """What differs between two runs: code, environment, data, parameters, reuse, metrics."""
     from mlpipe.evidence.views import diff_runs, get_run
 
-    store = _store()
+    store = open_evidence_store()
     try:
         with store.session() as s:
             click.echo(diff_runs(s, get_run(s, run_a), get_run(s, run_b)))

@@ -153,7 +153,7 @@ class ImageFolder(Contract):
         if kind is None:
             raise ContractError(f"{rel!r} is not a {'/'.join(self.file_kinds)} file (suffix "
                                 f"{suffix or 'none'!r})", hint="remove it or declare its kind "
-                                f"in file_kinds", file=str(f), key=rel)
+                                "in file_kinds", file=str(f), key=rel)
         with f.open("rb") as fh:
             head = fh.read(8)
         if not head.startswith(FILE_KINDS[kind][1]):

@@ -59,7 +59,7 @@ class LabelMap(Contract):
             dupes = sorted({v for v in values if values.count(v) > 1}, key=str)
             if dupes:
                 raise DefinitionError(f"LabelMap {self.name!r}: {what} {dupes[0]!r} appears "
-                                      f"twice", hint=f"give each class one distinct code")
+                                      f"twice", hint="give each class one distinct code")
         object.__setattr__(self, "classes", pairs)
 
     @property

@@ -19,7 +19,6 @@ from mlpipe.backends.azure.component_yaml import (Where, code_digest_of, read_co
                                                   read_port, read_param, read_resources)
 from mlpipe.checks.azure_yaml import BAD_EXPRESSION, OUTPUT_NOT_PRODUCED
 from mlpipe.diagnostics import Diagnostic
-from mlpipe.errors import LoadError
 from mlpipe.spec import (Binding, Compute, ComponentSpec, InputRole, Literal, Location, ParamSpec,
                          ParamType, PipelineInput, PipelineInputSpec, PipelineSpec, PortSpec,
                          StepOutput, StepSpec)

@@ -8,12 +8,12 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import subprocess
 from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import update
 
+from mlpipe.evidence.revision import git_revision
 from mlpipe.backends.azure.sync import JobRecord
 from mlpipe.backends.azure.workspace import Workspace
 from mlpipe.evidence import models as m
@@ -57,21 +57,6 @@ def reference_mutable(reference: str) -> bool:
     if text.startswith("azureml://"):
         return _PINNED_ASSET.search(text) is None
     return True
-
-
-def _git_revision(root: str) -> tuple[str | None, bool]:
-    # The same facts the local executor records: HEAD and whether tracked files changed.
-    try:
-        head = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True,
-                              text=True, timeout=10)
-        if head.returncode != 0:
-            return None, False
-        status = subprocess.run(["git", "-C", root, "status", "--porcelain",
-                                 "--untracked-files=no"], capture_output=True, text=True,
-                                timeout=30)
-        return head.stdout.strip(), bool(status.stdout.strip())
-    except (OSError, subprocess.SubprocessError):
-        return None, False
 
 
 def _endpoint(endpoint: Any) -> list[str] | None:
@@ -172,7 +157,7 @@ def begin_azure_run(store: Store, graph: Graph, *, run_id: str, workspace: Works
         "name": cand.name, "model": _endpoint(graph.outputs.get(cand.model)),
         "evaluation": _endpoint(graph.outputs.get(cand.evaluation)) if cand.evaluation else None}
     pipeline = store.pipeline_spec(spec.digest, spec.name, spec.to_dict())
-    commit, dirty = _git_revision(str(project_root()))
+    commit, dirty = git_revision(str(project_root()))
     code = store.code_revision(commit, dirty) if commit else None
     options = {
         "executor": "azure", "experiment": experiment, "default_compute": default_compute,

@@ -9,13 +9,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import subprocess
 import sys
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence, TextIO
 
+from mlpipe.evidence.revision import git_revision
 from mlpipe.backends.local import cachekey, inputs as inputs_mod
 from mlpipe.backends.local import forkserver
 from mlpipe.backends.local.cas import ArtifactStore
@@ -150,7 +150,7 @@ class _Run:
             snaps[name] = self.store.snapshot(snap.digest, path, snap.size, snap.file_count,
                                               mutable=True)
         pipeline = self.store.pipeline_spec(spec.digest, spec.name, spec.to_dict())
-        commit, dirty = _git_revision(str(project_root()))
+        commit, dirty = git_revision(str(project_root()))
         code = self.store.code_revision(commit, dirty) if commit else None
         run_id = self.store.begin_run(
             pipeline=pipeline, target="local", params=self.values, inputs=snaps, code=code,
@@ -485,20 +485,6 @@ def _compute(node: StepNode) -> dict[str, Any]:
 
 def _indent(text: str) -> str:
     return "\n".join(f"    | {line}" for line in text.splitlines())
-
-
-def _git_revision(root: str) -> tuple[str | None, bool]:
-    try:
-        commit = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True,
-                                text=True, timeout=10)
-        if commit.returncode != 0:
-            return None, False
-        status = subprocess.run(["git", "-C", root, "status", "--porcelain",
-                                 "--untracked-files=no"], capture_output=True, text=True,
-                                timeout=30)
-        return commit.stdout.strip(), bool(status.stdout.strip())
-    except (OSError, subprocess.SubprocessError):
-        return None, False
 
 
 def _sweep_work(store: Store, work: Path) -> None:

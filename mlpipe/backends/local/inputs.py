@@ -4,13 +4,15 @@ Pure parsing and validation against the pipeline spec; snapshots are the executo
 """
 from __future__ import annotations
 
+import enum
 import json
 import os
 from typing import Any
 
+from mlpipe.runtime.argv import coerce_param
 from mlpipe.errors import UsageError
 from mlpipe.params import check_value
-from mlpipe.spec import InputRole, ParamSpec, ParamType, PipelineSpec, plain_value
+from mlpipe.spec import InputRole, ParamSpec, PipelineSpec, plain_value
 
 
 def split_assignments(pairs: tuple[str, ...] | list[str], option: str) -> dict[str, str]:
@@ -26,31 +28,20 @@ def split_assignments(pairs: tuple[str, ...] | list[str], option: str) -> dict[s
 
 
 def _parse(text: Any, param: ParamSpec | None) -> Any:
+    """A ``--param`` text as the typed value its declaration asks for; the text itself when it
+    is not one (``check_value`` then says what is wrong with it)."""
     if not isinstance(text, str):
         return text
-    kind = param.type if param is not None else None
-    if kind is ParamType.STR:
-        return text
-    if kind is ParamType.BOOL:
-        lowered = text.lower()
-        if lowered in ("true", "1", "yes"):
-            return True
-        if lowered in ("false", "0", "no"):
-            return False
-        return text
-    if kind is ParamType.ENUM:
-        choices = param.choices or ()
-        for choice in choices:
-            if str(choice) == text:
-                return choice
-        return text
+    if param is None:
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
     try:
-        value = json.loads(text)
-    except ValueError:
+        value = coerce_param(param, text)
+    except UsageError:
         return text
-    if kind is ParamType.FLOAT and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    return value
+    return value.value if isinstance(value, enum.Enum) else value
 
 
 def _names(spec: PipelineSpec, role: InputRole) -> str:
