@@ -55,15 +55,16 @@ test: $(VENV)/.installed-dev $(VENV)/.installed-torch
 test-fast: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -m "not slow"
 
+# Definition + compile + checks against azure-ai-ml, and contract validation against plain reads.
 bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_build.py
 	$(BIN)/python benchmarks/bench_contracts.py
 
-# Azure ML export against azure-ai-ml's build + dump (figures in docs/performance.md).
 # The local executor, snapshots and evidence queries (figures in docs/performance.md).
 bench-local: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_local.py
 
+# Azure ML export against azure-ai-ml's build + dump (figures in docs/performance.md).
 bench-azure: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_azure_export.py
 
