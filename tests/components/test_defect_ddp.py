@@ -22,6 +22,7 @@ def test_the_ddp_pipeline_checks_clean_without_running_torch():
     assert train_cnn.spec.distribution.world_size(train_cnn.spec.instances) == 8
 
 
+@pytest.mark.filterwarnings("ignore:log_metric.*outside an mlpipe step:RuntimeWarning")
 @pytest.mark.slow
 def test_train_cnn_under_the_launcher_coordinates_and_learns(tmp_path):
     pytest.importorskip("torch")

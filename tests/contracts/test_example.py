@@ -34,6 +34,7 @@ def test_the_example_pipeline_checks_clean():
     ("prepare", "examples", "examples"), ("prepare", "labels", "labels.json"),
     ("train", "model", "model"), ("evaluate", "report", "report.json"),
 ])
+@pytest.mark.filterwarnings("ignore:log_metric.*outside an mlpipe step:RuntimeWarning")
 def test_every_port_of_the_example_validates(run, step, port, path):
     contract = getattr(defect, step).spec.port(port).contract
     validate(contract, run / path)
