@@ -32,12 +32,16 @@ def load_graph(target: str):
         fail(err)
 
 
-def open_evidence_store():
-    """The configured evidence store, opened (and migrated when needed), or a clean failure."""
+def open_evidence_store(*, create: bool = True):
+    """The configured evidence store, opened (and migrated when needed), or a clean failure.
+
+    Commands that only read pass ``create=False``: a store that does not exist is reported,
+    not silently made empty.
+    """
     from mlpipe.evidence import open_store
 
     try:
-        return open_store()
+        return open_store(create=create)
     except MlpipeError as err:
         fail(err)
 

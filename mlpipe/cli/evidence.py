@@ -21,7 +21,7 @@ def candidates(limit: int) -> None:
     from mlpipe.evidence import models as m
     from mlpipe.evidence.views import _table
 
-    store = open_evidence_store()
+    store = open_evidence_store(create=False)
     try:
         with store.session() as s:
             rows = s.execute(select(m.CandidateRow, m.Run.pipeline_name, m.Artifact.digest)
@@ -74,7 +74,7 @@ def evidence(candidate: str, fmt: str, verify: bool, rebuild: bool, output: str 
     from mlpipe.evidence.bundle import find_candidate
     from mlpipe.evidence.seal import seal, sealed_or_none
 
-    store = open_evidence_store()
+    store = open_evidence_store(create=False)
     result = None
     try:
         with store.session() as s:

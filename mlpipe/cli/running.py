@@ -102,7 +102,7 @@ def runs(pipeline: str | None, limit: int) -> None:
     from mlpipe.evidence.queries import pipeline_runs
     from mlpipe.evidence.views import runs_table
 
-    store = open_evidence_store()
+    store = open_evidence_store(create=False)
     try:
         with store.session() as s:
             click.echo(runs_table(pipeline_runs(s, pipeline, limit=limit)))
@@ -118,7 +118,7 @@ def show(run: str, why_step: str | None) -> None:
     """Show a run: its steps with status, reused-from and duration."""
     from mlpipe.evidence.views import get_run, show_run, why
 
-    store = open_evidence_store()
+    store = open_evidence_store(create=False)
     try:
         with store.session() as s:
             found = get_run(s, run)
@@ -134,7 +134,7 @@ def diff(run_a: str, run_b: str) -> None:
     """What differs between two runs: code, environment, data, parameters, reuse, metrics."""
     from mlpipe.evidence.views import diff_runs, get_run
 
-    store = open_evidence_store()
+    store = open_evidence_store(create=False)
     try:
         with store.session() as s:
             click.echo(diff_runs(s, get_run(s, run_a), get_run(s, run_b)))

@@ -14,11 +14,14 @@ if TYPE_CHECKING:
     from mlpipe.evidence.store import Store
 
 
-def open_store(start: str | None = None) -> "Store":
-    """Open the store configured for the project at ``start`` (default: the cwd)."""
+def open_store(start: str | None = None, *, create: bool = True) -> "Store":
+    """Open the store configured for the project at ``start`` (default: the cwd).
+
+    ``create=False`` refuses to make a SQLite store that does not exist yet (read-only use).
+    """
     from mlpipe.evidence.store import Store
 
-    return Store.open(locate(start).url)
+    return Store.open(locate(start).url, create=create)
 
 
 def __getattr__(name: str):

@@ -60,9 +60,14 @@ def _alive(pid: int | None, token: str | None) -> bool:
     return token is None or current is None or current == token
 
 
-def _sqlite_engine(url: str) -> Engine:
+def _sqlite_engine(url: str, *, create: bool = True) -> Engine:
     parsed = make_url(url)
     if parsed.database and parsed.database != ":memory:":
+        if not create and not Path(parsed.database).exists():
+            raise StoreError(f"no evidence store at {parsed.database}: nothing has been "
+                             f"recorded there yet",
+                             hint="run a pipeline with `mlpipe submit` first, or point "
+                                  "MLPIPE_STORE_URL at the store you mean")
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
 
@@ -85,11 +90,11 @@ def _sqlite_engine(url: str) -> Engine:
     return engine
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, *, create: bool = True) -> Engine:
     """An engine for ``url``: SQLite in WAL mode with a busy timeout, or any SQLAlchemy URL."""
     try:
         if make_url(url).get_backend_name() == "sqlite":
-            return _sqlite_engine(url)
+            return _sqlite_engine(url, create=create)
         return create_engine(url, pool_pre_ping=True)
     except (ArgumentError, SQLAlchemyError, ImportError) as exc:
         raise StoreError(f"cannot use the evidence store URL {url!r}: {exc}",
@@ -115,9 +120,14 @@ class Store:
         self._sessions = sessionmaker(engine, expire_on_commit=False)
 
     @classmethod
-    def open(cls, url: str, *, auto_upgrade: bool | None = None) -> "Store":
-        """Connect, bring the schema to head, and mark dead runs of this host interrupted."""
-        engine = make_engine(url)
+    def open(cls, url: str, *, auto_upgrade: bool | None = None, create: bool = True) -> "Store":
+        """Connect, bring the schema to head, and mark dead runs of this host interrupted.
+
+        With ``create=False`` a SQLite store that does not exist yet is an error instead of a
+        new empty store (what commands that only read want: a mistyped location must not
+        look like "nothing was ever run").
+        """
+        engine = make_engine(url, create=create)
         ensure_schema(engine, auto_upgrade=auto_upgrade_enabled() if auto_upgrade is None
                       else auto_upgrade)
         store = cls(engine)

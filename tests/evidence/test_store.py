@@ -193,3 +193,19 @@ def test_a_store_at_revision_0001_upgrades_to_0002_keeping_its_rows(tmp_path):
     columns = {c["name"] for c in inspect(store.engine).get_columns("metrics")}
     assert "reduced_over" in columns
     assert {"bundles", "check_results"} <= set(inspect(store.engine).get_table_names())
+
+
+def test_commands_that_only_read_do_not_create_a_missing_store(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from mlpipe.cli import main
+
+    missing = tmp_path / "typo" / "store.sqlite"
+    monkeypatch.setenv("MLPIPE_STORE_URL", f"sqlite:///{missing}")
+    for args in (["runs"], ["show", "r-1"], ["diff", "r-1", "r-2"], ["candidates"],
+                 ["evidence", "c-1", "--rebuild"]):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2, args
+        assert result.output.startswith(f"error: no evidence store at {missing}: nothing has "
+                                        f"been recorded there yet"), result.output
+    assert not missing.parent.exists()
