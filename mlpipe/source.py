@@ -6,6 +6,7 @@ an edit to a docstring or a comment keeps it, while any change to the code chang
 from __future__ import annotations
 
 import ast
+import builtins
 import hashlib
 import importlib.util
 import inspect
@@ -119,25 +120,61 @@ def _names_used(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
-def _top_level_definitions(tree: ast.Module) -> dict[str, list[ast.stmt]]:
+_COMPOUND = tuple(t for t in (ast.If, ast.Try, getattr(ast, "TryStar", None), ast.With,
+                               ast.AsyncWith, ast.For, ast.AsyncFor, ast.While) if t)
+_BUILTINS = frozenset(dir(builtins))
+
+
+def _top_level_definitions(tree: ast.Module) -> tuple[dict[str, list[ast.stmt]], list[ast.stmt]]:
+    """Module-level name -> the top-level statements that bind it, and the star imports.
+
+    A name bound inside a top-level ``if``/``try``/``with``/``for``/``while`` maps to that
+    whole statement, so its condition is part of what the name means.
+    """
     defs: dict[str, list[ast.stmt]] = {}
+    stars: list[ast.stmt] = []
 
-    def add(name: str, stmt: ast.stmt) -> None:
-        defs.setdefault(name, []).append(stmt)
+    def add(name: str, owner: ast.stmt) -> None:
+        found = defs.setdefault(name, [])
+        if owner not in found:
+            found.append(owner)
 
-    for stmt in tree.body:
+    def names_in(target: ast.AST) -> list[str]:
+        return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+
+    def bind(stmt: ast.AST, owner: ast.stmt) -> None:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            add(stmt.name, stmt)
+            add(stmt.name, owner)
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             for target in targets:
-                for n in ast.walk(target):
-                    if isinstance(n, ast.Name):
-                        add(n.id, stmt)
+                for name in names_in(target):
+                    add(name, owner)
         elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
             for alias in stmt.names:
-                add((alias.asname or alias.name).split(".")[0], stmt)
-    return defs
+                if alias.name == "*":
+                    stars.append(owner)
+                else:
+                    add((alias.asname or alias.name).split(".")[0], owner)
+        elif isinstance(stmt, _COMPOUND):
+            for name in names_in(getattr(stmt, "target", ast.Pass())):
+                add(name, owner)
+            for item in getattr(stmt, "items", ()):
+                if item.optional_vars is not None:
+                    for name in names_in(item.optional_vars):
+                        add(name, owner)
+            for field in ("body", "orelse", "finalbody"):
+                for sub in getattr(stmt, field, ()):
+                    bind(sub, owner)
+            for handler in getattr(stmt, "handlers", ()):
+                if handler.name:
+                    add(handler.name, owner)
+                for sub in handler.body:
+                    bind(sub, owner)
+
+    for stmt in tree.body:
+        bind(stmt, stmt)
+    return defs, stars
 
 
 def _is_local_file(path: str | None) -> bool:
@@ -236,7 +273,7 @@ def code_digest(fn: FunctionType) -> str:
         material = {"bytecode": _bytecode_material(fn.__code__)}
         return "sha256:" + hashlib.sha256(canonical_json(material).encode()).hexdigest()
 
-    defs = _top_level_definitions(tree)
+    defs, stars = _top_level_definitions(tree)
     included: list[ast.stmt] = []
     included_ids: set[int] = set()
     pending = list(_names_used(node))
@@ -253,11 +290,21 @@ def code_digest(fn: FunctionType) -> str:
             included.append(stmt)
             if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
                 pending.extend(_names_used(stmt))
+    if stars and visited - set(defs) - _BUILTINS:
+        # A name nothing here binds may come from ``from x import *``: count those imports in.
+        for stmt in stars:
+            if id(stmt) not in included_ids:
+                included_ids.add(id(stmt))
+                included.append(stmt)
     included.sort(key=lambda s: s.lineno)
+    # Local modules imported anywhere in what the function runs (its body included), not only
+    # at module level: ``from components.images import read_pgm`` inside the body counts.
+    imports = [sub for stmt in (node, *included) for sub in ast.walk(stmt)
+               if isinstance(sub, (ast.Import, ast.ImportFrom))]
     material = {
         "function": _dump(node),
         "globals": [_dump(s) for s in included if not isinstance(s, (ast.Import, ast.ImportFrom))],
         "imports": sorted(ast.unparse(s) for s in included if isinstance(s, (ast.Import, ast.ImportFrom))),
-        "local_modules": _local_import_digests(included, path, set()),
+        "local_modules": _local_import_digests(imports, path, set()),
     }
     return "sha256:" + hashlib.sha256(canonical_json(material).encode()).hexdigest()

@@ -172,3 +172,47 @@ def test_digest_is_sha256_of_canonical_json():
     assert digest_of({"b": 1, "a": [1, "é"]}) == digest_of({"a": [1, "é"], "b": 1})
     import hashlib
     assert digest_of({"a": 1}) == "sha256:" + hashlib.sha256(b'{"a":1}').hexdigest()
+
+
+GUARDED = '''
+import sys
+from mlpipe import Input, Output, component
+from stars import *
+
+if sys.version_info >= (3, 8):
+    SCALE = 2
+else:
+    SCALE = 3
+
+try:
+    OFFSET = 1
+except ImportError:
+    OFFSET = 0
+
+
+@component
+def work(data: Input["uri_file"], out: Output["uri_file"]):
+    from helpers import scale
+    return scale(SCALE + OFFSET + starred())
+'''
+
+STARS = '''
+def starred():
+    return 7
+'''
+
+
+def _guarded(tmp_path, source=GUARDED, stars=STARS, helpers=HELPERS) -> str:
+    (tmp_path / "stars.py").write_text(stars)
+    return _digest_after(tmp_path, source, helpers)[1]
+
+
+@pytest.mark.slow
+def test_code_digest_follows_guarded_names_star_imports_and_imports_in_the_body(tmp_path):
+    """Found in review: these changes used to keep the digest, so stale outputs were reused."""
+    base = _guarded(tmp_path)
+    assert _guarded(tmp_path, GUARDED.replace("SCALE = 2", "SCALE = 4")) != base
+    assert _guarded(tmp_path, GUARDED.replace("OFFSET = 1", "OFFSET = 5")) != base
+    assert _guarded(tmp_path, stars=STARS.replace("7", "8")) != base
+    assert _guarded(tmp_path, helpers=HELPERS.replace("n + 1", "n + 2")) != base
+    assert _guarded(tmp_path, stars="# a comment\n" + STARS) == base

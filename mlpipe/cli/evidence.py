@@ -107,14 +107,19 @@ def evidence(candidate: str, fmt: str, verify: bool, rebuild: bool, output: str 
 
 
 def _show(fmt: str, digest: str, content: bytes, output: str | None) -> None:
+    from mlpipe.errors import StoreError
+    from mlpipe.evidence.seal import load_sealed
+
+    try:
+        statement = load_sealed(digest, content)  # altered bytes are refused in every format
+    except StoreError as err:
+        click.echo(f"error: {err.render()}", err=True)
+        sys.exit(EXIT_PROBLEMS)
     if fmt == "json":
         _emit(content, output)
         return
-    import json
-
     from mlpipe.evidence.render import render_markdown, render_text
 
-    statement = json.loads(content)
     if fmt == "html":
         from mlpipe.evidence.html import render_html
         text = render_html(statement, digest)

@@ -40,8 +40,17 @@ def _from_file(root: Path) -> str | None:
         for key in keys:
             value = value.get(key) if isinstance(value, dict) else None
         if isinstance(value, str) and value:
-            return value
+            return _anchored(value, root)
     return None
+
+
+def _anchored(url: str, root: Path) -> str:
+    """A relative SQLite path in a project's config file is relative to the project, not to
+    wherever the command runs."""
+    prefix = "sqlite:///"
+    if url.startswith(prefix) and not url.startswith(prefix + "/") and url != prefix + ":memory:":
+        return prefix + str(root / url[len(prefix):])
+    return url
 
 
 @dataclass(frozen=True, slots=True)

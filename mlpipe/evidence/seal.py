@@ -73,6 +73,27 @@ def validate(statement: dict[str, Any]) -> None:
                                                   "was not sealed")
 
 
+def load_sealed(digest: str, content: bytes) -> dict[str, Any]:
+    """The statement in a sealed bundle's stored bytes, checked against the bundle schema.
+
+    Raises:
+        StoreError: the bytes were altered: not JSON, or not a bundle any more.
+    """
+    hint = "run `mlpipe evidence CANDIDATE --verify`, and restore the bundle from a copy you trust"
+    try:
+        statement = json.loads(content)
+    except ValueError:
+        raise StoreError(f"sealed bundle {digest} is no longer valid JSON: it was altered in "
+                         f"the store", hint=hint) from None
+    try:
+        validate(statement)
+    except StoreError as err:
+        raise StoreError(f"sealed bundle {digest} no longer matches the bundle schema "
+                         f"({err.message.removeprefix('the evidence bundle does not match its schema ')}): "
+                         f"it was altered in the store", hint=hint) from None
+    return statement
+
+
 @dataclass(slots=True)
 class Sealed:
     """A sealed bundle: its digest, exact bytes, and whether this call sealed it."""
@@ -126,10 +147,8 @@ def seal(s: Session, candidate: m.CandidateRow, *, now: datetime | None = None) 
     before = latest(s, candidate.id)
     changes: list[str] = []
     if before is not None:
-        try:
-            old = unsealed(json.loads(before.content))
-        except ValueError:
-            old = None
+        # A bundle altered in the store is refused, not silently sealed over.
+        old = unsealed(load_sealed(before.digest, bytes(before.content)))
         if old is not None and canonical(old) == canonical(statement):
             return Sealed(before.digest, before.content, False, before.previous_digest)
         changes = differences(old or {}, statement)

@@ -68,7 +68,12 @@ def _sqlite_engine(url: str, *, create: bool = True) -> Engine:
                              f"recorded there yet",
                              hint="run a pipeline with `mlpipe submit` first, or point "
                                   "MLPIPE_STORE_URL at the store you mean")
-        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create the folder of the evidence store "
+                             f"{parsed.database}: {exc.strerror or exc}",
+                             hint="point MLPIPE_STORE_URL at a writable location") from None
     engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
 
     @event.listens_for(engine, "connect")

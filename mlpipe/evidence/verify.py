@@ -5,13 +5,14 @@ Reads and hashes only; reports every mismatch and never raises for a missing fil
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.orm import Session
 
+from mlpipe.errors import StoreError
+from mlpipe.evidence.seal import load_sealed
 from mlpipe.evidence_codes import ARTIFACT_CHANGED, ARTIFACT_MISSING, BUNDLE_TAMPERED, STORE_CHANGED
 from mlpipe.diagnostics import Code
 from mlpipe.evidence import models as m
@@ -57,11 +58,10 @@ def _check_chain(rows: list[m.BundleRow], out: Verification) -> dict[str, Any] |
                 f"{digest_bytes(content)}: its stored bytes were changed",
                 "restore the bundle from a copy you trust (a reviewer's saved JSON)"))
         try:
-            statement = json.loads(content)
-        except ValueError:
+            statement = load_sealed(row.digest, content)
+        except StoreError as err:
             statement = None
-            out.findings.append(_mismatch(BUNDLE_TAMPERED, f"sealed bundle {row.digest} is no "
-                                          f"longer valid JSON", "restore the bundle"))
+            out.findings.append(_mismatch(BUNDLE_TAMPERED, err.message, err.hint or ""))
             continue
         recorded = (statement.get("predicate") or {}).get("previous_bundle")
         if recorded != previous or row.previous_digest != previous:

@@ -222,6 +222,23 @@ def test_verify_finds_edited_sealed_bytes(sealed):
     assert "error[MP714] bundle-bytes-changed: sealed bundle sha256:" in done.stdout
 
 
+@pytest.mark.parametrize("content", ["{}", "[]", '{"predicate": {}}', "not json"])
+def test_sealed_bytes_replaced_by_something_else_are_reported_not_crashed_on(sealed, content):
+    # Found in review: these used to end in a KeyError/AttributeError traceback.
+    sealed.sql(f"UPDATE bundles SET content = CAST('{content}' AS BLOB)")
+    done = sealed.evidence(sealed.candidate, "--verify")
+    assert done.returncode == 1
+    assert "error[MP714] bundle-bytes-changed: sealed bundle sha256:" in done.stdout
+    assert "it was altered in the store" in done.stdout
+    assert "Traceback" not in done.stderr
+    shown = sealed.evidence(sealed.candidate)
+    assert shown.returncode == 1
+    assert "it was altered in the store" in shown.stderr and "Traceback" not in shown.stderr
+    rebuilt = sealed.evidence(sealed.candidate, "--rebuild")
+    assert rebuilt.returncode != 0 and "Traceback" not in rebuilt.stderr
+    assert "it was altered in the store" in rebuilt.stderr
+
+
 def test_the_fast_reader_knows_the_schema_head():
     from mlpipe.evidence.schema import HEAD
     from mlpipe.evidence.sealed import SCHEMA_HEAD

@@ -209,3 +209,23 @@ def test_commands_that_only_read_do_not_create_a_missing_store(tmp_path, monkeyp
         assert result.output.startswith(f"error: no evidence store at {missing}: nothing has "
                                         f"been recorded there yet"), result.output
     assert not missing.parent.exists()
+
+
+def test_a_store_folder_that_cannot_be_made_is_one_clear_error(tmp_path):
+    from mlpipe.errors import StoreError
+    from mlpipe.evidence.store import Store
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(StoreError, match=r"cannot create the folder of the evidence store "
+                                         r".*file/sub/x.sqlite: .*\n  help: point MLPIPE_STORE_URL"):
+        Store.open(f"sqlite:///{blocker}/sub/x.sqlite")
+
+
+def test_a_relative_sqlite_path_in_mlpipe_toml_is_relative_to_the_project(tmp_path, monkeypatch):
+    from mlpipe.evidence.config import locate
+
+    monkeypatch.delenv("MLPIPE_STORE_URL", raising=False)
+    (tmp_path / "mlpipe.toml").write_text('[store]\nurl = "sqlite:///evidence/s.sqlite"\n')
+    (tmp_path / "sub").mkdir()
+    assert locate(str(tmp_path / "sub")).url == f"sqlite:///{tmp_path}/evidence/s.sqlite"

@@ -21,7 +21,7 @@ from mlpipe.artifacts import AssetType
 from mlpipe.backends.azure import schema, yamlfile
 from mlpipe.backends.azure.command import RUNTIME_MODULE, coerce_param, runtime_command
 from mlpipe.contracts.base import contract_label, contract_spec
-from mlpipe.errors import ExportError
+from mlpipe.errors import ExportError, UsageError
 from mlpipe.spec import (Binding, ComponentSpec, InputRole, Literal, ParamType, PipelineInput,
                          PipelineInputSpec, PipelineSpec, PortSpec, StepOutput, StepSpec,
                          canonical_json, plain_value)
@@ -49,7 +49,11 @@ class Export:
         out = Path(out_dir)
         written = []
         for rel, doc in self.files.items():
-            written.append(yamlfile.write(out / rel, doc))
+            try:
+                written.append(yamlfile.write(out / rel, doc))
+            except OSError as exc:
+                raise UsageError(f"cannot write {out / rel}: {exc.strerror or exc}",
+                                 hint="choose an output folder you can write to") from None
         return written
 
 

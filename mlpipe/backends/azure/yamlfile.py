@@ -84,6 +84,9 @@ def load(path: str | os.PathLike[str], what: str) -> Mapping:
                         file=shown) from None
     except OSError as exc:
         raise LoadError(f"cannot read {shown}: {exc.strerror}", file=shown) from None
+    except UnicodeDecodeError as exc:
+        raise LoadError(f"{shown} is not UTF-8 text (byte {exc.start}: {exc.reason})",
+                        hint=f"give {what} saved as UTF-8", file=shown) from None
     try:
         doc = yaml.load(text, Loader=_LineLoader)  # noqa: S506 (a SafeLoader subclass)
     except yaml.YAMLError as exc:

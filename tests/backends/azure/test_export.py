@@ -101,7 +101,8 @@ def test_unknown_input_value_and_duplicate_output_are_refused():
 
 
 def test_nothing_is_written_when_the_export_fails(tmp_path):
-    with pytest.raises(ExportError):
+    with pytest.raises(ExportError, match=r"pipeline 'defect-classifier' has no input 'nope'\n"
+                                          r"  help: its inputs are: raw, split, epochs"):
         write_export(defect_classifier.spec, tmp_path / "out", inputs={"nope": "1"})
     assert not (tmp_path / "out").exists()
 
@@ -134,3 +135,12 @@ def test_runtime_arguments_that_are_not_name_value_are_refused():
         parse_step_argv([])
     with pytest.raises(UsageError, match=r"parameter 'n' was given 'ten', which is not a int"):
         coerce_param(ParamSpec("n", ParamType.INT), "ten")
+
+
+def test_an_unwritable_output_folder_is_one_clear_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(UsageError, match=r"cannot write .*file/sub/pipeline.yml: Not a directory\n"
+                                         r"  help: choose an output folder you can write to"):
+        write_export(defect_classifier.spec, blocker / "sub",
+                     inputs={"raw": "azureml:x:1", "split": "azureml:y:1"})

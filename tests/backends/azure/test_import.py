@@ -140,3 +140,10 @@ def test_contracts_attach_to_a_loaded_component():
 def test_unsupported_component_kinds_name_the_field(name, message):
     with pytest.raises(LoadError, match=message):
         load_component(YAML / name)
+
+
+def test_a_yaml_file_that_is_not_utf8_is_one_clear_error(tmp_path):
+    bad = tmp_path / "x.yml"
+    bad.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(LoadError, match=r"x.yml is not UTF-8 text \(byte 0: invalid start byte\)"):
+        load_spec(str(bad))
