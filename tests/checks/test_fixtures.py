@@ -51,3 +51,7 @@ def test_bad_fixture_triggers_its_code_at_the_marked_place(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_clean_fixture_reports_nothing(name):
     assert _diagnostics(name, "good") == []
+
+
+def test_a_duplicate_name_is_reported_once_not_also_as_an_unused_step():
+    assert [d.code for d in _diagnostics("mp106", "bad")] == ["MP106"]

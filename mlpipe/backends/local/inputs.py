@@ -9,10 +9,10 @@ import json
 import os
 from typing import Any
 
-from mlpipe.runtime.argv import coerce_param
-from mlpipe.errors import UsageError
+from mlpipe.errors import UsageError, with_article
 from mlpipe.params import check_value
-from mlpipe.spec import InputRole, ParamSpec, PipelineSpec, plain_value
+from mlpipe.runtime.argv import coerce_param
+from mlpipe.spec import InputRole, ParamSpec, ParamType, PipelineSpec, plain_value
 
 
 def split_assignments(pairs: tuple[str, ...] | list[str], option: str) -> dict[str, str]:
@@ -23,6 +23,9 @@ def split_assignments(pairs: tuple[str, ...] | list[str], option: str) -> dict[s
         if not sep or not name:
             raise UsageError(f"{option} {pair!r} is not NAME=VALUE",
                              hint=f"write {option} name=value")
+        if name.strip() in out:
+            raise UsageError(f"{option} {name.strip()} is given twice ({out[name.strip()]!r} and "
+                             f"{value!r})", hint=f"give {option} {name.strip()}=... once")
         out[name.strip()] = value
     return out
 
@@ -40,7 +43,10 @@ def _parse(text: Any, param: ParamSpec | None) -> Any:
     try:
         value = coerce_param(param, text)
     except UsageError:
-        return text
+        if param.type in (ParamType.INT, ParamType.FLOAT, ParamType.BOOL):
+            raise UsageError(f"{text!r} is not {with_article(param.type.value)}",
+                             hint="give a value that fits the parameter's declaration") from None
+        return text  # an enum or choice: check_value names the allowed values
     return value.value if isinstance(value, enum.Enum) else value
 
 
@@ -83,7 +89,10 @@ def resolve(spec: PipelineSpec, inputs: dict[str, str], params: dict[str, Any]
         if declared.role is InputRole.ARTIFACT:
             raise UsageError(f"{name!r} is an input of pipeline {spec.name!r}, not a parameter",
                              hint=f"pass it as --input {name}=PATH")
-        value = _parse(text, declared.param)
+        try:
+            value = _parse(text, declared.param)
+        except UsageError as err:
+            raise UsageError(f"--param {name}={text}: {err.message}", hint=err.hint) from None
         if declared.param is not None:
             problem = check_value(declared.param, value)
             if problem is not None:

@@ -128,7 +128,7 @@ def test_bad_submissions_are_one_clear_line(proj):
     missing = proj.submit("chain", inputs=("left=left.txt", "right=gone.txt"))
     assert "error: input 'right': no such file or folder: gone.txt" in missing.stderr
     bad = proj.submit("chain", "--param", "factor=many")
-    assert "error: --param factor=many: 'many' is a str, not an int" in bad.stderr
+    assert "error: --param factor=many: 'many' is not an int" in bad.stderr
     proj.store_url = "postgresql+psycopg://nobody@127.0.0.1:1/none?connect_timeout=2"
     down = proj.submit("chain")
     assert down.returncode == 2
