@@ -144,12 +144,8 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")  # a zombie waits only for its new parent to reap it
 
 
-@pytest.mark.parametrize("forkserver", ["1", "0"], ids=["forked-step", "fresh-step"])
-def test_sigkill_mid_step_leaves_an_interrupted_run_and_no_partial_output(proj, tmp_path,
-                                                                          monkeypatch,
-                                                                          forkserver):
-    monkeypatch.setenv("MLPIPE_FORKSERVER", forkserver)
-    gate = tmp_path / "gate"
+def _start_held_run(proj, gate: Path):
+    """Submit hold.py and wait until its waiting step has started: (executor, step pid)."""
     proc = proj.popen("submit", "hold.py", "--input", "left=left.txt", "--param",
                       f"gate={gate}")
     started = Path(f"{gate}.started")
@@ -158,7 +154,16 @@ def test_sigkill_mid_step_leaves_an_interrupted_run_and_no_partial_output(proj, 
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline
         time.sleep(0.05)
-    step_pid = int(started.read_text())
+    return proc, int(started.read_text())
+
+
+@pytest.mark.parametrize("forkserver", ["1", "0"], ids=["forked-step", "fresh-step"])
+def test_sigkill_mid_step_leaves_an_interrupted_run_and_no_partial_output(proj, tmp_path,
+                                                                          monkeypatch,
+                                                                          forkserver):
+    monkeypatch.setenv("MLPIPE_FORKSERVER", forkserver)
+    gate = tmp_path / "gate"
+    proc, step_pid = _start_held_run(proj, gate)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     time.sleep(0.5)
@@ -182,15 +187,7 @@ def test_ctrl_c_mid_step_stops_the_step_and_records_the_run_interrupted(proj, tm
                                                                         forkserver):
     monkeypatch.setenv("MLPIPE_FORKSERVER", forkserver)
     gate = tmp_path / "gate"
-    proc = proj.popen("submit", "hold.py", "--input", "left=left.txt", "--param",
-                      f"gate={gate}")
-    started = Path(f"{gate}.started")
-    deadline = time.monotonic() + 60
-    while not started.exists():
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    step_pid = int(started.read_text())
+    proc, step_pid = _start_held_run(proj, gate)
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode != 0
