@@ -1,10 +1,10 @@
-"""After a distributed step: did its workers really coordinate? Reads the per-rank records and
-metric lines the runtime left in the step directory and judges coverage, overlap, writers and
-metric scope. Reads files only; never launches or changes anything.
+"""After a distributed step: did its workers really coordinate? Reads the ranks' parts of the
+step record the runtime left (``mlpipe.runtime.record``) and judges coverage, overlap, writers
+and metric scope. The same judgement for a local run and for a synced Azure ML run. Reads
+files only; never launches or changes anything.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,6 +13,7 @@ from mlpipe.checks.distribution import (COPIES, COVERAGE, OVERLAP, PARTIAL_GLOBA
                                         WRITERS, WRONG_WRITER)
 from mlpipe.diagnostics import Diagnostic, Severity
 from mlpipe.distribution import Distribution
+from mlpipe.runtime.record import rank_parts
 
 @dataclass(frozen=True)
 class CoordinationReport:
@@ -45,19 +46,8 @@ class CoordinationReport:
                 "findings": [d.to_json() for d in self.findings]}
 
 
-def _records(step_dir: Path) -> dict[int, dict[str, Any]]:
-    found: dict[int, dict[str, Any]] = {}
-    for path in sorted((step_dir / "coordination").glob("rank-*.json")):
-        data = json.loads(path.read_text())
-        found[int(data["rank"])] = data
-    return found
-
-
-def _metric_lines(step_dir: Path) -> list[dict[str, Any]]:
-    path = step_dir / "metrics.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+def _records(parts: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    return {int(p["rank"]): p for p in parts if p.get("role", "worker") == "worker"}
 
 
 def _few(ids: set[str] | list[str], n: int = 3) -> str:
@@ -66,13 +56,14 @@ def _few(ids: set[str] | list[str], n: int = 3) -> str:
     return ", ".join(repr(i) for i in shown) + (f" and {more} more" if more > 0 else "")
 
 
-def check_coordination(step_dir: str | Path, *, world_size: int,
+def check_coordination(step_dir: str | Path | list[dict[str, Any]], *, world_size: int,
                        distribution: Distribution | None = None,
                        step: str | None = None) -> CoordinationReport:
     """Judge the coordination records one distributed step left behind.
 
     Args:
-        step_dir: the step's ``MLPIPE_STEP_DIR``.
+        step_dir: the step's record folder (``MLPIPE_STEP_DIR``), or the ranks' parts
+            already read (``load_record(...)["ranks"]``).
         world_size: how many processes were launched.
         distribution: the step's declared distribution (for its writer policies); None means
             ``"rank0"`` for every output.
@@ -86,8 +77,8 @@ def check_coordination(step_dir: str | Path, *, world_size: int,
         >>> report.ok, report.covered, report.population
         (True, 210, 210)
     """
-    step_dir = Path(step_dir)
-    records = _records(step_dir)
+    parts = step_dir if isinstance(step_dir, list) else rank_parts(step_dir)
+    records = _records(parts)
     where = {"step": step}
     findings: list[Diagnostic] = []
     missing = sorted(set(range(world_size)) - set(records))
@@ -131,7 +122,7 @@ def check_coordination(step_dir: str | Path, *, world_size: int,
 
     writers: dict[str, list[int]] = {}
     for r, rec in sorted(records.items()):
-        for name in rec.get("wrote", []):
+        for name in rec.get("marked_written", []):
             writers.setdefault(name, []).append(r)
     for name, ranks in sorted(writers.items()):
         policy = distribution.writer_policy(name) if distribution else None
@@ -151,7 +142,7 @@ def check_coordination(step_dir: str | Path, *, world_size: int,
                 hint="guard the save with mlpipe.runtime.is_writer(...)", port=name, **where))
 
     metrics: dict[str, dict[str, Any]] = {}
-    for line in _metric_lines(step_dir):
+    for line in (x for r in records.values() for x in r.get("metrics") or []):
         m = metrics.setdefault(line["name"], {"scopes": set(), "global_ranks": set()})
         m["scopes"].add(line["scope"])
         if line["scope"] == "global":

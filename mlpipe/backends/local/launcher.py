@@ -22,11 +22,12 @@ from typing import Any, Mapping, Sequence
 from mlpipe.backends.local.coordination import CoordinationReport, check_coordination
 from mlpipe.distribution import Distribution, Mpi, NotAJobType, PyTorch, TensorFlow
 from mlpipe.errors import DistributedError, LaunchFailed, UsageError
+from mlpipe.runtime.devices import BACKEND_VAR
 from mlpipe.runtime.distributed import WRITERS_VAR
 
 #: Variables a launcher owns: inherited values are dropped so each worker sees only its own.
 LAUNCH_VARS = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "NODE_RANK",
-               "LOCAL_WORLD_SIZE", "GROUP_RANK", "TF_CONFIG", WRITERS_VAR)
+               "LOCAL_WORLD_SIZE", "GROUP_RANK", "TF_CONFIG", WRITERS_VAR, BACKEND_VAR)
 _LAUNCH_PREFIXES = ("OMPI_", "PMI_", "PMIX_", "TORCHELASTIC_")
 HOST = "127.0.0.1"
 POLL_S = 0.05
@@ -172,8 +173,9 @@ def launch(argv: Sequence[str], *, distribution: Distribution | None, instances:
     LOCAL_WORLD_SIZE, so unmodified ``init_process_group(init_method="env://")`` code runs.
     TensorFlow: one process per worker (and parameter server) with its TF_CONFIG. MPI: one
     ``mpirun -np N`` (OpenMPI) that sets the OMPI rank variables. Every process also gets
-    ``MLPIPE_WRITERS`` (the declared writer policy, read by ``is_writer``). Inherited launch
-    variables are removed first.
+    ``MLPIPE_WRITERS`` (the declared writer policy, read by ``is_writer``) and, when declared,
+    ``MLPIPE_BACKEND`` (read by ``mlpipe.runtime.backend()``). Inherited launch variables are
+    removed first.
 
     Each worker runs in its own process group with its output in ``log_dir/rank-<R>.log``.
     The first worker to exit non-zero ends the group (SIGTERM, then SIGKILL after 3 s), and so
@@ -217,6 +219,8 @@ def launch(argv: Sequence[str], *, distribution: Distribution | None, instances:
     logs.mkdir(parents=True, exist_ok=True)
     base = _base_env(env)
     base[WRITERS_VAR] = _writers_json(distribution)
+    if getattr(distribution, "backend", None):
+        base[BACKEND_VAR] = distribution.backend
     if layout.framework == "mpi":
         workers, envs, wall = _run_mpi(list(argv), layout, base, cwd, logs, timeout)
     else:
