@@ -111,7 +111,7 @@ def _read_all(paths: list[str]) -> int:
 def bench_snapshot(root: Path, big_mib: int, small: int, repeat: int) -> None:
     import blake3
 
-    from mlpipe.backends.local.snapshot import StatCache, snapshot
+    from mlpipe.digests.snapshot import StatCache, snapshot
 
     root.mkdir(parents=True, exist_ok=True)
     big = root / "big.bin"

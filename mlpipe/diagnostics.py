@@ -1,6 +1,7 @@
-"""Diagnostics: the codes mlpipe checks report, the Diagnostic value and its renderings.
+"""Diagnostics: the Code and Diagnostic values and their renderings.
 
-Only the data model lives here; checks that produce diagnostics live in ``mlpipe.checks``.
+Only the data model lives here: the table of published codes is ``mlpipe.codes``; the checks
+that produce diagnostics live in ``mlpipe.checks``.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ class Code:
         code: ``MP`` and three digits.
         name: kebab-case name of the problem.
         severity: the default severity of diagnostics with this code.
-        summary: one line, used by ``docs/checks.md`` and ``mlpipe check --list``.
+        summary: one line, shown by ``mlpipe check --explain``.
     """
 
     code: str
@@ -47,21 +48,6 @@ class Code:
             raise ValueError(f"diagnostic code {self.code!r} is not MP followed by three digits")
         if not _NAME_RE.match(self.name):
             raise ValueError(f"diagnostic name {self.name!r} is not kebab-case")
-
-
-CODES: dict[str, Code] = {}
-
-
-def register_code(code: str, name: str, severity: Severity | str, summary: str) -> Code:
-    """Publish a diagnostic code; registering one code twice with other fields is an error."""
-    entry = Code(code, name, Severity(severity), summary)
-    existing = CODES.get(code)
-    if existing is not None and existing != entry:
-        raise ValueError(f"diagnostic code {code} is already published as {existing.name!r}")
-    if any(c.name == name and c.code != code for c in CODES.values()):
-        raise ValueError(f"diagnostic name {name!r} is already used by another code")
-    CODES[code] = entry
-    return entry
 
 
 @dataclass(frozen=True, slots=True)

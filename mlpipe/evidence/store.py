@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mlpipe.errors import StoreError
 from mlpipe.evidence import models as m
-from mlpipe.evidence.schema import auto_upgrade_enabled, ensure_schema
+from mlpipe.evidence.migrate import auto_upgrade_enabled, ensure_schema
 
 BUSY_TIMEOUT_MS = 60_000
 T = TypeVar("T")

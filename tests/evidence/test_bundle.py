@@ -240,8 +240,8 @@ def test_sealed_bytes_replaced_by_something_else_are_reported_not_crashed_on(sea
 
 
 def test_the_fast_reader_knows_the_schema_head():
-    from mlpipe.evidence.schema import HEAD
-    from mlpipe.evidence.sealed import SCHEMA_HEAD
+    from mlpipe.evidence.migrate import HEAD
+    from mlpipe.evidence.fastpath import SCHEMA_HEAD
     assert SCHEMA_HEAD == HEAD
 
 

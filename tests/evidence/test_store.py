@@ -12,7 +12,7 @@ from mlpipe.errors import StoreError
 from mlpipe.evidence import models as m
 from mlpipe.evidence.queries import (candidate_story, candidates_on_snapshot, pipeline_runs,
                                      runs_reusing)
-from mlpipe.evidence.schema import HEAD, MIGRATIONS, current_revision
+from mlpipe.evidence.migrate import HEAD, MIGRATIONS, current_revision
 from mlpipe.evidence.store import Store
 
 

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from mlpipe.backends.local.coordination import check_coordination
+from mlpipe.checks.coordination import check_coordination
 from mlpipe.distribution import PyTorch
 from mlpipe.errors import DistributedError
 from mlpipe.runtime import (all_reduce_metric, distributed, is_writer, local_rank, log_metric,
