@@ -168,8 +168,12 @@ def bench_queries(root: Path, n_steps: int) -> None:
     from sqlalchemy import insert
 
     from mlpipe.evidence import models as m
-    from mlpipe.evidence.queries import (candidate_story, candidates_on_snapshot,
-                                         pipeline_runs, runs_reusing)
+    from mlpipe.evidence.queries import (
+        candidate_story,
+        candidates_on_snapshot,
+        pipeline_runs,
+        runs_reusing,
+    )
     from mlpipe.evidence.store import Store, utcnow
 
     store = Store.open(f"sqlite:///{root / 'q.sqlite'}")

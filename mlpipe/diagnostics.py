@@ -8,8 +8,8 @@ from __future__ import annotations
 import enum
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from mlpipe.paths import display_path
 
@@ -123,7 +123,7 @@ def summary_line(diagnostics: list[Diagnostic]) -> str:
     """The closing count, e.g. ``Found 3 problems (2 errors, 1 warning, 0 info).``"""
     if not diagnostics:
         return "No problems found."
-    counts = {s: 0 for s in Severity}
+    counts = dict.fromkeys(Severity, 0)
     for d in diagnostics:
         counts[d.severity] += 1
     n = len(diagnostics)

@@ -12,20 +12,42 @@ import os
 import re
 import sys
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import FunctionType
-from typing import Any, Callable, TypeVar, overload
+from typing import Any, TypeVar, overload
 
 from mlpipe.distribution import Distribution, as_distribution
 from mlpipe.errors import DefinitionError, MlpipeError
 from mlpipe.signature import _marker, read_component_signature, type_hints
 from mlpipe.source import FunctionSource, code_digest, function_source
-from mlpipe.spec import (Binding, CandidateSpec, Compute, ComponentSpec, Environment, Location,
-                         ParamSpec, PipelineSpec, plain_value)
-from mlpipe.tracing import (TRACE, InputRef, OutputRef, StepHandle, Trace, absolute,
-                            add_step, caller, fail, name_steps, output_binding, pipeline_input,
-                            pipeline_outputs,
-                            step_spec, suggest_name)
+from mlpipe.spec import (
+    Binding,
+    CandidateSpec,
+    ComponentSpec,
+    Compute,
+    Environment,
+    Location,
+    ParamSpec,
+    PipelineSpec,
+    plain_value,
+)
+from mlpipe.tracing import (
+    TRACE,
+    InputRef,
+    OutputRef,
+    StepHandle,
+    Trace,
+    absolute,
+    add_step,
+    caller,
+    fail,
+    name_steps,
+    output_binding,
+    pipeline_input,
+    pipeline_outputs,
+    step_spec,
+    suggest_name,
+)
 
 __all__ = ["COMPONENT_NAME", "PIPELINE_NAME", "Candidate", "Component", "OutputRef", "Pipeline",
            "StepHandle", "component", "pipeline"]
@@ -46,7 +68,7 @@ class Candidate:
         name: the candidate's name; the pipeline's name by default.
     """
 
-    __slots__ = ("model", "evaluation", "name")
+    __slots__ = ("evaluation", "model", "name")
 
     def __init__(self, model: Any, evaluation: Any = None, *, name: str | None = None) -> None:
         self.model = model

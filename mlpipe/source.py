@@ -12,9 +12,9 @@ import inspect
 import os
 import sys
 import sysconfig
+from collections.abc import Iterator
 from dataclasses import dataclass
 from types import CodeType, FunctionType, ModuleType
-from typing import Iterator
 
 from mlpipe.digests import digest_of
 from mlpipe.spec import Location
@@ -57,7 +57,8 @@ def _source_file(fn: FunctionType) -> str | None:
     return os.path.abspath(path) if path else None
 
 
-def _function_node(tree: ast.Module, fn: FunctionType) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+def _function_node(tree: ast.Module, fn: FunctionType
+                   ) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     first = fn.__code__.co_firstlineno
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == fn.__name__:
@@ -304,7 +305,8 @@ def code_digest(fn: FunctionType) -> str:
     material = {
         "function": _dump(node),
         "globals": [_dump(s) for s in included if not isinstance(s, (ast.Import, ast.ImportFrom))],
-        "imports": sorted(ast.unparse(s) for s in included if isinstance(s, (ast.Import, ast.ImportFrom))),
+        "imports": sorted(ast.unparse(s) for s in included
+                          if isinstance(s, (ast.Import, ast.ImportFrom))),
         "local_modules": _local_import_digests(imports, path, set()),
     }
     return digest_of(material)

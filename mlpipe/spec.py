@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from mlpipe.artifacts import AssetType
 from mlpipe.contracts.base import Contract, contract_label, contract_spec
@@ -289,7 +289,7 @@ class Literal:
         return repr(self.value)
 
 
-Binding = Union[StepOutput, PipelineInput, Literal]
+Binding = StepOutput | PipelineInput | Literal
 
 
 class InputRole(str, enum.Enum):
@@ -323,7 +323,7 @@ class StepSpec:
     """One use of a component (or of a nested pipeline) inside a pipeline."""
 
     name: str
-    target: Union[ComponentSpec, "PipelineSpec"]
+    target: ComponentSpec | "PipelineSpec"
     bindings: tuple[tuple[str, Binding], ...]
     location: Location | None = field(default=None, compare=False)
     explicit_name: bool = False

@@ -21,9 +21,21 @@ from mlpipe.annotations import ParamMarker, PortMarker
 from mlpipe.errors import DefinitionError, with_article
 from mlpipe.params import param_type_of
 from mlpipe.source import FunctionSource
-from mlpipe.spec import (Binding, CandidateSpec, ComponentSpec, InputRole, Literal, Location,
-                         ParamSpec, PipelineInput, PipelineInputSpec, PortSpec, StepOutput,
-                         StepSpec, plain_value)
+from mlpipe.spec import (
+    Binding,
+    CandidateSpec,
+    ComponentSpec,
+    InputRole,
+    Literal,
+    Location,
+    ParamSpec,
+    PipelineInput,
+    PipelineInputSpec,
+    PortSpec,
+    StepOutput,
+    StepSpec,
+    plain_value,
+)
 
 STEP_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,254}$")
 
@@ -51,7 +63,7 @@ def absolute(filename: str) -> str:
 # --- tracing ------------------------------------------------------------------------------
 
 class Trace:
-    __slots__ = ("pipeline", "builders")
+    __slots__ = ("builders", "pipeline")
 
     def __init__(self, pipeline: str) -> None:
         self.pipeline = pipeline
@@ -62,7 +74,7 @@ TRACE: contextvars.ContextVar[Trace | None] = contextvars.ContextVar("mlpipe_tra
 
 
 class _StepBuilder:
-    __slots__ = ("target", "base", "values", "location", "name", "explicit", "trace")
+    __slots__ = ("base", "explicit", "location", "name", "target", "trace", "values")
 
     def __init__(self, target: Any, base: str, values: dict[str, Any], location: Location,
                  trace: Trace) -> None:
@@ -257,8 +269,9 @@ def pipeline_outputs(result: Any, trace: Trace, what: str, src: FunctionSource
                       "use names like model or report", src.location())
             outs.append((key, output_binding(value, trace, what, src, f"output {key!r}")))
         return tuple(outs), None
-    fail(f"{what} returns {with_article(type(result).__name__)}; a pipeline returns a Candidate, a dict "
-          f"of outputs, one output, a step, or None", "return {'name': step.output, ...}",
+    fail(f"{what} returns {with_article(type(result).__name__)}; a pipeline returns a "
+         f"Candidate, a dict of outputs, one output, a step, or None",
+         "return {'name': step.output, ...}",
           src.location())
 
 
@@ -290,7 +303,8 @@ def pipeline_input(name: str, marker: Any, defaults: dict[str, Any],
         param = ParamSpec(name, param_type_of(marker.type), required=not has_default,
                           default=default, minimum=marker.minimum, maximum=marker.maximum,
                           choices=marker.choices,
-                          enum_class=marker.type if isinstance(marker.type, enum.EnumMeta) else None)
+                          enum_class=(marker.type if isinstance(marker.type, enum.EnumMeta)
+                                      else None))
         return PipelineInputSpec(role=InputRole.PARAM, param=param, **common)
     uses = _uses(name, steps)
     artifact_uses = [u for u in uses if isinstance(u, PortSpec) or (

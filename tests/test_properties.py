@@ -7,8 +7,15 @@ from mlpipe import Input, Output, component, pipeline
 from mlpipe.checks import check_pipeline
 from mlpipe.codes import CODES
 from mlpipe.graph import compile_pipeline, input_node
-from mlpipe.spec import (InputRole, Literal, PipelineInput, PipelineInputSpec, PipelineSpec,
-                         StepOutput, StepSpec)
+from mlpipe.spec import (
+    InputRole,
+    Literal,
+    PipelineInput,
+    PipelineInputSpec,
+    PipelineSpec,
+    StepOutput,
+    StepSpec,
+)
 
 
 @component

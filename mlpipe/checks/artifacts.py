@@ -1,7 +1,7 @@
 """Artifact type checks (MP3xx): producer and consumer kinds that cannot connect."""
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from mlpipe.artifacts import CONNECTS, AssetType, can_connect
 from mlpipe.checks.registry import check
@@ -28,8 +28,9 @@ def artifact_kinds(graph: Graph) -> Iterator[Diagnostic]:
             if producer is None or can_connect(producer.kind, consumer.kind):
                 continue
             yield Diagnostic.of(
-                ARTIFACT_KIND_MISMATCH, f"'{node.id}.{key}' expects {consumer.kind} but '{endpoint}' produces "
-                      f"{producer.kind}",
+                ARTIFACT_KIND_MISMATCH,
+                f"'{node.id}.{key}' expects {consumer.kind} but '{endpoint}' produces "
+                f"{producer.kind}",
                 hint=f"a {producer.kind} output can feed {_feeds(producer.kind)} inputs; change "
                      f"the kind of one of the two ports, or add a step that converts it",
                 **at_edge(graph, str(endpoint), f"{node.id}.{key}", node))
@@ -44,7 +45,8 @@ def pipeline_input_kinds(graph: Graph) -> Iterator[Diagnostic]:
         for node in graph.step_nodes():
             for key, endpoint in node.bindings.items():
                 port = node.component.input(key)
-                if port is not None and isinstance(endpoint, FromInput) and endpoint.name == inp.name:
+                if (port is not None and isinstance(endpoint, FromInput)
+                        and endpoint.name == inp.name):
                     consumers.append((f"{node.id}.{key}", port.kind))
         kinds = {kind for _, kind in consumers}
         if inp.port is not None:
@@ -52,14 +54,16 @@ def pipeline_input_kinds(graph: Graph) -> Iterator[Diagnostic]:
             if bad:
                 where = ", ".join(f"'{c}' ({k})" for c, k in bad)
                 yield Diagnostic.of(
-                    PIPELINE_INPUT_KIND_CONFLICT, f"pipeline input {inp.name!r} is declared {inp.port.kind} but "
-                                 f"feeds {where}",
+                    PIPELINE_INPUT_KIND_CONFLICT,
+                    f"pipeline input {inp.name!r} is declared {inp.port.kind} but "
+                    f"feeds {where}",
                     hint=f"a {inp.port.kind} artifact can feed {_feeds(inp.port.kind)} inputs",
                     **at_pipeline(graph, inp.name))
         elif len(kinds) > 1 and not any(all(can_connect(k, c) for c in kinds) for k in AssetType):
             where = ", ".join(f"'{c}' ({k})" for c, k in consumers)
             yield Diagnostic.of(
-                PIPELINE_INPUT_KIND_CONFLICT, f"pipeline input {inp.name!r} feeds inputs of different kinds: "
-                             f"{where}",
+                PIPELINE_INPUT_KIND_CONFLICT,
+                f"pipeline input {inp.name!r} feeds inputs of different kinds: "
+                f"{where}",
                 hint="split it into one pipeline input per kind, or align the ports' kinds",
                 **at_pipeline(graph, inp.name))

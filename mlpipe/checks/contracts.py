@@ -5,10 +5,10 @@ Pure: graph in, diagnostics out. The rules live with the contract types
 """
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from mlpipe.artifacts import can_connect
 from mlpipe import codes
+from mlpipe.artifacts import can_connect
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_edge
 from mlpipe.contracts import compatibility, contract_label

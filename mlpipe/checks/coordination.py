@@ -103,9 +103,10 @@ def check_coordination(step_dir: str | Path, *, world_size: int,
     missing = sorted(set(range(world_size)) - set(records))
     if world_size > 1 and missing:
         findings.append(Diagnostic.of(
-            COORDINATION_UNRECORDED, f"{len(missing)} of {world_size} ranks left no coordination record "
-                        f"(ranks {', '.join(map(str, missing))}); data coverage and output "
-                        f"ownership are unevidenced",
+            COORDINATION_UNRECORDED,
+            f"{len(missing)} of {world_size} ranks left no coordination record "
+            f"(ranks {', '.join(map(str, missing))}); data coverage and output "
+            f"ownership are unevidenced",
             hint="divide the data with mlpipe.runtime.shard(...) (or record_consumed) and call "
                  "mark_written(output) after saving", **where))
 
@@ -115,10 +116,11 @@ def check_coordination(step_dir: str | Path, *, world_size: int,
     full = [r for r, ids in consumed.items() if population and ids >= population]
     if world_size > 1 and len(records) > 1 and len(full) == len(records):
         findings.append(Diagnostic.of(
-            INDEPENDENT_COPIES, f"all {len(records)} ranks consumed the whole data set ({len(population)} "
-                    f"examples): {len(records)} independent copies trained side by side, not one "
-                    f"data-parallel run", hint="give each rank its own part with "
-                    "mlpipe.runtime.shard(ids) (or a DistributedSampler)", **where))
+            INDEPENDENT_COPIES,
+            f"all {len(records)} ranks consumed the whole data set ({len(population)} "
+            f"examples): {len(records)} independent copies trained side by side, not one "
+            f"data-parallel run", hint="give each rank its own part with "
+            "mlpipe.runtime.shard(ids) (or a DistributedSampler)", **where))
     else:
         owners: dict[str, list[int]] = {}
         for r, ids in consumed.items():
@@ -156,8 +158,9 @@ def check_coordination(step_dir: str | Path, *, world_size: int,
         expected = 0 if policy == "rank0" else policy
         if any(r != expected for r in ranks) and len(ranks) == 1:
             findings.append(Diagnostic.of(
-                UNDECLARED_WRITER, f"output {name!r} was written by rank {ranks[0]}, but its writer "
-                              f"is rank {expected} (policy {policy!r})",
+                UNDECLARED_WRITER,
+                f"output {name!r} was written by rank {ranks[0]}, but its writer "
+                f"is rank {expected} (policy {policy!r})",
                 hint="guard the save with mlpipe.runtime.is_writer(...)", port=name, **where))
 
     metrics: dict[str, dict[str, Any]] = {}
@@ -170,8 +173,9 @@ def check_coordination(step_dir: str | Path, *, world_size: int,
         ranks = sorted(r for r in m["global_ranks"] if r is not None)
         if world_size > 1 and len(ranks) > 1:
             findings.append(Diagnostic.of(
-                PARTIAL_METRIC_LOGGED_AS_GLOBAL, f"metric {name!r} was logged as global by {len(ranks)} ranks "
-                                f"({', '.join(map(str, ranks))}); each is one rank's partial view",
+                PARTIAL_METRIC_LOGGED_AS_GLOBAL,
+                f"metric {name!r} was logged as global by {len(ranks)} ranks "
+                f"({', '.join(map(str, ranks))}); each is one rank's partial view",
                 hint="log it with mlpipe.runtime.all_reduce_metric(...), or with "
                      "scope='partial'", **where))
     summary = {k: {"scopes": sorted(v["scopes"]),

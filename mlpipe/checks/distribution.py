@@ -6,16 +6,33 @@ output ownership and metric scope, judged from the spec and the compute catalogu
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_step
+from mlpipe.codes import (
+    BACKEND_DEVICE_MISMATCH,
+    CLUSTER_TOO_SMALL,
+    GLOBAL_METRIC_UNAGGREGATED,
+    GPU_DISTRIBUTION_ON_CPU_SIZE,
+    INSTANCES_WITHOUT_DISTRIBUTION,
+    LAUNCHER_IN_COMMAND,
+    LIBRARY_AS_JOB_TYPE,
+    MPI_PROCESSES_UNSET,
+    MULTI_NODE_WITHOUT_INFINIBAND,
+    NODE_TRAFFIC_BLOCKED,
+    OUTPUT_WRITER_UNDECLARED,
+    PROCESSES_GPUS_MISMATCH,
+    PYTORCH_ONE_PROCESS_PER_NODE,
+    TF_PARAMETER_SERVERS,
+    UNKNOWN_VM_SIZE,
+    WORLD_SIZE_MISMATCH,
+    WRITER_FOR_UNKNOWN_OUTPUT,
+)
 from mlpipe.compute import CATALOGUE, Cluster, VmSize
-from mlpipe.codes import BACKEND_DEVICE_MISMATCH, CLUSTER_TOO_SMALL, COORDINATION_UNRECORDED, COVERAGE_GAP, GLOBAL_METRIC_UNAGGREGATED, GPU_DISTRIBUTION_ON_CPU_SIZE, INDEPENDENT_COPIES, INSTANCES_WITHOUT_DISTRIBUTION, LAUNCHER_IN_COMMAND, LIBRARY_AS_JOB_TYPE, MPI_PROCESSES_UNSET, MULTIPLE_WRITERS, MULTI_NODE_WITHOUT_INFINIBAND, NODE_TRAFFIC_BLOCKED, OUTPUT_WRITER_UNDECLARED, PARTIAL_METRIC_LOGGED_AS_GLOBAL, PROCESSES_GPUS_MISMATCH, PYTORCH_ONE_PROCESS_PER_NODE, SHARD_OVERLAP, TF_PARAMETER_SERVERS, UNDECLARED_WRITER, UNKNOWN_VM_SIZE, WORLD_SIZE_MISMATCH, WRITER_FOR_UNKNOWN_OUTPUT
 from mlpipe.diagnostics import Diagnostic, Severity
 from mlpipe.distribution import ALL_OUTPUTS, Mpi, NotAJobType, PyTorch, TensorFlow
 from mlpipe.graph import FromLiteral, Graph, StepNode
-
 
 _LAUNCHERS = re.compile(r"(?<![\w.-])(torchrun|torch\.distributed\.(?:launch|run)|mpirun|mpiexec|"
                         r"deepspeed|horovodrun|accelerate\s+launch)(?![\w-])")
@@ -41,9 +58,10 @@ def processes_per_gpu(graph: Graph) -> Iterator[Diagnostic]:
         ppn = dist.processes_per_node
         if ppn is None and isinstance(dist, PyTorch) and size.gpus > 1:
             yield Diagnostic.of(
-                PYTORCH_ONE_PROCESS_PER_NODE, f"step '{node.id}' uses PyTorch on {size.describe()} without "
-                              f"processes_per_node, so Azure ML starts 1 process per node and "
-                              f"{size.gpus - 1} of {size.gpus} GPUs sit idle",
+                PYTORCH_ONE_PROCESS_PER_NODE,
+                f"step '{node.id}' uses PyTorch on {size.describe()} without "
+                f"processes_per_node, so Azure ML starts 1 process per node and "
+                f"{size.gpus - 1} of {size.gpus} GPUs sit idle",
                 hint=f"pass PyTorch(processes_per_node={size.gpus})", **at_step(node))
         elif ppn is not None and ppn != size.gpus:
             more = ppn > size.gpus
@@ -83,12 +101,17 @@ def world_size(graph: Graph) -> Iterator[Diagnostic]:
         for where, stated in _stated_world_sizes(node):
             if stated == expected:
                 continue
-            how = (f"{c.instances} instances x {c.distribution.processes_per_instance()} "
-                   f"processes per node" if not isinstance(c.distribution, TensorFlow) else
-                   f"{expected} TensorFlow workers") if c.distribution else f"{c.instances} instance(s)"
+            if c.distribution is None:
+                how = f"{c.instances} instance(s)"
+            elif isinstance(c.distribution, TensorFlow):
+                how = f"{expected} TensorFlow workers"
+            else:
+                how = (f"{c.instances} instances x {c.distribution.processes_per_instance()} "
+                       f"processes per node")
             yield Diagnostic.of(
-                WORLD_SIZE_MISMATCH, f"step '{node.id}' states a world size of {stated} ({where}) but launches "
-                       f"{expected} processes ({how})",
+                WORLD_SIZE_MISMATCH,
+                f"step '{node.id}' states a world size of {stated} ({where}) but launches "
+                f"{expected} processes ({how})",
                 hint="remove the stated value and read WORLD_SIZE from the environment Azure ML "
                      "sets, or change instances/processes_per_node to match", **at_step(node))
 
@@ -101,20 +124,23 @@ def backend_device(graph: Graph) -> Iterator[Diagnostic]:
             continue
         if not size.has_gpu and dist.backend is None:
             yield Diagnostic.of(
-                GPU_DISTRIBUTION_ON_CPU_SIZE, f"step '{node.id}' declares a PyTorch distribution on "
-                            f"{size.describe()}; there is no GPU for NCCL",
+                GPU_DISTRIBUTION_ON_CPU_SIZE,
+                f"step '{node.id}' declares a PyTorch distribution on "
+                f"{size.describe()}; there is no GPU for NCCL",
                 hint="move the step to a GPU size (NC, ND series), or declare "
                      "PyTorch(backend='gloo') if CPU data-parallel training is intended",
                 **at_step(node))
         elif not size.has_gpu and dist.backend == "nccl":
             yield Diagnostic.of(
-                BACKEND_DEVICE_MISMATCH, f"step '{node.id}' declares backend 'nccl' on {size.describe()}; NCCL "
-                         f"needs GPUs", hint="use backend='gloo' on CPU, or a GPU size",
+                BACKEND_DEVICE_MISMATCH,
+                f"step '{node.id}' declares backend 'nccl' on {size.describe()}; NCCL "
+                f"needs GPUs", hint="use backend='gloo' on CPU, or a GPU size",
                 **at_step(node))
         elif size.has_gpu and dist.backend == "gloo":
             yield Diagnostic.of(
-                BACKEND_DEVICE_MISMATCH, f"step '{node.id}' declares backend 'gloo' on {size.describe()}; GPU "
-                         f"collectives over gloo are far slower than NCCL",
+                BACKEND_DEVICE_MISMATCH,
+                f"step '{node.id}' declares backend 'gloo' on {size.describe()}; GPU "
+                f"collectives over gloo are far slower than NCCL",
                 hint="use backend='nccl' on GPUs", severity=Severity.WARNING, **at_step(node))
 
 
@@ -148,9 +174,10 @@ def mpi(graph: Graph) -> Iterator[Diagnostic]:
         if cluster is not None and not cluster.node_to_node and needs_network:
             what = "MPI" if isinstance(c.distribution, Mpi) else f"{c.instances}-node training"
             yield Diagnostic.of(
-                NODE_TRAFFIC_BLOCKED, f"step '{node.id}' runs {what} on cluster {cluster.name!r}, whose network "
-                         f"blocks node-to-node traffic", hint="use a communication-enabled cluster "
-                         "that allows traffic between its nodes", **at_step(node))
+                NODE_TRAFFIC_BLOCKED,
+                f"step '{node.id}' runs {what} on cluster {cluster.name!r}, whose network "
+                f"blocks node-to-node traffic", hint="use a communication-enabled cluster "
+                "that allows traffic between its nodes", **at_step(node))
 
 
 @check(LAUNCHER_IN_COMMAND, LIBRARY_AS_JOB_TYPE)
@@ -160,8 +187,9 @@ def launchers(graph: Graph) -> Iterator[Diagnostic]:
         m = _LAUNCHERS.search(c.command or "")
         if m:
             yield Diagnostic.of(
-                LAUNCHER_IN_COMMAND, f"the command of step '{node.id}' runs {m.group(1)!r}, but Azure ML "
-                          f"already starts the processes: {c.command!r}",
+                LAUNCHER_IN_COMMAND,
+                f"the command of step '{node.id}' runs {m.group(1)!r}, but Azure ML "
+                f"already starts the processes: {c.command!r}",
                 hint="run the script directly (python train.py ...) and declare "
                      "distribution=PyTorch(processes_per_node=N) / Mpi(...) and instances=K",
                 **at_step(node))
@@ -197,9 +225,10 @@ def idle_nodes(graph: Graph) -> Iterator[Diagnostic]:
         c = node.component
         if c.instances > 1 and c.distribution is None:
             yield Diagnostic.of(
-                INSTANCES_WITHOUT_DISTRIBUTION, f"step '{node.id}' asks for {c.instances} instances but "
-                            f"{c.name!r} declares no distribution, so one node trains and "
-                            f"{c.instances - 1} sit idle",
+                INSTANCES_WITHOUT_DISTRIBUTION,
+                f"step '{node.id}' asks for {c.instances} instances but "
+                f"{c.name!r} declares no distribution, so one node trains and "
+                f"{c.instances - 1} sit idle",
                 hint="remove instances=..., or make the code distributed and declare "
                      "distribution=PyTorch(...)/TensorFlow(...)/Mpi(...)", **at_step(node))
 
@@ -214,25 +243,28 @@ def ownership(graph: Graph) -> Iterator[Diagnostic]:
         for name, _ in dist.writers:
             if name != ALL_OUTPUTS and name not in outputs:
                 yield Diagnostic.of(
-                    WRITER_FOR_UNKNOWN_OUTPUT, f"step '{node.id}' declares a writer for {name!r}, which is "
-                                    f"not an output of {c.name!r}",
+                    WRITER_FOR_UNKNOWN_OUTPUT,
+                    f"step '{node.id}' declares a writer for {name!r}, which is "
+                    f"not an output of {c.name!r}",
                     hint=f"its outputs are: {', '.join(sorted(outputs)) or 'none'}",
                     **at_step(node, name))
         if dist.world_size(c.instances) > 1:
             missing = [p.name for p in c.outputs if dist.writer_policy(p.name) is None]
             if missing:
                 yield Diagnostic.of(
-                    OUTPUT_WRITER_UNDECLARED, f"step '{node.id}' runs {dist.world_size(c.instances)} processes "
-                               f"but declares no writer for output(s) "
-                               f"{', '.join(repr(m) for m in missing)}",
+                    OUTPUT_WRITER_UNDECLARED,
+                    f"step '{node.id}' runs {dist.world_size(c.instances)} processes "
+                    f"but declares no writer for output(s) "
+                    f"{', '.join(repr(m) for m in missing)}",
                     hint="declare writers='rank0' (rank 0 saves, others skip via is_writer()) "
                          "or writers={'name': 'sharded'} for a per-rank sharded save",
                     **at_step(node, missing[0]))
         for name, metric in dist.metrics:
             if metric.scope == "global" and metric.reduce is None:
                 yield Diagnostic.of(
-                    GLOBAL_METRIC_UNAGGREGATED, f"step '{node.id}' declares metric {name!r} global but says "
-                                  f"not how the ranks' values are combined",
+                    GLOBAL_METRIC_UNAGGREGATED,
+                    f"step '{node.id}' declares metric {name!r} global but says "
+                    f"not how the ranks' values are combined",
                     hint=f"declare metrics={{{name!r}: 'mean'}} (or sum/min/max, or 'rank0' "
                          f"when rank 0 computes it over the whole population), or 'partial'",
                     **at_step(node))

@@ -5,8 +5,8 @@ The checker runs every check, collects everything, and never raises.
 from __future__ import annotations
 
 import traceback
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 from mlpipe.codes import CHECK_CRASHED, published
 from mlpipe.diagnostics import Code, Diagnostic

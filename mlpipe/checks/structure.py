@@ -2,16 +2,37 @@
 from __future__ import annotations
 
 import difflib
-from typing import Iterator
+from collections.abc import Iterator
 
 import networkx as nx
 
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_edge, at_pipeline, at_step
-from mlpipe.codes import AMBIGUOUS_STEP_REFERENCE, BINDING_KIND_MISMATCH, DANGLING_BINDING, DEPENDENCY_CYCLE, DUPLICATE_STEP_NAME, OUTPUT_BOUND_TWICE_IN_STEP, OUTPUT_GIVEN_A_VALUE, REQUIRED_INPUT_UNBOUND, UNKNOWN_OUTPUT, UNKNOWN_PORT, UNUSED_PIPELINE_INPUT, UNUSED_STEP_OUTPUTS
+from mlpipe.codes import (
+    AMBIGUOUS_STEP_REFERENCE,
+    BINDING_KIND_MISMATCH,
+    DANGLING_BINDING,
+    DEPENDENCY_CYCLE,
+    DUPLICATE_STEP_NAME,
+    OUTPUT_BOUND_TWICE_IN_STEP,
+    OUTPUT_GIVEN_A_VALUE,
+    REQUIRED_INPUT_UNBOUND,
+    UNKNOWN_OUTPUT,
+    UNKNOWN_PORT,
+    UNUSED_PIPELINE_INPUT,
+    UNUSED_STEP_OUTPUTS,
+)
 from mlpipe.diagnostics import Diagnostic
-from mlpipe.graph import (Dangling, FromInput, FromLiteral, FromStep, Graph, StepNode, Unbound,
-                          input_node)
+from mlpipe.graph import (
+    Dangling,
+    FromInput,
+    FromLiteral,
+    FromStep,
+    Graph,
+    StepNode,
+    Unbound,
+    input_node,
+)
 from mlpipe.spec import InputRole
 
 
@@ -28,14 +49,16 @@ def cycles(graph: Graph) -> Iterator[Diagnostic]:
         hops = [f"{u}.{step_graph.edges[u, v, k]['src_port']} -> "
                 f"{v}.{step_graph.edges[u, v, k]['dst_port']}" for u, v, k in loop]
         yield Diagnostic.of(
-            DEPENDENCY_CYCLE, f"steps {', '.join(repr(n) for n in sorted(component))} form a cycle: "
-                   f"{'; '.join(hops)}",
+            DEPENDENCY_CYCLE,
+            f"steps {', '.join(repr(n) for n in sorted(component))} form a cycle: "
+            f"{'; '.join(hops)}",
             hint="a step cannot consume an output that depends on its own outputs; bind one "
                  "of these inputs to an upstream artifact instead",
             **at_step(graph.steps[first]))
 
 
-@check(REQUIRED_INPUT_UNBOUND, UNKNOWN_PORT, OUTPUT_GIVEN_A_VALUE, BINDING_KIND_MISMATCH, DANGLING_BINDING, UNKNOWN_OUTPUT, AMBIGUOUS_STEP_REFERENCE)
+@check(REQUIRED_INPUT_UNBOUND, UNKNOWN_PORT, OUTPUT_GIVEN_A_VALUE, BINDING_KIND_MISMATCH,
+       DANGLING_BINDING, UNKNOWN_OUTPUT, AMBIGUOUS_STEP_REFERENCE)
 def bindings(graph: Graph) -> Iterator[Diagnostic]:
     for node in graph.step_nodes():
         comp = node.component
@@ -46,8 +69,9 @@ def bindings(graph: Graph) -> Iterator[Diagnostic]:
             if endpoint is None or isinstance(endpoint, Unbound):
                 why = f" ({endpoint.reason})" if isinstance(endpoint, Unbound) else ""
                 yield Diagnostic.of(
-                    REQUIRED_INPUT_UNBOUND, f"required input '{node.id}.{port.name}' ({port.type_label}) is "
-                             f"not bound{why}",
+                    REQUIRED_INPUT_UNBOUND,
+                    f"required input '{node.id}.{port.name}' ({port.type_label}) is "
+                    f"not bound{why}",
                     hint=f"pass {port.name}=... when calling {comp.name}, or declare it "
                          f"optional with a default of None", **at_step(node, port.name))
         for key, endpoint in node.bindings.items():
@@ -58,8 +82,9 @@ def _binding(graph: Graph, node: StepNode, key: str, endpoint) -> Iterator[Diagn
     comp = node.component
     if comp.output(key) is not None:
         yield Diagnostic.of(
-            OUTPUT_GIVEN_A_VALUE, f"'{node.id}.{key}' is an output of {comp.name!r} but the call gives "
-                          f"it the value {endpoint}",
+            OUTPUT_GIVEN_A_VALUE,
+            f"'{node.id}.{key}' is an output of {comp.name!r} but the call gives "
+            f"it the value {endpoint}",
             hint=f"remove {key}=... from the call; mlpipe provides output paths",
             **at_step(node, key))
         return
@@ -74,10 +99,12 @@ def _binding(graph: Graph, node: StepNode, key: str, endpoint) -> Iterator[Diagn
             **at_step(node, key))
         return
     if isinstance(endpoint, Dangling):
-        yield Diagnostic.of(DANGLING_BINDING, f"'{node.id}.{key}' is bound to something that does not "
-                                      f"exist: {endpoint.reason}",
-                            hint="bind it to an existing step output or pipeline input",
-                            **at_step(node, key))
+        yield Diagnostic.of(
+            DANGLING_BINDING,
+            f"'{node.id}.{key}' is bound to something that does not "
+            f"exist: {endpoint.reason}",
+            hint="bind it to an existing step output or pipeline input",
+            **at_step(node, key))
         return
     if isinstance(endpoint, FromStep):
         yield from _step_reference(graph, node, key, endpoint)
@@ -101,10 +128,12 @@ def _binding(graph: Graph, node: StepNode, key: str, endpoint) -> Iterator[Diagn
                                f"{endpoint.name!r}, which is a parameter",
                 hint=f"annotate {endpoint.name!r} as Input[...] or give it no scalar default",
                 **at_step(node, key))
-    elif isinstance(endpoint, FromLiteral) and port is not None and not isinstance(endpoint.value, str):
+    elif (isinstance(endpoint, FromLiteral) and port is not None
+          and not isinstance(endpoint.value, str)):
         yield Diagnostic.of(
-            BINDING_KIND_MISMATCH, f"input '{node.id}.{key}' is given the value {endpoint.value!r}; an "
-                           f"input takes an artifact or a data reference (a path or URI string)",
+            BINDING_KIND_MISMATCH,
+            f"input '{node.id}.{key}' is given the value {endpoint.value!r}; an "
+            f"input takes an artifact or a data reference (a path or URI string)",
             hint="bind a step output or a pipeline input", **at_step(node, key))
 
 
@@ -114,10 +143,11 @@ def _step_reference(graph: Graph, node: StepNode, key: str, endpoint: FromStep
     outputs = [p.name for p in producer.outputs]
     if not endpoint.port:
         yield Diagnostic.of(
-            AMBIGUOUS_STEP_REFERENCE, f"'{node.id}.{key}' is given the whole step '{endpoint.node}', which "
-                        f"has {len(outputs)} outputs ({', '.join(outputs) or 'none'})",
+            AMBIGUOUS_STEP_REFERENCE,
+            f"'{node.id}.{key}' is given the whole step '{endpoint.node}', which "
+            f"has {len(outputs)} outputs ({', '.join(outputs) or 'none'})",
             hint=f"pass one output, e.g. {endpoint.node}.{outputs[0]}" if outputs else
-            f"{producer.name!r} produces nothing to bind", **at_step(node, key))
+                 f"{producer.name!r} produces nothing to bind", **at_step(node, key))
     elif producer.output(endpoint.port) is None:
         close = difflib.get_close_matches(endpoint.port, outputs, n=1)
         hint = f"did you mean '{endpoint.node}.{close[0]}'? " if close else ""
@@ -133,9 +163,11 @@ def pipeline_outputs(graph: Graph) -> Iterator[Diagnostic]:
     for name, endpoint in graph.outputs.items():
         where = at_pipeline(graph)
         if isinstance(endpoint, Dangling):
-            yield Diagnostic.of(DANGLING_BINDING, f"pipeline output {name!r} is bound to something that "
-                                          f"does not exist: {endpoint.reason}",
-                                hint="return an existing step output", **where)
+            yield Diagnostic.of(
+                DANGLING_BINDING,
+                f"pipeline output {name!r} is bound to something that "
+                f"does not exist: {endpoint.reason}",
+                hint="return an existing step output", **where)
         elif isinstance(endpoint, FromStep) and endpoint.node in graph.steps:
             producer = graph.steps[endpoint.node].component
             if endpoint.port and producer.output(endpoint.port) is None:
@@ -151,7 +183,8 @@ def same_output_twice(graph: Graph) -> Iterator[Diagnostic]:
     for node in graph.step_nodes():
         by_source: dict[str, list[str]] = {}
         for key, endpoint in node.bindings.items():
-            if node.component.input(key) is not None and isinstance(endpoint, (FromStep, FromInput)):
+            if (node.component.input(key) is not None
+                    and isinstance(endpoint, (FromStep, FromInput))):
                 by_source.setdefault(str(endpoint), []).append(key)
         for source, keys in by_source.items():
             if len(keys) > 1:
@@ -182,7 +215,8 @@ def unused_outputs(graph: Graph) -> Iterator[Diagnostic]:
     for node in graph.step_nodes():
         outs = node.component.outputs
         if "#" in node.id:
-            continue  # a second step with a taken name: MP106 reports it, references reach the first
+            # a second step with a taken name: MP106 reports it, references reach the first
+            continue
         if outs and dag.out_degree(node.id) == 0:
             names = ", ".join(p.name for p in outs)
             yield Diagnostic.of(
@@ -197,6 +231,7 @@ def unused_inputs(graph: Graph) -> Iterator[Diagnostic]:
     for inp in graph.spec.inputs:
         if graph.dag.out_degree(input_node(inp.name)) == 0:
             yield Diagnostic.of(
-                UNUSED_PIPELINE_INPUT, f"pipeline input {inp.name!r} is bound to no step and no output",
+                UNUSED_PIPELINE_INPUT,
+                f"pipeline input {inp.name!r} is bound to no step and no output",
                 hint=f"pass {inp.name} to the step that needs it, or remove it",
                 **at_pipeline(graph, inp.name))

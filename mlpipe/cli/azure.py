@@ -10,8 +10,7 @@ import sys
 
 import click
 
-from mlpipe.cli.base import EXIT_PROBLEMS, TARGET, assignments, fail, load_graph, main
-from mlpipe.errors import MlpipeError
+from mlpipe.cli.base import EXIT_PROBLEMS, TARGET, assignments, load_graph, main
 
 
 @main.command("compile")
@@ -45,7 +44,8 @@ def compile_(target: str, out_dir: str, inputs: tuple[str, ...], default_compute
 
         validate_export(out_dir)
     click.echo(f"wrote {written[0]} and {len(written) - 1} component file(s) under "
-               f"{written[0].parent / 'components'}" + (" (validated by azure-ai-ml)" if validate else ""))
+               f"{written[0].parent / 'components'}"
+               + (" (validated by azure-ai-ml)" if validate else ""))
     for note in export.notes:
         click.echo(f"note: {note}")
     click.echo(f"submit with: az ml job create --file {written[0]}")

@@ -5,8 +5,7 @@ import sys
 
 import click
 
-from mlpipe.cli.base import EXIT_CLEAN, EXIT_PROBLEMS, TARGET, fail, load_graph, main
-from mlpipe.errors import MlpipeError
+from mlpipe.cli.base import EXIT_CLEAN, EXIT_PROBLEMS, TARGET, load_graph, main
 
 
 def _codes(value: str | None) -> set[str]:

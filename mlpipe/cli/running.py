@@ -8,10 +8,17 @@ import sys
 
 import click
 
-from mlpipe.cli.base import (EXIT_INTERRUPTED, EXIT_PROBLEMS, TARGET, assignments, fail,
-                             load_graph, main, open_evidence_store)
 from mlpipe.cli.azure import AZURE_FLAGS, azure_options, submit_to_workspace
-from mlpipe.errors import MlpipeError, UsageError
+from mlpipe.cli.base import (
+    EXIT_INTERRUPTED,
+    EXIT_PROBLEMS,
+    TARGET,
+    assignments,
+    load_graph,
+    main,
+    open_evidence_store,
+)
+from mlpipe.errors import UsageError
 
 
 @main.command()

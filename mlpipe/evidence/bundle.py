@@ -15,11 +15,11 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from mlpipe.digests import file_digests
-from mlpipe.version import __version__
 from mlpipe.errors import UsageError
 from mlpipe.evidence import models as m
-from mlpipe.evidence.findings import find
 from mlpipe.evidence.checkresults import stored_checks
+from mlpipe.evidence.findings import find
+from mlpipe.version import __version__
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://mlpipe.dev/evidence-bundle/v1"

@@ -5,7 +5,8 @@ Knows the models and diagnostics; never runs a check itself (``mlpipe.checks`` d
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session

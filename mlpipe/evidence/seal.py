@@ -82,9 +82,9 @@ def load_sealed(digest: str, content: bytes) -> dict[str, Any]:
     try:
         validate(statement)
     except StoreError as err:
+        why = err.message.removeprefix("the evidence bundle does not match its schema ")
         raise StoreError(f"sealed bundle {digest} no longer matches the bundle schema "
-                         f"({err.message.removeprefix('the evidence bundle does not match its schema ')}): "
-                         f"it was altered in the store", hint=hint) from None
+                         f"({why}): it was altered in the store", hint=hint) from None
     return statement
 
 

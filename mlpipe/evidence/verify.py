@@ -11,8 +11,6 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from mlpipe.errors import StoreError
-from mlpipe.evidence.seal import load_sealed
 from mlpipe.codes import (
     ARTIFACT_CHANGED,
     ARTIFACT_MISSING,
@@ -22,10 +20,11 @@ from mlpipe.codes import (
 from mlpipe.diagnostics import Code
 from mlpipe.digests import digest_bytes, sha256_file
 from mlpipe.digests.snapshot import snapshot
+from mlpipe.errors import StoreError
 from mlpipe.evidence import models as m
 from mlpipe.evidence.bundle import build
 from mlpipe.evidence.compare import differences
-from mlpipe.evidence.seal import chain, unsealed
+from mlpipe.evidence.seal import chain, load_sealed, unsealed
 
 
 @dataclass(slots=True)
@@ -149,7 +148,8 @@ def verify(s: Session, candidate: m.CandidateRow) -> Verification:
     sealed = unsealed(statement)
     sealed["subject"] = []
     for line in differences(sealed, rebuilt):
-        out.findings.append(_mismatch(EVIDENCE_CHANGED_IN_STORE, f"the store no longer matches the sealed "
+        out.findings.append(_mismatch(EVIDENCE_CHANGED_IN_STORE,
+                                      f"the store no longer matches the sealed "
                                       f"bundle: {line} (sealed -> store now)",
                                       "find who changed the store; the sealed bundle is the "
                                       "record the reviewer saw"))

@@ -9,10 +9,10 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from mlpipe.digests import digest_of
 from mlpipe.errors import UsageError
 from mlpipe.evidence import models as m
 from mlpipe.evidence.queries import find_run, previous_step_run, run_steps
-from mlpipe.digests import digest_of
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:

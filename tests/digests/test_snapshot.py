@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from mlpipe.digests import snapshot as snap_mod
 from mlpipe.backends.local.cas import ArtifactStore
+from mlpipe.digests import snapshot as snap_mod
 from mlpipe.digests.snapshot import StatCache, snapshot
 
 

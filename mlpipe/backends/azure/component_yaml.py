@@ -19,7 +19,7 @@ from mlpipe.dsl import COMPONENT_NAME, Component
 from mlpipe.errors import DefinitionError, LoadError, UsageError
 from mlpipe.params import check_value
 from mlpipe.paths import display_path
-from mlpipe.spec import Compute, ComponentSpec, Location, ParamSpec, ParamType, PortSpec
+from mlpipe.spec import ComponentSpec, Compute, Location, ParamSpec, ParamType, PortSpec
 
 COMMAND_FIELDS = {"$schema", "type", "name", "version", "display_name", "description", "tags",
                   "is_deterministic", "inputs", "outputs", "code", "environment", "resources",

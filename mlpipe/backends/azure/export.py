@@ -23,9 +23,20 @@ from mlpipe.backends.azure.command import RUNTIME_MODULE, coerce_param, runtime_
 from mlpipe.contracts.base import contract_label, contract_spec
 from mlpipe.digests import canonical_json
 from mlpipe.errors import ExportError, UsageError
-from mlpipe.spec import (Binding, ComponentSpec, InputRole, Literal, ParamType, PipelineInput,
-                         PipelineInputSpec, PipelineSpec, PortSpec, StepOutput, StepSpec,
-                         plain_value)
+from mlpipe.spec import (
+    Binding,
+    ComponentSpec,
+    InputRole,
+    Literal,
+    ParamType,
+    PipelineInput,
+    PipelineInputSpec,
+    PipelineSpec,
+    PortSpec,
+    StepOutput,
+    StepSpec,
+    plain_value,
+)
 
 COMPONENT_DIR = "components"
 PIPELINE_FILE = "pipeline.yml"

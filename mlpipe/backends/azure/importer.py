@@ -15,19 +15,38 @@ from typing import Any
 
 from mlpipe.artifacts import AssetType
 from mlpipe.backends.azure import vocabulary, yamlfile
-from mlpipe.backends.azure.component_yaml import (Where, read_command_component,
-                                                  read_port, read_param, read_resources)
+from mlpipe.backends.azure.component_yaml import (
+    Where,
+    read_command_component,
+    read_param,
+    read_port,
+    read_resources,
+)
 from mlpipe.codes import PIPELINE_OUTPUT_NOT_PRODUCED, UNREADABLE_BINDING_EXPRESSION
-from mlpipe.digests import script_code_digest
 from mlpipe.diagnostics import Diagnostic
-from mlpipe.spec import (Binding, Compute, ComponentSpec, InputRole, Literal, Location, ParamSpec,
-                         ParamType, PipelineInput, PipelineInputSpec, PipelineSpec, PortSpec,
-                         StepOutput, StepSpec)
+from mlpipe.digests import script_code_digest
+from mlpipe.spec import (
+    Binding,
+    ComponentSpec,
+    Compute,
+    InputRole,
+    Literal,
+    Location,
+    ParamSpec,
+    ParamType,
+    PipelineInput,
+    PipelineInputSpec,
+    PipelineSpec,
+    PortSpec,
+    StepOutput,
+    StepSpec,
+)
 
 UNSUPPORTED_NODES = ("automl", "sweep", "spark", "parallel", "import", "data_transfer")
 _EXPR = re.compile(r"^\$\{\{\s*(?P<body>[^}]*?)\s*\}\}$")
 _PARENT_INPUT = re.compile(r"^parent\.inputs\.(?P<name>[A-Za-z_][\w]*)$")
-_SIBLING_OUTPUT = re.compile(r"^parent\.jobs\.(?P<job>[A-Za-z_][\w]*)\.outputs\.(?P<port>[A-Za-z_][\w]*)$")
+_SIBLING_OUTPUT = re.compile(
+    r"^parent\.jobs\.(?P<job>[A-Za-z_][\w]*)\.outputs\.(?P<port>[A-Za-z_][\w]*)$")
 _PARENT_OUTPUT = re.compile(r"^parent\.outputs\.(?P<name>[A-Za-z_][\w]*)$")
 _COMMAND_REF = re.compile(r"\$\{\{\s*(inputs|outputs)\.([A-Za-z_]\w*)\s*\}\}")
 _NODE_FIELDS = {"type", "component", "compute", "inputs", "outputs", "environment_variables",
@@ -116,7 +135,8 @@ class _Reader:
                 outputs[name] = produced.pop(name)
             else:
                 self.diagnostics.append(Diagnostic.of(
-                    PIPELINE_OUTPUT_NOT_PRODUCED, f"pipeline output {name!r} is declared but no job "
+                    PIPELINE_OUTPUT_NOT_PRODUCED,
+                    f"pipeline output {name!r} is declared but no job "
                     f"binds an output to ${{{{parent.outputs.{name}}}}}",
                     hint=f"add outputs: {{PORT: ${{{{parent.outputs.{name}}}}}}} to the job "
                          f"that produces it, or remove the output",
@@ -145,8 +165,9 @@ class _Reader:
                 param = read_param(where, doc, name, f"inputs.{name}")
                 return PipelineInputSpec(name, InputRole.PARAM, required=param.required,
                                          default=param.default, param=param, location=loc)
+            known = ", ".join([*vocabulary.ASSET_TYPES, *vocabulary.AZURE_PARAM_TYPES])
             raise where.fail(doc, name, f"has type {kind!r}, which mlpipe does not support",
-                             hint=f"use one of {', '.join([*vocabulary.ASSET_TYPES, *vocabulary.AZURE_PARAM_TYPES])}",
+                             hint=f"use one of {known}",
                              field=f"inputs.{name}.type")
         if isinstance(value, (bool, int, float, str)):
             param = ParamSpec(name, _PY_PARAM[type(value)], required=False, default=value)
@@ -271,8 +292,8 @@ class _Reader:
             typed = value.get("type") if isinstance(value, dict) else None
             body = _expression(value.get("path") if isinstance(value, dict) else value) or ""
             m = _PARENT_OUTPUT.match(body)
-            kind = (vocabulary.ASSET_TYPES.get(typed) or (output_types.get(m["name"]) if m else None)
-                    or AssetType.URI_FOLDER)
+            kind = (vocabulary.ASSET_TYPES.get(typed)
+                    or (output_types.get(m["name"]) if m else None) or AssetType.URI_FOLDER)
             outputs[key] = PortSpec(key, kind)
         for direction, ref in _COMMAND_REF.findall(command):
             if direction == "outputs" and ref not in outputs:
@@ -339,7 +360,8 @@ class _Reader:
     def bad_expression(self, where: Where, doc: Any, key: str, field: str, value: Any,
                        rule: str) -> None:
         self.diagnostics.append(Diagnostic.of(
-            UNREADABLE_BINDING_EXPRESSION, f"{field} is {value!r}, which mlpipe cannot follow: {rule}",
+            UNREADABLE_BINDING_EXPRESSION,
+            f"{field} is {value!r}, which mlpipe cannot follow: {rule}",
             hint="write the binding in one of those forms", step=field.split(".")[1],
             port=key, file=where.file, line=doc.line_of(key) if isinstance(
                 doc, yamlfile.Mapping) else None))

@@ -12,7 +12,6 @@ from typing import Any
 
 from sqlalchemy import update
 
-from mlpipe.evidence.revision import git_revision
 from mlpipe.backends.azure.sync import JobRecord
 from mlpipe.backends.azure.workspace import Workspace
 from mlpipe.digests import digest_bytes
@@ -20,6 +19,7 @@ from mlpipe.digests.snapshot import snapshot
 from mlpipe.environments import environment_identity
 from mlpipe.evidence import models as m
 from mlpipe.evidence.config import project_root
+from mlpipe.evidence.revision import git_revision
 from mlpipe.evidence.store import Store, utcnow
 from mlpipe.graph import FromInput, FromStep, Graph
 from mlpipe.spec import InputRole, declared_topology, plain_value

@@ -10,26 +10,33 @@ import dataclasses
 import os
 import shutil
 import sys
+from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence, TextIO
+from typing import Any, TextIO
 
 from mlpipe.backends.local import forkserver, reuse
 from mlpipe.backends.local import inputs as inputs_mod
 from mlpipe.backends.local.cas import ArtifactStore
 from mlpipe.backends.local.progress import Progress
-from mlpipe.digests.snapshot import StatCache, snapshot
-from mlpipe.backends.local.stepproc import (Processes, StepJob, StepOutcome, declared_topology,
-                                            execute, tail)
+from mlpipe.backends.local.stepproc import (
+    Processes,
+    StepJob,
+    StepOutcome,
+    declared_topology,
+    execute,
+    tail,
+)
 from mlpipe.diagnostics import Diagnostic
+from mlpipe.digests.snapshot import StatCache, snapshot
+from mlpipe.environments import environment_identity
 from mlpipe.errors import StepFailed, UsageError
 from mlpipe.evidence import models as m
+from mlpipe.evidence.checkresults import record_checks, summary
 from mlpipe.evidence.config import Location, locate, project_root
-from mlpipe.environments import environment_identity
 from mlpipe.evidence.queries import running_run_ids
 from mlpipe.evidence.revision import git_revision
-from mlpipe.evidence.checkresults import record_checks, summary
 from mlpipe.evidence.store import Store, new_id
 from mlpipe.graph import FromInput, FromLiteral, FromStep, Graph, StepNode
 from mlpipe.spec import ComponentSpec
@@ -343,7 +350,8 @@ class _Run:
                                f"{declared_topology(comp)['world_size']}")
         step_run_id = self.store.begin_step_run(
             **common, topology={"declared": topology} if topology else {}, status=m.RUNNING,
-            message=decision.why_not, log_path=str(self.ex.location.logs / run_id / f"{node.id}.log"),
+            message=decision.why_not,
+            log_path=str(self.ex.location.logs / run_id / f"{node.id}.log"),
             inputs={k: v.artifact for k, v in bound.items()})
         self.result.step_runs[node.id] = step_run_id
         if topology is not None and node.id not in self.scaled:

@@ -2,7 +2,8 @@
 
 Writes the request, starts ``python -m mlpipe.runtime.step`` (a script component: its own
 command, in a copy of its code folder; or either through the distributed launcher), waits,
-validates and hashes the outputs, and moves them into the artifact store only on success. Never touches the evidence store: the scheduler records what this returns.
+validates and hashes the outputs, and moves them into the artifact store only on success.
+Never touches the evidence store: the scheduler records what this returns.
 """
 from __future__ import annotations
 

@@ -8,14 +8,22 @@ hands an MPI launch to mpirun; ``launch`` here puts the three together and check
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from mlpipe.backends.local.launcher.group import ProcessGroup, Worker
+from mlpipe.backends.local.launcher.layout import (
+    HOST,
+    LAUNCH_VARS,
+    Plan,
+    base_env,
+    free_port,
+    plan,
+    writers_json,
+)
 from mlpipe.backends.local.launcher.mpi import run_mpi
-from mlpipe.backends.local.launcher.layout import (HOST, LAUNCH_VARS, Plan, base_env, free_port,
-                                                 plan, writers_json)
 from mlpipe.checks.coordination import CoordinationReport, check_coordination
 from mlpipe.distribution import Distribution
 from mlpipe.errors import DistributedError, UsageError
@@ -104,7 +112,8 @@ def launch(argv: Sequence[str], *, distribution: Distribution | None, instances:
         UsageError: the launch cannot be made (bad instances, no mpirun, a library as type).
 
     Example:
-        >>> result = launch([sys.executable, "train.py"], distribution=PyTorch(processes_per_node=2),
+        >>> result = launch([sys.executable, "train.py"],
+        ...                 distribution=PyTorch(processes_per_node=2),
         ...                 instances=2, env=None, cwd=".", log_dir="logs", timeout=600)
         >>> result.world_size
         4

@@ -56,7 +56,7 @@ class ProcessGroup:
 
     def _start(self) -> dict[int, dict[str, str]]:
         envs = {}
-        for index, (rank, _, _, role, extra) in enumerate(self.layout.roles):
+        for index, (rank, _, _, _role, extra) in enumerate(self.layout.roles):
             env = {**self.base, **extra}
             envs[rank] = extra
             with open(self.logs / f"rank-{rank}.log", "wb") as log:

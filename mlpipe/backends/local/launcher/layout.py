@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import os
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from mlpipe.distribution import Distribution, Mpi, NotAJobType, PyTorch, TensorFlow
 from mlpipe.errors import UsageError
@@ -81,7 +81,8 @@ def plan(distribution: Distribution | None, instances: int) -> Plan:
     if isinstance(distribution, TensorFlow):
         workers = distribution.world_size(instances)
         ps = distribution.parameter_servers
-        cluster: dict[str, list[str]] = {"worker": [f"{HOST}:{free_port()}" for _ in range(workers)]}
+        cluster: dict[str, list[str]] = {
+            "worker": [f"{HOST}:{free_port()}" for _ in range(workers)]}
         if ps:
             cluster["ps"] = [f"{HOST}:{free_port()}" for _ in range(ps)]
         roles = []
