@@ -34,8 +34,15 @@ def train_cnn(examples: Input["uri_folder"], labels: Input["uri_file"],
     from torch.nn.parallel import DistributedDataParallel
 
     from components.images import SIZE, read_pgm
-    from mlpipe.runtime import (all_reduce_metric, backend, device as runtime_device, is_writer,
-                                mark_written, shard, world_size)
+    from mlpipe.runtime import (
+        all_reduce_metric,
+        backend,
+        is_writer,
+        mark_written,
+        shard,
+        world_size,
+    )
+    from mlpipe.runtime import device as runtime_device
 
     if world_size() > 1:
         dist.init_process_group(backend(), init_method="env://")

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import os
 import random
-from typing import Any, Hashable, Sequence, TypeVar
+from collections.abc import Hashable, Sequence
+from typing import Any, TypeVar
 
 from mlpipe.errors import DistributedError
 from mlpipe.runtime import record as step_record

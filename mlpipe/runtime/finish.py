@@ -140,8 +140,9 @@ def content(path: str) -> dict[str, Any]:
         'blake3:'
     """
     import blake3
-    # the folder manifest of mlpipe.backends.local.snapshot: one definition of a folder digest
-    from mlpipe.backends.local.snapshot import folder_manifest_header
+
+    # the folder manifest of mlpipe.digests.snapshot: one definition of a folder digest
+    from mlpipe.digests.snapshot import folder_manifest_header
 
     header = folder_manifest_header()
     if not os.path.isdir(path):
@@ -254,8 +255,9 @@ def finish(where: str | None, *, me: dict[str, Any], outputs: list[Port], paths:
     if failure is None:
         absent = [name for name, e in out.items() if not e["exists"]]
         if absent:
+            plural = "s" if len(absent) > 1 else ""
             failure = Failure("output-completeness",
-                              f"finished without writing its output{'s' if len(absent) > 1 else ''} "
+                              f"finished without writing its output{plural} "
                               f"{', '.join(map(repr, absent))}", absent[0]).to_json(me["rank"])
     if failure is None:
         for port in outputs:
@@ -269,7 +271,7 @@ def finish(where: str | None, *, me: dict[str, Any], outputs: list[Port], paths:
                 failure = Failure("output-contract", f"output {port.name!r} does not match its "
                                                      f"contract: {problem}",
                                   port.name).to_json(me["rank"])
-    for name, entry in out.items():
+    for entry in out.values():
         if entry["exists"] and where is not None:
             try:
                 entry.update(content(entry["path"]))

@@ -15,7 +15,8 @@ import sys
 import sysconfig
 import tempfile
 import threading
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 #: Set to "0" to switch observation off (the record then says reads and writes are unknown).
 OBSERVE_ENV = "MLPIPE_OBSERVE"
@@ -112,14 +113,14 @@ class Filter:
 
     def is_ignored(self, path: str) -> bool:
         """System, interpreter, library caches, scratch, or code imported from ``sys.path``."""
-        if path.startswith(self.ignored_raw) or path.startswith(self.ignored):
+        if path.startswith(self.ignored_raw + self.ignored):
             return True
         if path in self.path_entries:  # the import system probing a sys.path entry
             return True
         if path.endswith(_CODE_SUFFIXES) or "/__pycache__/" in path or _METADATA in path \
                 or ".dist-info/" in path:
             # code, and the metadata of installed distributions (importlib.metadata)
-            return path.startswith(self.code_dirs) or path.startswith(self.ignored)
+            return path.startswith(self.code_dirs + self.ignored)
         return False
 
 
@@ -304,4 +305,4 @@ def unobserved(why: str) -> dict[str, Any]:
             "observation": {"enabled": False, "why_not": why}}
 
 
-__all__ = ["Filter", "OBSERVE_ENV", "Observer", "active", "enabled", "unobserved"]
+__all__ = ["OBSERVE_ENV", "Filter", "Observer", "active", "enabled", "unobserved"]

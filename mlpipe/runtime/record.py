@@ -16,7 +16,7 @@ import socket
 import sys
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ LAYERS = ("input-contract", "step-code", "launch", "output-completeness", "outpu
 
 def now() -> str:
     """The current UTC time, ISO-8601 with microseconds."""
-    return datetime.now(timezone.utc).isoformat()
+    return datetime.now(UTC).isoformat()
 
 
 def _int_var(*names: str) -> int | None:
@@ -349,6 +349,24 @@ def schema() -> dict[str, Any]:
     return json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
 
 
-__all__ = ["FORMAT", "LAYERS", "RECORD_DIR_ENV", "RankPart", "STEP_FILE", "VERSION", "current",
-           "folder", "identity", "load_record", "merge_children", "metrics", "now", "rank_file",
-           "rank_parts", "reset", "schema", "stored", "write_json"]
+__all__ = [
+    "FORMAT",
+    "LAYERS",
+    "RECORD_DIR_ENV",
+    "STEP_FILE",
+    "VERSION",
+    "RankPart",
+    "current",
+    "folder",
+    "identity",
+    "load_record",
+    "merge_children",
+    "metrics",
+    "now",
+    "rank_file",
+    "rank_parts",
+    "reset",
+    "schema",
+    "stored",
+    "write_json",
+]

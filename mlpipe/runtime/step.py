@@ -242,7 +242,7 @@ def execute(request: dict[str, Any]) -> int:
     part.flush()
     if rank != 0 or part.data["role"] != "worker":
         return code
-    from mlpipe import __version__
+    from mlpipe.version import __version__
 
     header = {"mlpipe_version": __version__, "python": sys.version.split()[0],
               "component": request["function"], "component_digest": request.get("digest"),

@@ -226,5 +226,15 @@ def close(failed: bool = False) -> dict[str, Any] | None:
     return found.state()
 
 
-__all__ = ["Channel", "RUN_ENV", "SWITCH_ENV", "TRACKING_ENV", "active", "channel", "close",
-           "log", "metric_key", "metric_tags"]
+__all__ = [
+    "RUN_ENV",
+    "SWITCH_ENV",
+    "TRACKING_ENV",
+    "Channel",
+    "active",
+    "channel",
+    "close",
+    "log",
+    "metric_key",
+    "metric_tags",
+]

@@ -9,7 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from mlpipe.backends.local.snapshot import snapshot
+from mlpipe.digests.snapshot import snapshot
 from mlpipe.runtime import record
 
 ROOT = Path(__file__).resolve().parents[2]

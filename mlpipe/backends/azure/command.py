@@ -53,4 +53,5 @@ def _optional(text: str, optional: bool) -> str:
     return f"$[[{text}]]" if optional else text
 
 
-__all__ = ["RECORD_PORT", "RUNTIME_MODULE", "StepArgs", "coerce_param", "parse_step_argv", "runtime_command"]
+__all__ = ["RECORD_PORT", "RUNTIME_MODULE", "StepArgs", "coerce_param", "parse_step_argv",
+           "runtime_command"]

@@ -6,8 +6,8 @@ Revision ID: 0003_i17
 Revises: 0002
 Create Date: 2026-12-02 10:00:00
 """
-from alembic import op
 import sqlalchemy as sa
+from alembic import op
 
 revision = '0003_i17'
 down_revision = '0002'

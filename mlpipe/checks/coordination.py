@@ -1,19 +1,28 @@
 """After a distributed step: did its workers really coordinate? Reads the ranks' parts of the
-step record the runtime left (``mlpipe.runtime.record``) and judges coverage, overlap, writers
-and metric scope. The same judgement for a local run and for a synced Azure ML run. Reads
-files only; never launches or changes anything.
+step record the runtime left (docs/step-record.md) and judges coverage, overlap, writers and
+metric scope. Reads files only; never launches or changes anything. Shared by every backend
+that runs distributed steps (the local launcher, and ``sync`` for an Azure ML job's record),
+so its findings mean the same thing whichever backend ran the step.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mlpipe.checks.distribution import (COPIES, COVERAGE, OVERLAP, PARTIAL_GLOBAL, UNRECORDED,
-                                        WRITERS, WRONG_WRITER)
+from mlpipe.codes import (
+    COORDINATION_UNRECORDED,
+    COVERAGE_GAP,
+    INDEPENDENT_COPIES,
+    MULTIPLE_WRITERS,
+    PARTIAL_METRIC_LOGGED_AS_GLOBAL,
+    SHARD_OVERLAP,
+    UNDECLARED_WRITER,
+)
 from mlpipe.diagnostics import Diagnostic, Severity
 from mlpipe.distribution import Distribution
-from mlpipe.runtime.record import rank_parts
+
 
 @dataclass(frozen=True)
 class CoordinationReport:
@@ -47,7 +56,21 @@ class CoordinationReport:
 
 
 def _records(parts: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
-    return {int(p["rank"]): p for p in parts if p.get("role", "worker") == "worker"}
+    return {int(p["rank"]): p for p in parts
+            if isinstance(p.get("rank"), int) and p.get("role", "worker") == "worker"}
+
+
+def _read_parts(step_dir: Path) -> list[dict[str, Any]]:
+    """The ranks' parts in a record folder (``rank-<R>.json``; unreadable ones skipped)."""
+    found = []
+    for path in sorted(step_dir.glob("rank-*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError):
+            continue
+        if isinstance(data, dict):
+            found.append(data)
+    return found
 
 
 def _few(ids: set[str] | list[str], n: int = 3) -> str:
@@ -62,8 +85,7 @@ def check_coordination(step_dir: str | Path | list[dict[str, Any]], *, world_siz
     """Judge the coordination records one distributed step left behind.
 
     Args:
-        step_dir: the step's record folder (``MLPIPE_STEP_DIR``), or the ranks' parts
-            already read (``load_record(...)["ranks"]``).
+        step_dir: the step's ``MLPIPE_STEP_DIR``.
         world_size: how many processes were launched.
         distribution: the step's declared distribution (for its writer policies); None means
             ``"rank0"`` for every output.
@@ -77,16 +99,17 @@ def check_coordination(step_dir: str | Path | list[dict[str, Any]], *, world_siz
         >>> report.ok, report.covered, report.population
         (True, 210, 210)
     """
-    parts = step_dir if isinstance(step_dir, list) else rank_parts(step_dir)
+    parts = step_dir if isinstance(step_dir, list) else _read_parts(Path(step_dir))
     records = _records(parts)
     where = {"step": step}
     findings: list[Diagnostic] = []
     missing = sorted(set(range(world_size)) - set(records))
     if world_size > 1 and missing:
         findings.append(Diagnostic.of(
-            UNRECORDED, f"{len(missing)} of {world_size} ranks left no coordination record "
-                        f"(ranks {', '.join(map(str, missing))}); data coverage and output "
-                        f"ownership are unevidenced",
+            COORDINATION_UNRECORDED,
+            f"{len(missing)} of {world_size} ranks left no coordination record "
+            f"(ranks {', '.join(map(str, missing))}); data coverage and output "
+            f"ownership are unevidenced",
             hint="divide the data with mlpipe.runtime.shard(...) (or record_consumed) and call "
                  "mark_written(output) after saving", **where))
 
@@ -96,10 +119,11 @@ def check_coordination(step_dir: str | Path | list[dict[str, Any]], *, world_siz
     full = [r for r, ids in consumed.items() if population and ids >= population]
     if world_size > 1 and len(records) > 1 and len(full) == len(records):
         findings.append(Diagnostic.of(
-            COPIES, f"all {len(records)} ranks consumed the whole data set ({len(population)} "
-                    f"examples): {len(records)} independent copies trained side by side, not one "
-                    f"data-parallel run", hint="give each rank its own part with "
-                    "mlpipe.runtime.shard(ids) (or a DistributedSampler)", **where))
+            INDEPENDENT_COPIES,
+            f"all {len(records)} ranks consumed the whole data set ({len(population)} "
+            f"examples): {len(records)} independent copies trained side by side, not one "
+            f"data-parallel run", hint="give each rank its own part with "
+            "mlpipe.runtime.shard(ids) (or a DistributedSampler)", **where))
     else:
         owners: dict[str, list[int]] = {}
         for r, ids in consumed.items():
@@ -109,14 +133,14 @@ def check_coordination(step_dir: str | Path | list[dict[str, Any]], *, world_siz
         if shared:
             pairs = sorted({tuple(sorted(owners[i])) for i in shared})[:3]
             findings.append(Diagnostic.of(
-                OVERLAP, f"{len(shared)} examples were consumed by more than one rank "
+                SHARD_OVERLAP, f"{len(shared)} examples were consumed by more than one rank "
                          f"({_few(shared)}; ranks {', '.join(map(str, pairs))})",
                 hint="every rank must pass the same ids, in the same order, to shard()",
                 **where))
     gap = population - seen
     if gap:
         findings.append(Diagnostic.of(
-            COVERAGE, f"{len(gap)} of {len(population)} examples were consumed by no rank "
+            COVERAGE_GAP, f"{len(gap)} of {len(population)} examples were consumed by no rank "
                       f"({_few(gap)})", hint="deal out every id (shard() does), or drop "
                       "unused ids from the data set before the step", **where))
 
@@ -131,14 +155,15 @@ def check_coordination(step_dir: str | Path | list[dict[str, Any]], *, world_siz
             continue
         if len(ranks) > 1:
             findings.append(Diagnostic.of(
-                WRITERS, f"output {name!r} was written by {len(ranks)} ranks "
+                MULTIPLE_WRITERS, f"output {name!r} was written by {len(ranks)} ranks "
                          f"({', '.join(map(str, ranks))}); its writer policy is {policy!r}",
                 hint="guard the save with mlpipe.runtime.is_writer(...)", port=name, **where))
         expected = 0 if policy == "rank0" else policy
         if any(r != expected for r in ranks) and len(ranks) == 1:
             findings.append(Diagnostic.of(
-                WRONG_WRITER, f"output {name!r} was written by rank {ranks[0]}, but its writer "
-                              f"is rank {expected} (policy {policy!r})",
+                UNDECLARED_WRITER,
+                f"output {name!r} was written by rank {ranks[0]}, but its writer "
+                f"is rank {expected} (policy {policy!r})",
                 hint="guard the save with mlpipe.runtime.is_writer(...)", port=name, **where))
 
     metrics: dict[str, dict[str, Any]] = {}
@@ -151,8 +176,9 @@ def check_coordination(step_dir: str | Path | list[dict[str, Any]], *, world_siz
         ranks = sorted(r for r in m["global_ranks"] if r is not None)
         if world_size > 1 and len(ranks) > 1:
             findings.append(Diagnostic.of(
-                PARTIAL_GLOBAL, f"metric {name!r} was logged as global by {len(ranks)} ranks "
-                                f"({', '.join(map(str, ranks))}); each is one rank's partial view",
+                PARTIAL_METRIC_LOGGED_AS_GLOBAL,
+                f"metric {name!r} was logged as global by {len(ranks)} ranks "
+                f"({', '.join(map(str, ranks))}); each is one rank's partial view",
                 hint="log it with mlpipe.runtime.all_reduce_metric(...), or with "
                      "scope='partial'", **where))
     summary = {k: {"scopes": sorted(v["scopes"]),

@@ -194,7 +194,7 @@ def read_launch_tags(dist: Distribution, tags: Any) -> Distribution | str:
     if not isinstance(tags, dict):
         return dist
     writers = dict(getattr(dist, "writers", ()))
-    metrics = {k: v for k, v in getattr(dist, "metrics", ())}
+    metrics = dict(getattr(dist, "metrics", ()))
     changes: dict[str, Any] = {}
     for key, value in tags.items():
         key, text = str(key), str(value).strip()
