@@ -171,7 +171,8 @@ class Handler(BaseHTTPRequestHandler):
         return {"name": "LoopbackCloud", "portal": "https://portal.azure.test/",
                 "resourceManager": url, "authentication": {
                     "loginEndpoint": url + "login/", "audiences": [url]},
-                "suffixes": {"storage": self.service.storage_suffix, "acrLoginServer": "azurecr.test"},
+                "suffixes": {"storage": self.service.storage_suffix,
+                             "acrLoginServer": "azurecr.test"},
                 "media": url, "graphAudience": url, "graph": url, "name_": "LoopbackCloud",
                 "batch": url, "sqlManagement": url, "gallery": url, "activeDirectoryDataLake": url}
 
@@ -407,7 +408,7 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, _artifact_listing(job, (query.get("path") or [""])[0]))
         raise Answer(404, "ENDPOINT_NOT_FOUND", f"No MLflow endpoint {self.command} {parts}.")
 
-    # --- blob storage ------------------------------------------------------------------------------
+    # --- blob storage ------------------------------------------------------------------------
 
     def _blob(self, path: str, query: dict[str, list[str]], body: bytes) -> None:
         svc, method = self.service, self.command

@@ -68,8 +68,9 @@ class Asset:
 
 
 DEFAULT_COMPUTES = {"cpu-cluster": ("Standard_DS3_v2", 4), "gpu-cluster": ("Standard_NC24rs_v3", 2)}
-DEFAULT_ENVIRONMENTS = {("defect-cpu", "4"): "mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu22.04",
-                        ("defect-gpu", "7"): "mcr.microsoft.com/azureml/curated/acpt-pytorch-2.2-cuda12.1"}
+DEFAULT_ENVIRONMENTS = {
+    ("defect-cpu", "4"): "mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu22.04",
+    ("defect-gpu", "7"): "mcr.microsoft.com/azureml/curated/acpt-pytorch-2.2-cuda12.1"}
 DEFAULT_DATA = {("defect-images", "1"): "uri_folder", ("defect-split", "1"): "uri_file",
                 ("defect-split", "2"): "uri_file"}
 
@@ -273,7 +274,7 @@ class AzureMLLoopback:
         name = str(uuid.uuid4())
         root = parent.root
         compute = _last(definition.get("computeId")) or _last(
-            ((root.definition.get("settings") or {}).get("default_compute")))
+            (root.definition.get("settings") or {}).get("default_compute"))
         props = {"azureml.runsource": "azureml.StepRun", "azureml.pipelinerunid": root.name,
                  "azureml.pipeline": root.name, "ContentSnapshotId": str(uuid.uuid4()),
                  "StepType": "CommandStep" if kind == "Command" else "SubGraphCloudStep",

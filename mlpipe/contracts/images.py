@@ -6,9 +6,10 @@ folder may instead list its files in a CSV manifest. Knows nothing of specs.
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from mlpipe.artifacts import AssetType
 from mlpipe.contracts.base import Contract, Difference, check_exists
@@ -74,7 +75,8 @@ class ImageFolder(Contract):
         kinds = (self.file_kinds,) if isinstance(self.file_kinds, str) else tuple(self.file_kinds)
         unknown = [k for k in kinds if k not in FILE_KINDS]
         if unknown or not kinds:
-            raise DefinitionError(f"ImageFolder {self.name!r}: file kind {unknown[0] if unknown else None!r} "
+            raise DefinitionError(f"ImageFolder {self.name!r}: file kind "
+                                  f"{unknown[0] if unknown else None!r} "
                                   f"is not one of {', '.join(FILE_KINDS)}",
                                   hint="use one of the listed file kinds")
         object.__setattr__(self, "file_kinds", kinds)
@@ -106,8 +108,8 @@ class ImageFolder(Contract):
             extra = [v for v in have if v not in want]
             if extra:
                 yield Difference(f"{_SINGULAR[what]} {extra[0]!r} may be produced but the "
-                                 f"consumer accepts only {', '.join(want)}", f"add {extra[0]!r} to the consumer's "
-                                 f"{what} or stop producing it")
+                                 f"consumer accepts only {', '.join(want)}",
+                                 f"add {extra[0]!r} to the consumer's {what} or stop producing it")
 
     def validate(self, path: Path) -> None:
         """Check every file of the folder against the layout, names and file kinds.

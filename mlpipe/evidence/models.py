@@ -6,10 +6,22 @@ models needs an Alembic migration in ``mlpipe/evidence/migrations/versions``.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Optional
+from typing import Any, ClassVar, Optional
 
-from sqlalchemy import (JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Index, Integer,
-                        LargeBinary, String, Text, UniqueConstraint)
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 #: Run, step run and candidate statuses.
@@ -18,7 +30,7 @@ EXECUTED, REUSED, SKIPPED = "executed", "reused", "skipped"
 
 
 class Base(DeclarativeBase):
-    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+    type_annotation_map: ClassVar = {dict[str, Any]: JSON, list[Any]: JSON}
 
 
 class PipelineSpecRow(Base):
@@ -140,6 +152,9 @@ class StepRun(Base):
     finished_at: Mapped[Optional[datetime]] = mapped_column(DateTime)
     log_path: Mapped[Optional[str]] = mapped_column(Text)
     message: Mapped[Optional[str]] = mapped_column(Text)
+    #: The step record the runtime left, as stored (``mlpipe.runtime.record.stored``;
+    #: docs/step-record.md); None for a step that left none (reused, skipped, script).
+    record: Mapped[Optional[dict[str, Any]]]
 
     run: Mapped[Run] = relationship(back_populates="steps")
     component: Mapped[ComponentVersion] = relationship()
@@ -165,6 +180,9 @@ class Artifact(Base):
     size: Mapped[int] = mapped_column(BigInteger)
     file_count: Mapped[int] = mapped_column(Integer)
     location: Mapped[str] = mapped_column(Text)
+    #: Each file's ``{"name", "size", "sha256", "blake3"}`` where the files are not at
+    #: ``location`` to hash (an Azure ML output, from its step record); else None.
+    files: Mapped[Optional[list[Any]]]
 
 
 class StepArtifact(Base):

@@ -1,9 +1,20 @@
 """Compile-time compatibility of each contract kind: compatible and incompatible pairs."""
 import pytest
 
-from mlpipe.contracts import (Column, ImageFolder, LabelMap, Metric, MetricsReport, MLflowModel,
-                              ModelSignature, SplitManifest, TabularSchema, Tensor,
-                              compatibility, version_satisfies)
+from mlpipe.contracts import (
+    Column,
+    ImageFolder,
+    LabelMap,
+    Metric,
+    MetricsReport,
+    MLflowModel,
+    ModelSignature,
+    SplitManifest,
+    TabularSchema,
+    Tensor,
+    compatibility,
+    version_satisfies,
+)
 from mlpipe.errors import DefinitionError
 
 LABELS = LabelMap("labels", classes=["ok", "scratch", "dent"], version="2")

@@ -58,7 +58,7 @@ def _service_error(exc: Any) -> tuple[str | None, str]:
     if (code is None or message is None) and response is not None:
         try:
             body = response.json()
-        except Exception:  # noqa: BLE001  (not JSON: keep the reason phrase)
+        except Exception:
             body = None
         if isinstance(body, dict):
             inner = body.get("error") if isinstance(body.get("error"), dict) else body
@@ -86,9 +86,13 @@ def azure_failure(exc: BaseException, workspace: Workspace, doing: str = "call A
         >>> azure_failure(ServiceRequestError("no route"), ws).message
         'no network: Azure ML cannot be reached (no route)'
     """
-    from azure.core.exceptions import (ClientAuthenticationError, HttpResponseError,
-                                       ResourceNotFoundError, ServiceRequestError,
-                                       ServiceResponseError)
+    from azure.core.exceptions import (
+        ClientAuthenticationError,
+        HttpResponseError,
+        ResourceNotFoundError,
+        ServiceRequestError,
+        ServiceResponseError,
+    )
 
     where = (f"workspace {workspace.workspace_name!r} (resource group "
              f"{workspace.resource_group!r}, subscription {workspace.subscription_id!r})")
@@ -105,7 +109,7 @@ def azure_failure(exc: BaseException, workspace: Workspace, doing: str = "call A
         import os
 
         url = os.environ.get("ARM_CLOUD_METADATA_URL")
-        return AzureError(f"no network: azure-ai-ml cannot read the cloud's endpoints"
+        return AzureError("no network: azure-ai-ml cannot read the cloud's endpoints"
                           + (f" from ARM_CLOUD_METADATA_URL ({url})" if url else "")
                           + f" ({_first_line(exc)})",
                           hint="check the connection and ARM_CLOUD_METADATA_URL (unset it for "
@@ -201,7 +205,7 @@ def _retry_policy():
     class BoundedRetryPolicy(RetryPolicy):
         """azure-core's retries, with each wait (Retry-After included) capped at MAX_WAIT_S."""
 
-        def sleep(self, settings, transport, response=None):  # noqa: D102
+        def sleep(self, settings, transport, response=None):
             import time
 
             wait = None
@@ -253,8 +257,10 @@ class MLClientService:
     # --- raw REST over azure-core, for run history and MLflow -----------------------------------
 
     def _scope(self, which: str) -> str:
-        from azure.ai.ml._azure_environments import (_get_aml_resource_id_from_metadata,
-                                                     _get_base_url_from_metadata)
+        from azure.ai.ml._azure_environments import (
+            _get_aml_resource_id_from_metadata,
+            _get_base_url_from_metadata,
+        )
 
         if which == "aml":
             return _get_aml_resource_id_from_metadata() + "/.default"
@@ -263,11 +269,14 @@ class MLClientService:
     def _send(self, doing: str, url: str, scope: str) -> Any:
         from azure.core import PipelineClient
         from azure.core.exceptions import HttpResponseError, map_error
-        from azure.core.pipeline.policies import (BearerTokenCredentialPolicy, HeadersPolicy,
-                                                  UserAgentPolicy)
+        from azure.core.pipeline.policies import (
+            BearerTokenCredentialPolicy,
+            HeadersPolicy,
+            UserAgentPolicy,
+        )
         from azure.core.rest import HttpRequest
 
-        from mlpipe import __version__
+        from mlpipe.version import __version__
 
         if self._rest is None:
             self._rest = {}

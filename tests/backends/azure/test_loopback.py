@@ -73,7 +73,8 @@ def test_submit_creates_the_job_through_the_real_mlclient_and_sync_records_it(cl
             assert {k: v.status for k, v in steps.items()} == {
                 "prepare": "executed", "fit": "executed", "evaluate": "executed"}
             assert steps["fit"].compute["ran_on"] == "cpu-cluster"
-            model = next(a.artifact for a in steps["fit"].artifacts if a.direction == "output")
+            model = next(a.artifact for a in steps["fit"].artifacts
+                         if a.direction == "output" and a.port == "model")
             assert model.location == f"azureml://datastores/workspaceblobstore/paths/azureml/" \
                                      f"{fit.name}/model/"
             cand = s.scalars(select(m.CandidateRow)).one()

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import func, select
 
+from backends.azure.azure_helpers import ROOT, WS, NoCredential
 from mlpipe.backends.azure.ingest import find_azure_run, record_sync
 from mlpipe.backends.azure.record import reference_mutable
 from mlpipe.backends.azure.service import MLClientService
@@ -23,8 +24,6 @@ from mlpipe.evidence.store import Store
 from mlpipe.evidence.views import diff_runs, show_run
 from mlpipe.loader import load_spec
 from store_urls import store_url  # noqa: F401  (the SQLite + PostgreSQL fixture)
-
-from backends.azure.azure_helpers import ROOT, WS, NoCredential
 
 OUTPUTS = "azureml://datastores/workspaceblobstore/paths/azureml"
 
@@ -216,7 +215,8 @@ def test_sync_records_steps_reuse_outputs_metrics_times_and_the_candidate(store,
                            "train_accuracy": (0.87, "global", "training split, all ranks"),
                            "shard_accuracy": (0.85, "partial",
                                               "rank 0's shard of the training split")}
-        model = next(a.artifact for a in fit_row.artifacts if a.direction == "output")
+        model = next(a.artifact for a in fit_row.artifacts
+                     if a.direction == "output" and a.port == "model")
         assert model.location == f"{OUTPUTS}/{fit.name}/model/" and model.kind == "mlflow_model"
         assert model.digest.startswith("ref:sha256:")
         inputs = {a.port: a.artifact.location for a in evaluate.artifacts if a.direction == "input"}
@@ -255,7 +255,7 @@ def test_a_failed_pipeline_records_the_failed_step_and_no_candidate(store, azure
         step = next(sr for sr in row.steps if sr.step == "evaluate")
         assert (step.status, step.message) == (
             "failed", f"Azure ML job {evaluate.name} ended Failed")
-        assert [a for a in step.artifacts if a.direction == "output"] == []
+        assert [a for a in step.artifacts if a.direction == "output"] == []  # nothing reported
 
 
 def test_a_step_azure_never_started_is_recorded_skipped_once_the_pipeline_ended(

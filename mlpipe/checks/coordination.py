@@ -1,6 +1,8 @@
-"""After a distributed step: did its workers really coordinate? Reads the per-rank records and
-metric lines the runtime left in the step directory and judges coverage, overlap, writers and
-metric scope. Reads files only; never launches or changes anything.
+"""After a distributed step: did its workers really coordinate? Reads the ranks' parts of the
+step record the runtime left (docs/step-record.md) and judges coverage, overlap, writers and
+metric scope. Reads files only; never launches or changes anything. Shared by every backend
+that runs distributed steps (the local launcher, and ``sync`` for an Azure ML job's record),
+so its findings mean the same thing whichever backend ran the step.
 """
 from __future__ import annotations
 
@@ -9,10 +11,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mlpipe.checks.distribution import (COPIES, COVERAGE, OVERLAP, PARTIAL_GLOBAL, UNRECORDED,
-                                        WRITERS, WRONG_WRITER)
+from mlpipe.codes import (
+    COORDINATION_UNRECORDED,
+    COVERAGE_GAP,
+    INDEPENDENT_COPIES,
+    MULTIPLE_WRITERS,
+    PARTIAL_METRIC_LOGGED_AS_GLOBAL,
+    SHARD_OVERLAP,
+    UNDECLARED_WRITER,
+)
 from mlpipe.diagnostics import Diagnostic, Severity
 from mlpipe.distribution import Distribution
+
 
 @dataclass(frozen=True)
 class CoordinationReport:
@@ -45,19 +55,22 @@ class CoordinationReport:
                 "findings": [d.to_json() for d in self.findings]}
 
 
-def _records(step_dir: Path) -> dict[int, dict[str, Any]]:
-    found: dict[int, dict[str, Any]] = {}
-    for path in sorted((step_dir / "coordination").glob("rank-*.json")):
-        data = json.loads(path.read_text())
-        found[int(data["rank"])] = data
+def _records(parts: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    return {int(p["rank"]): p for p in parts
+            if isinstance(p.get("rank"), int) and p.get("role", "worker") == "worker"}
+
+
+def _read_parts(step_dir: Path) -> list[dict[str, Any]]:
+    """The ranks' parts in a record folder (``rank-<R>.json``; unreadable ones skipped)."""
+    found = []
+    for path in sorted(step_dir.glob("rank-*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError):
+            continue
+        if isinstance(data, dict):
+            found.append(data)
     return found
-
-
-def _metric_lines(step_dir: Path) -> list[dict[str, Any]]:
-    path = step_dir / "metrics.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def _few(ids: set[str] | list[str], n: int = 3) -> str:
@@ -66,7 +79,7 @@ def _few(ids: set[str] | list[str], n: int = 3) -> str:
     return ", ".join(repr(i) for i in shown) + (f" and {more} more" if more > 0 else "")
 
 
-def check_coordination(step_dir: str | Path, *, world_size: int,
+def check_coordination(step_dir: str | Path | list[dict[str, Any]], *, world_size: int,
                        distribution: Distribution | None = None,
                        step: str | None = None) -> CoordinationReport:
     """Judge the coordination records one distributed step left behind.
@@ -86,16 +99,17 @@ def check_coordination(step_dir: str | Path, *, world_size: int,
         >>> report.ok, report.covered, report.population
         (True, 210, 210)
     """
-    step_dir = Path(step_dir)
-    records = _records(step_dir)
+    parts = step_dir if isinstance(step_dir, list) else _read_parts(Path(step_dir))
+    records = _records(parts)
     where = {"step": step}
     findings: list[Diagnostic] = []
     missing = sorted(set(range(world_size)) - set(records))
     if world_size > 1 and missing:
         findings.append(Diagnostic.of(
-            UNRECORDED, f"{len(missing)} of {world_size} ranks left no coordination record "
-                        f"(ranks {', '.join(map(str, missing))}); data coverage and output "
-                        f"ownership are unevidenced",
+            COORDINATION_UNRECORDED,
+            f"{len(missing)} of {world_size} ranks left no coordination record "
+            f"(ranks {', '.join(map(str, missing))}); data coverage and output "
+            f"ownership are unevidenced",
             hint="divide the data with mlpipe.runtime.shard(...) (or record_consumed) and call "
                  "mark_written(output) after saving", **where))
 
@@ -105,10 +119,11 @@ def check_coordination(step_dir: str | Path, *, world_size: int,
     full = [r for r, ids in consumed.items() if population and ids >= population]
     if world_size > 1 and len(records) > 1 and len(full) == len(records):
         findings.append(Diagnostic.of(
-            COPIES, f"all {len(records)} ranks consumed the whole data set ({len(population)} "
-                    f"examples): {len(records)} independent copies trained side by side, not one "
-                    f"data-parallel run", hint="give each rank its own part with "
-                    "mlpipe.runtime.shard(ids) (or a DistributedSampler)", **where))
+            INDEPENDENT_COPIES,
+            f"all {len(records)} ranks consumed the whole data set ({len(population)} "
+            f"examples): {len(records)} independent copies trained side by side, not one "
+            f"data-parallel run", hint="give each rank its own part with "
+            "mlpipe.runtime.shard(ids) (or a DistributedSampler)", **where))
     else:
         owners: dict[str, list[int]] = {}
         for r, ids in consumed.items():
@@ -118,20 +133,20 @@ def check_coordination(step_dir: str | Path, *, world_size: int,
         if shared:
             pairs = sorted({tuple(sorted(owners[i])) for i in shared})[:3]
             findings.append(Diagnostic.of(
-                OVERLAP, f"{len(shared)} examples were consumed by more than one rank "
+                SHARD_OVERLAP, f"{len(shared)} examples were consumed by more than one rank "
                          f"({_few(shared)}; ranks {', '.join(map(str, pairs))})",
                 hint="every rank must pass the same ids, in the same order, to shard()",
                 **where))
     gap = population - seen
     if gap:
         findings.append(Diagnostic.of(
-            COVERAGE, f"{len(gap)} of {len(population)} examples were consumed by no rank "
+            COVERAGE_GAP, f"{len(gap)} of {len(population)} examples were consumed by no rank "
                       f"({_few(gap)})", hint="deal out every id (shard() does), or drop "
                       "unused ids from the data set before the step", **where))
 
     writers: dict[str, list[int]] = {}
     for r, rec in sorted(records.items()):
-        for name in rec.get("wrote", []):
+        for name in rec.get("marked_written", []):
             writers.setdefault(name, []).append(r)
     for name, ranks in sorted(writers.items()):
         policy = distribution.writer_policy(name) if distribution else None
@@ -140,18 +155,19 @@ def check_coordination(step_dir: str | Path, *, world_size: int,
             continue
         if len(ranks) > 1:
             findings.append(Diagnostic.of(
-                WRITERS, f"output {name!r} was written by {len(ranks)} ranks "
+                MULTIPLE_WRITERS, f"output {name!r} was written by {len(ranks)} ranks "
                          f"({', '.join(map(str, ranks))}); its writer policy is {policy!r}",
                 hint="guard the save with mlpipe.runtime.is_writer(...)", port=name, **where))
         expected = 0 if policy == "rank0" else policy
         if any(r != expected for r in ranks) and len(ranks) == 1:
             findings.append(Diagnostic.of(
-                WRONG_WRITER, f"output {name!r} was written by rank {ranks[0]}, but its writer "
-                              f"is rank {expected} (policy {policy!r})",
+                UNDECLARED_WRITER,
+                f"output {name!r} was written by rank {ranks[0]}, but its writer "
+                f"is rank {expected} (policy {policy!r})",
                 hint="guard the save with mlpipe.runtime.is_writer(...)", port=name, **where))
 
     metrics: dict[str, dict[str, Any]] = {}
-    for line in _metric_lines(step_dir):
+    for line in (x for r in records.values() for x in r.get("metrics") or []):
         m = metrics.setdefault(line["name"], {"scopes": set(), "global_ranks": set()})
         m["scopes"].add(line["scope"])
         if line["scope"] == "global":
@@ -160,8 +176,9 @@ def check_coordination(step_dir: str | Path, *, world_size: int,
         ranks = sorted(r for r in m["global_ranks"] if r is not None)
         if world_size > 1 and len(ranks) > 1:
             findings.append(Diagnostic.of(
-                PARTIAL_GLOBAL, f"metric {name!r} was logged as global by {len(ranks)} ranks "
-                                f"({', '.join(map(str, ranks))}); each is one rank's partial view",
+                PARTIAL_METRIC_LOGGED_AS_GLOBAL,
+                f"metric {name!r} was logged as global by {len(ranks)} ranks "
+                f"({', '.join(map(str, ranks))}); each is one rank's partial view",
                 hint="log it with mlpipe.runtime.all_reduce_metric(...), or with "
                      "scope='partial'", **where))
     summary = {k: {"scopes": sorted(v["scopes"]),
