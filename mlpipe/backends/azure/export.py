@@ -253,7 +253,8 @@ class _Context:
 def export_pipeline(spec: PipelineSpec, *, out_dir: str | os.PathLike[str] = ".",
                     inputs: Mapping[str, Any] | None = None, default_compute: str | None = None,
                     code_root: str | os.PathLike[str] | None = None,
-                    run_id: str | None = None, experiment: str | None = None) -> Export:
+                    run_id: str | None = None, experiment: str | None = None,
+                    tags: Mapping[str, str] | None = None) -> Export:
     """Azure ML CLI v2 documents for ``spec``: ``pipeline.yml`` and one file per component.
 
     Args:
@@ -265,6 +266,7 @@ def export_pipeline(spec: PipelineSpec, *, out_dir: str | os.PathLike[str] = "."
             its module was imported from.
         run_id: mlpipe's run id, recorded in the job's tags.
         experiment: the Azure ML experiment name; the pipeline's name by default.
+        tags: more tags for the job (``submit`` adds the CI provenance, ``mlpipe.ci.*``).
 
     Returns:
         An ``Export``; ``export.write(out_dir)`` writes it.
@@ -276,6 +278,7 @@ def export_pipeline(spec: PipelineSpec, *, out_dir: str | os.PathLike[str] = "."
         >>> export_pipeline(defect_classifier.spec, out_dir="build").write("build")
     """
     ctx = _Context(Path(out_dir), None if code_root is None else Path(code_root))
+    tags_given = tags
     given = dict(inputs or {})
     unknown = sorted(set(given) - {i.name for i in spec.inputs})
     if unknown:
@@ -298,7 +301,7 @@ def export_pipeline(spec: PipelineSpec, *, out_dir: str | os.PathLike[str] = "."
         tags["mlpipe.candidate"] = canonical_json(spec.candidate.to_dict())
     if run_id:
         tags["mlpipe.run_id"] = run_id
-    job["tags"] = tags
+    job["tags"] = {**tags, **(tags_given or {})}
     if default_ref:
         job["settings"] = {"default_compute": default_ref}
     job_inputs = {}

@@ -158,7 +158,8 @@ def parse_run(payload: dict[str, Any]) -> JobRecord:
         created_at=payload.get("createdUtc"), tags=tags, outputs=outputs,
         output_types=output_types, reused_node=props.get(REUSED_NODE),
         started_at=payload.get("startTimeUtc"), finished_at=payload.get("endTimeUtc"),
-        message=error.get("message") if isinstance(error, dict) else None)
+        message=(error.get("message") if isinstance(error, dict) else None)
+        or payload.get("cancelationReason"))
 
 
 def parse_metrics(payload: dict[str, Any]) -> dict[str, float]:
@@ -219,17 +220,25 @@ def _with_mlflow(record: JobRecord, service: Any) -> JobRecord:
                    finished_at=finished or record.finished_at)
 
 
-def _leaf_jobs(name: str, service: Any, prefix: str) -> list[JobRecord]:
+def _leaf_jobs(name: str, service: Any, prefix: str, metrics: bool = True) -> list[JobRecord]:
     steps = []
     for child in service.children(name):
         record = parse_run(child)
         node = prefix + (record.node or record.name)
         if (record.job_type or "").lower() == "pipeline":
             # mlpipe flattens nested pipelines: their steps are "outer.inner"
-            steps += _leaf_jobs(record.name, service, node + ".")
+            steps += _leaf_jobs(record.name, service, node + ".", metrics)
             continue
-        steps.append(replace(_with_mlflow(record, service), node=node))
+        steps.append(replace(_with_mlflow(record, service) if metrics else record, node=node))
     return steps
+
+
+def job_progress(job_name: str, service: Any) -> SyncedRun:
+    """The pipeline job and its steps' statuses as they stand, without MLflow metrics (what a
+    client following the job polls; ``sync_run`` reads everything)."""
+    pipeline = parse_job(service.get(job_name))
+    steps = _leaf_jobs(job_name, service, "", metrics=False)
+    return SyncedRun(pipeline, sorted(steps, key=lambda s: s.node or s.name))
 
 
 def sync_run(job_name: str, service: Any) -> SyncedRun:
