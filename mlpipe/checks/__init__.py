@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from mlpipe import evidence_codes  # noqa: F401  (registration: the bundle's MP7xx codes)
 from mlpipe.checks import (artifacts, azure_yaml, contracts, distribution,  # noqa: F401
-                           parameters, structure)  # (registration)
+                           evaluation, frameworks, importable, parameters,
+                           reproducibility, structure)  # (registration)
 from mlpipe.checks.registry import CHECKS, Check, check, published_codes, run_checks
 from mlpipe.diagnostics import Diagnostic
 from mlpipe.graph import Graph, compile_pipeline

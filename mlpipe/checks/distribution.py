@@ -16,7 +16,7 @@ from mlpipe.distribution import ALL_OUTPUTS, Mpi, NotAJobType, PyTorch, TensorFl
 from mlpipe.graph import FromLiteral, Graph, StepNode
 
 ONE_PER_NODE = register_code(
-    "MP501", "pytorch-one-process-per-node", Severity.WARNING,
+    "MP501", "pytorch-one-process-per-node", Severity.ERROR,
     "PyTorch on a multi-GPU size without processes_per_node: one process per node, GPUs idle.")
 PROCS_GPUS = register_code(
     "MP502", "processes-gpus-mismatch", Severity.ERROR,
@@ -49,7 +49,7 @@ PARAM_SERVERS = register_code(
     "MP511", "tf-parameter-servers", Severity.WARNING,
     "TensorFlow parameter servers (a TF1 pattern) for TF2 code.")
 IDLE_NODES = register_code(
-    "MP512", "instances-without-distribution", Severity.WARNING,
+    "MP512", "instances-without-distribution", Severity.ERROR,
     "instances > 1 for a component that declares no distribution: extra nodes sit idle.")
 NO_WRITER = register_code(
     "MP513", "output-writer-undeclared", Severity.ERROR,
@@ -127,7 +127,7 @@ def processes_per_gpu(graph: Graph) -> Iterator[Diagnostic]:
                                 f"{ppn - size.gpus} processes have no GPU of their own" if more
                                 else f"{size.gpus - ppn} GPUs sit idle"),
                 hint=f"set processes_per_node={size.gpus}, one process per GPU",
-                severity=Severity.ERROR if more else Severity.WARNING, **at_step(node))
+                **at_step(node))
 
 
 def _stated_world_sizes(node: StepNode) -> Iterator[tuple[str, int]]:

@@ -22,6 +22,7 @@ from mlpipe.artifacts import AssetType
 from mlpipe.backends.local.cas import ArtifactStore
 from mlpipe.backends.local.forkserver import forkable
 from mlpipe.backends.local.snapshot import Snapshot, StatCache, snapshot
+from mlpipe.contracts.base import output_file_name
 from mlpipe.runtime.metrics import METRICS_FILE, STEP_DIR_ENV
 from mlpipe.spec import ComponentSpec
 
@@ -226,7 +227,8 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
     for port in comp.outputs:
         holder = job.work / f"out.{port.name}"  # moved into the artifact store whole
         holder.mkdir()
-        path = holder / port.name
+        # a file output is named so that its contract's own validator accepts it (table.csv)
+        path = holder / output_file_name(port.contract, port.name)
         if port.kind is not AssetType.URI_FILE:
             path.mkdir()
         outputs[port.name] = str(path)
