@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check
 
-.PHONY: demo test test-fast bench bench-local bench-azure bench-evidence golden-azure clean
+.PHONY: demo test test-fast lint bench bench-local bench-azure bench-evidence golden clean
 
 # pip 23 cannot resolve azure-ai-ml's dependencies: upgrade pip inside the venv first.
 $(BIN)/python:
@@ -48,12 +48,16 @@ demo: $(VENV)/.installed-base
 
 # The whole suite; the store tests also run against a throw-away PostgreSQL server on loopback
 # when PostgreSQL is installed (.ci/with-postgres; .ci/run installs it from Debian's packages).
-test: $(VENV)/.installed-dev $(VENV)/.installed-torch
+test: $(VENV)/.installed-dev $(VENV)/.installed-torch lint
 	.ci/with-postgres $(BIN)/python -m pytest
 
 # The fast half: everything not marked slow (no subprocess-heavy, distributed or PostgreSQL tests).
-test-fast: $(VENV)/.installed-dev
+test-fast: $(VENV)/.installed-dev lint
 	$(BIN)/python -m pytest -m "not slow"
+
+# ruff: lint and import order over everything we write (configured in pyproject.toml).
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check mlpipe tests benchmarks components pipelines
 
 # Definition + compile + checks against azure-ai-ml, and contract validation against plain reads.
 bench: $(VENV)/.installed-dev
@@ -73,9 +77,11 @@ bench-azure: $(VENV)/.installed-dev
 bench-evidence: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_evidence.py
 
-# Regenerate the golden Azure ML YAML after an intended change of the export format.
-golden-azure: $(VENV)/.installed-dev
-	MLPIPE_UPDATE_GOLDEN=1 $(BIN)/python -m pytest tests/backends/azure/test_golden.py
+# Regenerate every golden file (tests/golden/: diagnostics, drawings, evidence bundles, Azure ML
+# YAML) after an intended change of an output format; review the diff before committing.
+golden: $(VENV)/.installed-dev
+	MLPIPE_UPDATE_GOLDEN=1 $(BIN)/python -m pytest -q tests/test_cli.py \
+	    tests/test_drawing.py tests/evidence/test_bundle.py tests/backends/azure/test_golden.py
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .hypothesis

@@ -61,7 +61,8 @@ def time_mlpipe(n: int, out: pathlib.Path) -> tuple[float, float]:
 
 
 def time_azure(n: int, mlpipe_out: pathlib.Path, out: pathlib.Path) -> float:
-    from azure.ai.ml import Input as AInput, dsl, load_component
+    from azure.ai.ml import Input as AInput
+    from azure.ai.ml import dsl, load_component
 
     start = time.perf_counter()
     comps = {name: load_component(mlpipe_out / "components" / f"{name}.yml")
@@ -88,8 +89,8 @@ def main(sizes: list[int]) -> None:
     warnings.filterwarnings("ignore")
     import azure.ai.ml  # noqa: F401  (import cost is not part of either measurement)
 
-    print("| steps | mlpipe trace + export (s) | of which export (s) | azure-ai-ml build + dump (s) "
-          "| speed-up (trace + export) | speed-up (export) |")
+    print("| steps | mlpipe trace + export (s) | of which export (s) "
+          "| azure-ai-ml build + dump (s) | speed-up (trace + export) | speed-up (export) |")
     print("|---:|---:|---:|---:|---:|---:|")
     for n in sizes:
         with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:

@@ -69,7 +69,9 @@ def networkx_build_and_check(steps: list[tuple[int, ...]]) -> int:
 
 
 def azure_build_and_validate(steps: list[tuple[int, ...]]) -> int:
-    from azure.ai.ml import Input as AInput, Output as AOutput, command, dsl
+    from azure.ai.ml import Input as AInput
+    from azure.ai.ml import Output as AOutput
+    from azure.ai.ml import command, dsl
 
     comp = command(name="stage", command="echo ${{outputs.out}}",
                    inputs={"a": AInput(type="uri_folder", optional=True),

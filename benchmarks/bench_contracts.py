@@ -71,7 +71,8 @@ def main() -> None:
         bare_path = d / "parts-nostats.parquet"
         pq.write_table(table, bare_path, write_statistics=False)
         typed = pacsv.ConvertOptions(column_types={
-            h: table.schema.field(c.name).type for h, c in zip(SCHEMA.csv_header(), SCHEMA.columns)})
+            h: table.schema.field(c.name).type
+            for h, c in zip(SCHEMA.csv_header(), SCHEMA.columns)})
         with split_path.open("w", newline="") as fh:
             w = csv.writer(fh)
             w.writerow(["id", "split"])
@@ -93,7 +94,7 @@ def main() -> None:
         print("|---|---:|---:|---:|---|---:|---:|")
         for name, rows, path, contract, baseline, read in cases:
             t_read = best(read, args.repeat)
-            t_val = best(lambda: validate(contract, path), args.repeat)
+            t_val = best(lambda c=contract, p=path: validate(c, p), args.repeat)
             print(f"| {name} | {rows:,} | {t_val:.4f} | {rows / t_val:,.0f} | {baseline} | "
                   f"{t_read:.4f} | {t_val / t_read:.3f} |")
 

@@ -75,7 +75,8 @@ def _fill(url: str, step_runs: int) -> None:
         runs, steps, arts, links, metrics = [], [], [], [], []
         for r in range(step_runs // 4):
             rid = f"r-f{r:09x}"
-            runs.append({"id": rid, "pipeline_name": "filler", "pipeline_digest": "sha256:" + "f" * 64,
+            runs.append({"id": rid, "pipeline_name": "filler",
+                         "pipeline_digest": "sha256:" + "f" * 64,
                          "target": "local", "params": {"epochs": r % 7}, "status": "succeeded",
                          "started_at": t0 + timedelta(seconds=r), "options": {}})
             for k in range(4):

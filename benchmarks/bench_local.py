@@ -111,7 +111,7 @@ def _read_all(paths: list[str]) -> int:
 def bench_snapshot(root: Path, big_mib: int, small: int, repeat: int) -> None:
     import blake3
 
-    from mlpipe.backends.local.snapshot import StatCache, snapshot
+    from mlpipe.digests.snapshot import StatCache, snapshot
 
     root.mkdir(parents=True, exist_ok=True)
     big = root / "big.bin"
@@ -168,8 +168,12 @@ def bench_queries(root: Path, n_steps: int) -> None:
     from sqlalchemy import insert
 
     from mlpipe.evidence import models as m
-    from mlpipe.evidence.queries import (candidate_story, candidates_on_snapshot,
-                                         pipeline_runs, runs_reusing)
+    from mlpipe.evidence.queries import (
+        candidate_story,
+        candidates_on_snapshot,
+        pipeline_runs,
+        runs_reusing,
+    )
     from mlpipe.evidence.store import Store, utcnow
 
     store = Store.open(f"sqlite:///{root / 'q.sqlite'}")

@@ -12,8 +12,15 @@ import yaml
 
 from components.images import SIZE, read_pgm
 from mlpipe import Compute, Environment, Input, Output, Param, component
-from mlpipe.contracts import (ImageFolder, LabelMap, Metric, MetricsReport, MLflowModel,
-                              SplitManifest, Tensor)
+from mlpipe.contracts import (
+    ImageFolder,
+    LabelMap,
+    Metric,
+    MetricsReport,
+    MLflowModel,
+    SplitManifest,
+    Tensor,
+)
 from mlpipe.runtime import log_metric
 
 CLASSES = ("ok", "scratch", "dent")
@@ -109,8 +116,8 @@ def evaluate(model: Input[MODEL], examples: Input[EXAMPLES],
         raise ValueError(f"model was trained with labels {saved['labels']}, evaluation uses "
                          f"{encoding}")
     data = _load(Path(examples) / "test", encoding)
-    correct = {c: 0 for c in encoding}
-    seen = {c: 0 for c in encoding}
+    correct = dict.fromkeys(encoding, 0)
+    seen = dict.fromkeys(encoding, 0)
     names = {v: k for k, v in encoding.items()}
     for x, y in data:
         seen[names[y]] += 1

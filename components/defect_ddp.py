@@ -31,8 +31,14 @@ def train_cnn(examples: Input["uri_folder"], labels: Input["uri_file"],
     from torch.nn.parallel import DistributedDataParallel
 
     from components.images import SIZE, read_pgm
-    from mlpipe.runtime import (all_reduce_metric, is_writer, local_rank, mark_written, shard,
-                                world_size)
+    from mlpipe.runtime import (
+        all_reduce_metric,
+        is_writer,
+        local_rank,
+        mark_written,
+        shard,
+        world_size,
+    )
 
     cuda = torch.cuda.is_available()
     if world_size() > 1:

@@ -7,8 +7,7 @@ from mlpipe.distribution import Mpi, PyTorch, TensorFlow
 from mlpipe.dsl import Candidate, Component, Pipeline, component, pipeline
 from mlpipe.errors import DefinitionError, LoadError, MlpipeError, UsageError
 from mlpipe.spec import Compute, Environment
-
-__version__ = "0.1.0"
+from mlpipe.version import __version__ as __version__
 
 
 def load_component(path):

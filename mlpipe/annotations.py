@@ -108,12 +108,14 @@ def _param(item: Any) -> Any:
                        f"got Param[{typ.__name__}, {constraint.start}:{constraint.stop}]")
         minimum, maximum = constraint.start, constraint.stop
         for bound in (minimum, maximum):
-            if bound is not None and (isinstance(bound, bool) or not isinstance(bound, (int, float))):
+            if bound is not None and (isinstance(bound, bool)
+                                      or not isinstance(bound, (int, float))):
                 return bad(f"range bounds must be numbers, got {bound!r}")
         if minimum is not None and maximum is not None and minimum > maximum:
             return bad(f"range {minimum}:{maximum} is empty; write it as low:high")
     elif isinstance(constraint, (list, tuple, set, frozenset)):
-        values = sorted(constraint, key=repr) if isinstance(constraint, (set, frozenset)) else list(constraint)
+        values = (sorted(constraint, key=repr) if isinstance(constraint, (set, frozenset))
+                  else list(constraint))
         if not values:
             return bad("a choices list must not be empty")
         choices = tuple(values)
@@ -135,7 +137,8 @@ class Param:
     without one the parameter is required.
 
     Example:
-        >>> def train(epochs: Param[int, 1:200] = 10, optimizer: Param[str, ["adam", "sgd"]] = "adam"): ...
+        >>> def train(epochs: Param[int, 1:200] = 10,
+        ...           optimizer: Param[str, ["adam", "sgd"]] = "adam"): ...
     """
 
     def __class_getitem__(cls, item: Any) -> Any:

@@ -1,14 +1,15 @@
-"""Diagnostics: the codes mlpipe checks report, the Diagnostic value and its renderings.
+"""Diagnostics: the Code and Diagnostic values and their renderings.
 
-Only the data model lives here; checks that produce diagnostics live in ``mlpipe.checks``.
+Only the data model lives here: the table of published codes is ``mlpipe.codes``; the checks
+that produce diagnostics live in ``mlpipe.checks``.
 """
 from __future__ import annotations
 
 import enum
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from mlpipe.paths import display_path
 
@@ -34,7 +35,7 @@ class Code:
         code: ``MP`` and three digits.
         name: kebab-case name of the problem.
         severity: the default severity of diagnostics with this code.
-        summary: one line, used by ``docs/checks.md`` and ``mlpipe check --list``.
+        summary: one line, shown by ``mlpipe check --explain``.
     """
 
     code: str
@@ -47,21 +48,6 @@ class Code:
             raise ValueError(f"diagnostic code {self.code!r} is not MP followed by three digits")
         if not _NAME_RE.match(self.name):
             raise ValueError(f"diagnostic name {self.name!r} is not kebab-case")
-
-
-CODES: dict[str, Code] = {}
-
-
-def register_code(code: str, name: str, severity: Severity | str, summary: str) -> Code:
-    """Publish a diagnostic code; registering one code twice with other fields is an error."""
-    entry = Code(code, name, Severity(severity), summary)
-    existing = CODES.get(code)
-    if existing is not None and existing != entry:
-        raise ValueError(f"diagnostic code {code} is already published as {existing.name!r}")
-    if any(c.name == name and c.code != code for c in CODES.values()):
-        raise ValueError(f"diagnostic name {name!r} is already used by another code")
-    CODES[code] = entry
-    return entry
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +123,7 @@ def summary_line(diagnostics: list[Diagnostic]) -> str:
     """The closing count, e.g. ``Found 3 problems (2 errors, 1 warning, 0 info).``"""
     if not diagnostics:
         return "No problems found."
-    counts = {s: 0 for s in Severity}
+    counts = dict.fromkeys(Severity, 0)
     for d in diagnostics:
         counts[d.severity] += 1
     n = len(diagnostics)

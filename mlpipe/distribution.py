@@ -6,13 +6,14 @@ the checks that judge a launch design live in ``mlpipe.checks.distribution``.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass
-from typing import Any, ClassVar, Mapping, Union
+from typing import Any, ClassVar
 
 #: Who writes an output of a distributed step: ``"rank0"`` (global rank 0, the default
 #: convention), an ``int`` global rank, or ``"sharded"`` (every rank writes its own part,
 #: ``<output>/rank-<RANK>/...``; a framework-supported sharded save).
-WriterPolicy = Union[str, int]
+WriterPolicy = str | int
 WRITER_POLICIES = ("rank0", "sharded")
 
 #: How a global metric is made from the ranks' partial values: an all-reduce operation, or

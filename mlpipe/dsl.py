@@ -12,19 +12,42 @@ import os
 import re
 import sys
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import FunctionType
-from typing import Any, Callable, TypeVar, overload
+from typing import Any, TypeVar, overload
 
 from mlpipe.distribution import Distribution, as_distribution
 from mlpipe.errors import DefinitionError, MlpipeError
 from mlpipe.signature import _marker, read_component_signature, type_hints
-from mlpipe.source import code_digest, function_source
-from mlpipe.spec import (Compute, ComponentSpec, Environment, Location, ParamSpec, PipelineSpec,
-                         plain_value)
-from mlpipe.tracing import (TRACE, Candidate, InputRef, OutputRef, StepHandle, Trace, absolute,
-                            add_step, caller, fail, name_steps, pipeline_input, pipeline_outputs,
-                            step_spec, suggest_name)
+from mlpipe.source import FunctionSource, code_digest, function_source
+from mlpipe.spec import (
+    Binding,
+    CandidateSpec,
+    ComponentSpec,
+    Compute,
+    Environment,
+    Location,
+    ParamSpec,
+    PipelineSpec,
+    plain_value,
+)
+from mlpipe.tracing import (
+    TRACE,
+    InputRef,
+    OutputRef,
+    StepHandle,
+    Trace,
+    absolute,
+    add_step,
+    caller,
+    fail,
+    name_steps,
+    output_binding,
+    pipeline_input,
+    pipeline_outputs,
+    step_spec,
+    suggest_name,
+)
 
 __all__ = ["COMPONENT_NAME", "PIPELINE_NAME", "Candidate", "Component", "OutputRef", "Pipeline",
            "StepHandle", "component", "pipeline"]
@@ -34,6 +57,46 @@ PIPELINE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,254}$")
 
 F = TypeVar("F", bound=Callable[..., Any])
 _MLPIPE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+class Candidate:
+    """What a pipeline returns to register a model candidate when a run succeeds.
+
+    Args:
+        model: the output holding the trained model.
+        evaluation: the output holding its evaluation report.
+        name: the candidate's name; the pipeline's name by default.
+    """
+
+    __slots__ = ("evaluation", "model", "name")
+
+    def __init__(self, model: Any, evaluation: Any = None, *, name: str | None = None) -> None:
+        self.model = model
+        self.evaluation = evaluation
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"Candidate(model={self.model!r}, evaluation={self.evaluation!r})"
+
+    def outputs(self, trace: Trace, what: str, src: FunctionSource
+                ) -> tuple[tuple[tuple[str, Binding], ...], CandidateSpec]:
+        """The pipeline outputs this candidate names, and its CandidateSpec."""
+        outs = [("model", output_binding(self.model, trace, what, src, "the candidate's model"))]
+        if self.evaluation is not None:
+            outs.append(("evaluation", output_binding(self.evaluation, trace, what, src,
+                                                      "the candidate's evaluation")))
+        return tuple(outs), CandidateSpec("model", "evaluation" if self.evaluation is not None
+                                          else None, self.name)
+
+
+def _refuse_candidates(label: str, args: tuple, kwargs: dict[str, Any], where: Location) -> None:
+    """A Candidate is what a pipeline returns, never a step's argument."""
+    if TRACE.get() is None or args:
+        return  # tracing reports a call outside a pipeline, or positional arguments, first
+    for key, value in kwargs.items():
+        if isinstance(value, Candidate):
+            fail(f"{label}({key}=...) is given a Candidate", "return the Candidate from the "
+                 "pipeline, and pass candidate.model to steps", where)
 
 
 # --- components ---------------------------------------------------------------------------
@@ -68,7 +131,9 @@ class Component:
         return next((p for p in self._params if p.name == name), None)
 
     def __call__(self, *args: Any, **kwargs: Any) -> "StepHandle":
-        return add_step(self, self.spec.name, args, kwargs, caller(sys._getframe(1)))
+        where = caller(sys._getframe(1))
+        _refuse_candidates(self.spec.name, args, kwargs, where)
+        return add_step(self, self.spec.name, args, kwargs, where)
 
     def __repr__(self) -> str:
         return f"<component {self.spec.name} {self.spec.version}>"
@@ -221,6 +286,7 @@ class Pipeline:
         where = caller(sys._getframe(1))
         if TRACE.get() is not None:
             _ = self.spec  # build (and check for self-use) before wiring it in
+        _refuse_candidates(self.name, args, kwargs, where)
         return add_step(self, self.name, args, kwargs, where)
 
     def __repr__(self) -> str:
@@ -307,7 +373,10 @@ def _trace_pipeline(p: Pipeline) -> PipelineSpec:
     finally:
         TRACE.reset(token)
     name_steps(trace)
-    outputs, candidate = pipeline_outputs(result, trace, what, src)
+    if isinstance(result, Candidate):
+        outputs, candidate = result.outputs(trace, what, src)
+    else:
+        outputs, candidate = pipeline_outputs(result, trace, what, src)
     steps = tuple(step_spec(b) for b in trace.builders)
     inputs = tuple(pipeline_input(n, declared[n], defaults, steps, src) for n in placeholders)
     return PipelineSpec(name=p.name, inputs=inputs, steps=steps, outputs=outputs,

@@ -5,13 +5,22 @@ resolved to where its value really comes from. Compiling never judges; checks do
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Union
+from typing import Any
 
 import networkx as nx
 
-from mlpipe.spec import (Binding, ComponentSpec, Literal, Location, PipelineInput,
-                         PipelineInputSpec, PipelineSpec, StepSpec)
+from mlpipe.spec import (
+    Binding,
+    ComponentSpec,
+    Literal,
+    Location,
+    PipelineInput,
+    PipelineInputSpec,
+    PipelineSpec,
+    StepSpec,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +66,7 @@ class Dangling:
     reason: str
 
 
-Endpoint = Union[FromStep, FromInput, FromLiteral, Unbound, Dangling]
+Endpoint = FromStep | FromInput | FromLiteral | Unbound | Dangling
 
 
 def input_node(name: str) -> str:
@@ -114,7 +123,7 @@ class Graph:
 class _Scope:
     """Resolves bindings inside one (possibly nested) pipeline."""
 
-    __slots__ = ("spec", "prefix", "env", "by_name", "inner", "path")
+    __slots__ = ("by_name", "env", "inner", "path", "prefix", "spec")
 
     def __init__(self, spec: PipelineSpec, prefix: str, env: Callable[[str], Endpoint],
                  path: tuple[str, ...]) -> None:

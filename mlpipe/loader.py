@@ -169,8 +169,9 @@ def load_contract(ref: str):
         if i and hasattr(spec, "port") and not is_contract(value):
             port = spec.port(part)
             if port is None:
+                names = ", ".join(p.name for p in (*spec.inputs, *spec.outputs))
                 raise LoadError(f"component {'.'.join(parts[:i])!r} has no port {part!r}",
-                                hint=f"its ports: {', '.join(p.name for p in (*spec.inputs, *spec.outputs))}")
+                                hint=f"its ports: {names}")
             value = port.contract
             if value is None:
                 raise LoadError(f"port {name!r} of {target} declares no contract",

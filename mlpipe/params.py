@@ -58,7 +58,8 @@ def check_value(spec: ParamSpec, value: Any) -> ValueProblem | None:
             return ValueProblem("choices", f"{value!r} is not {describe_constraint(spec)}")
         return None
     allowed = _PYTHON_TYPES[spec.type]
-    if isinstance(value, bool) and spec.type is not ParamType.BOOL or not isinstance(value, allowed):
+    if ((isinstance(value, bool) and spec.type is not ParamType.BOOL)
+            or not isinstance(value, allowed)):
         return ValueProblem("type", f"{value!r} is {with_article(type(value).__name__)}, "
                                     f"not {with_article(spec.type.value)}")
     if spec.choices is not None and value not in spec.choices:

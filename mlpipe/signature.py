@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import enum
 import inspect
-from dataclasses import replace
 import typing
+from dataclasses import replace
 from types import FunctionType
 from typing import Any
 
@@ -45,8 +45,11 @@ def _marker(hint: Any) -> PortMarker | ParamMarker | None:
     return None
 
 
+Ports = tuple[PortSpec, ...]
+
+
 def read_component_signature(fn: FunctionType, what: str, src: FunctionSource
-                             ) -> tuple[tuple[PortSpec, ...], tuple[PortSpec, ...], tuple[ParamSpec, ...]]:
+                             ) -> tuple[Ports, Ports, tuple[ParamSpec, ...]]:
     """Inputs, outputs and params of a component function, in declaration order."""
     hints = type_hints(fn, what, src)
     inputs: list[PortSpec] = []
@@ -71,7 +74,8 @@ def read_component_signature(fn: FunctionType, what: str, src: FunctionSource
         marker = _marker(hint)
         has_default = p.default is not inspect.Parameter.empty
         if marker is None:
-            if hint in (int, float, str, bool) or (isinstance(hint, type) and issubclass(hint, enum.Enum)):
+            if hint in (int, float, str, bool) or (isinstance(hint, type)
+                                                   and issubclass(hint, enum.Enum)):
                 marker = typing.get_args(_param_annotation(hint))[1]
             else:
                 _fail(f"parameter {name!r} of {what} is annotated {_show(hint)}, which mlpipe "
@@ -93,8 +97,8 @@ def read_component_signature(fn: FunctionType, what: str, src: FunctionSource
                 inputs.append(PortSpec(name, marker.kind, marker.contract,
                                        optional=has_default, description=marker.description))
         else:
-            params.append(_param_spec(name, marker, p.default if has_default else inspect.Parameter.empty,
-                                      what, src))
+            default = p.default if has_default else inspect.Parameter.empty
+            params.append(_param_spec(name, marker, default, what, src))
     return tuple(inputs), tuple(outputs), tuple(params)
 
 

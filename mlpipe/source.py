@@ -7,17 +7,17 @@ from __future__ import annotations
 
 import ast
 import builtins
-import hashlib
 import importlib.util
 import inspect
 import os
 import sys
 import sysconfig
+from collections.abc import Iterator
 from dataclasses import dataclass
 from types import CodeType, FunctionType, ModuleType
-from typing import Iterator
 
-from mlpipe.spec import Location, canonical_json
+from mlpipe.digests import digest_of
+from mlpipe.spec import Location
 
 _PARSED: dict[str, tuple[tuple[int, int], ast.Module]] = {}
 _MODULE_DIGESTS: dict[str, tuple[tuple[int, int], str]] = {}
@@ -57,7 +57,8 @@ def _source_file(fn: FunctionType) -> str | None:
     return os.path.abspath(path) if path else None
 
 
-def _function_node(tree: ast.Module, fn: FunctionType) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+def _function_node(tree: ast.Module, fn: FunctionType
+                   ) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     first = fn.__code__.co_firstlineno
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == fn.__name__:
@@ -247,7 +248,7 @@ def _module_digest(path: str, seen: set[str]) -> str:
     imports = [s for s in ast.walk(tree) if isinstance(s, (ast.Import, ast.ImportFrom))]
     material = {"module": _dump(ast.parse(ast.unparse(tree))),
                 "imports": _local_import_digests(imports, path, seen)}
-    digest = "sha256:" + hashlib.sha256(canonical_json(material).encode()).hexdigest()
+    digest = digest_of(material)
     _MODULE_DIGESTS[path] = (key, digest)
     return digest
 
@@ -271,7 +272,7 @@ def code_digest(fn: FunctionType) -> str:
     node = _function_node(tree, fn) if tree is not None else None
     if node is None:
         material = {"bytecode": _bytecode_material(fn.__code__)}
-        return "sha256:" + hashlib.sha256(canonical_json(material).encode()).hexdigest()
+        return digest_of(material)
 
     defs, stars = _top_level_definitions(tree)
     included: list[ast.stmt] = []
@@ -304,7 +305,8 @@ def code_digest(fn: FunctionType) -> str:
     material = {
         "function": _dump(node),
         "globals": [_dump(s) for s in included if not isinstance(s, (ast.Import, ast.ImportFrom))],
-        "imports": sorted(ast.unparse(s) for s in included if isinstance(s, (ast.Import, ast.ImportFrom))),
+        "imports": sorted(ast.unparse(s) for s in included
+                          if isinstance(s, (ast.Import, ast.ImportFrom))),
         "local_modules": _local_import_digests(imports, path, set()),
     }
-    return "sha256:" + hashlib.sha256(canonical_json(material).encode()).hexdigest()
+    return digest_of(material)

@@ -6,27 +6,15 @@ go into each digest are listed in docs/digests.md.
 from __future__ import annotations
 
 import enum
-import hashlib
-import json
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from mlpipe.artifacts import AssetType
 from mlpipe.contracts.base import Contract, contract_label, contract_spec
+from mlpipe.digests import digest_of
 from mlpipe.distribution import Distribution
 from mlpipe.errors import with_article
 from mlpipe.paths import display_path
-
-
-def canonical_json(value: Any) -> str:
-    """Compact JSON with sorted keys: the one serialisation every digest is taken over."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)
-
-
-def digest_of(value: Any) -> str:
-    """``sha256:<hex>`` of the canonical JSON of ``value``."""
-    return "sha256:" + hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
 
 
 def plain_value(value: Any) -> Any:
@@ -242,6 +230,22 @@ class ComponentSpec:
 
 # --- bindings: what a step's input or parameter is bound to -------------------------------
 
+
+def declared_topology(component: ComponentSpec) -> dict[str, Any] | None:
+    """The launch a component declares (distribution, instances, world size), or None for a
+    plain single-process step. Every backend records it as the step's declared topology.
+
+    Example:
+        >>> declared_topology(train.spec)["world_size"]
+        8
+    """
+    if component.distribution is None and component.instances == 1:
+        return None
+    per_node = component.distribution.processes_per_instance() if component.distribution else 1
+    return {"distribution": None if component.distribution is None
+            else component.distribution.to_dict(),
+            "instances": component.instances, "world_size": per_node * component.instances}
+
 @dataclass(frozen=True, slots=True)
 class StepOutput:
     """The output ``port`` of step ``step`` (a local step name in the same pipeline).
@@ -285,7 +289,7 @@ class Literal:
         return repr(self.value)
 
 
-Binding = Union[StepOutput, PipelineInput, Literal]
+Binding = StepOutput | PipelineInput | Literal
 
 
 class InputRole(str, enum.Enum):
@@ -319,7 +323,7 @@ class StepSpec:
     """One use of a component (or of a nested pipeline) inside a pipeline."""
 
     name: str
-    target: Union[ComponentSpec, "PipelineSpec"]
+    target: ComponentSpec | "PipelineSpec"
     bindings: tuple[tuple[str, Binding], ...]
     location: Location | None = field(default=None, compare=False)
     explicit_name: bool = False

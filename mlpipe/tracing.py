@@ -21,9 +21,21 @@ from mlpipe.annotations import ParamMarker, PortMarker
 from mlpipe.errors import DefinitionError, with_article
 from mlpipe.params import param_type_of
 from mlpipe.source import FunctionSource
-from mlpipe.spec import (Binding, CandidateSpec, ComponentSpec, InputRole, Literal, Location,
-                         ParamSpec, PipelineInput, PipelineInputSpec, PortSpec, StepOutput,
-                         StepSpec, plain_value)
+from mlpipe.spec import (
+    Binding,
+    CandidateSpec,
+    ComponentSpec,
+    InputRole,
+    Literal,
+    Location,
+    ParamSpec,
+    PipelineInput,
+    PipelineInputSpec,
+    PortSpec,
+    StepOutput,
+    StepSpec,
+    plain_value,
+)
 
 STEP_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,254}$")
 
@@ -51,7 +63,7 @@ def absolute(filename: str) -> str:
 # --- tracing ------------------------------------------------------------------------------
 
 class Trace:
-    __slots__ = ("pipeline", "builders")
+    __slots__ = ("builders", "pipeline")
 
     def __init__(self, pipeline: str) -> None:
         self.pipeline = pipeline
@@ -62,7 +74,7 @@ TRACE: contextvars.ContextVar[Trace | None] = contextvars.ContextVar("mlpipe_tra
 
 
 class _StepBuilder:
-    __slots__ = ("target", "base", "values", "location", "name", "explicit", "trace")
+    __slots__ = ("base", "explicit", "location", "name", "target", "trace", "values")
 
     def __init__(self, target: Any, base: str, values: dict[str, Any], location: Location,
                  trace: Trace) -> None:
@@ -190,33 +202,10 @@ def _binding_value(value: Any, trace: Trace, label: str, key: str, where: Locati
             fail(f"{label}({key}=...) is given input {value.name!r} of another pipeline",
                   "pass it into this pipeline as an input", where)
         return value
-    if isinstance(value, Candidate):
-        fail(f"{label}({key}=...) is given a Candidate", "return the Candidate from the "
-              "pipeline, and pass candidate.model to steps", where)
     try:
         return Literal(plain_value(value))
     except TypeError as exc:
         fail(f"{label}({key}=...): {exc}", None, where)
-
-
-class Candidate:
-    """What a pipeline returns to register a model candidate when a run succeeds.
-
-    Args:
-        model: the output holding the trained model.
-        evaluation: the output holding its evaluation report.
-        name: the candidate's name; the pipeline's name by default.
-    """
-
-    __slots__ = ("model", "evaluation", "name")
-
-    def __init__(self, model: Any, evaluation: Any = None, *, name: str | None = None) -> None:
-        self.model = model
-        self.evaluation = evaluation
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"Candidate(model={self.model!r}, evaluation={self.evaluation!r})"
 
 
 def name_steps(trace: Trace) -> None:
@@ -249,7 +238,7 @@ def step_spec(b: _StepBuilder) -> StepSpec:
                     location=b.location, explicit_name=b.explicit)
 
 
-def _output_binding(value: Any, trace: Trace, what: str, src: FunctionSource, label: str) -> Binding:
+def output_binding(value: Any, trace: Trace, what: str, src: FunctionSource, label: str) -> Binding:
     if isinstance(value, StepHandle):
         names = value._builder.output_names()
         value = OutputRef(value._builder, names[0] if len(names) == 1 else "")
@@ -263,30 +252,26 @@ def _output_binding(value: Any, trace: Trace, what: str, src: FunctionSource, la
 
 def pipeline_outputs(result: Any, trace: Trace, what: str, src: FunctionSource
                       ) -> tuple[tuple[tuple[str, Binding], ...], CandidateSpec | None]:
+    """The outputs a pipeline function's return value names (a Candidate is the DSL's to read:
+    ``mlpipe.dsl``)."""
     if result is None:
         return (), None
-    if isinstance(result, Candidate):
-        outs = [("model", _output_binding(result.model, trace, what, src, "the candidate's model"))]
-        if result.evaluation is not None:
-            outs.append(("evaluation", _output_binding(result.evaluation, trace, what, src,
-                                                       "the candidate's evaluation")))
-        return tuple(outs), CandidateSpec("model", "evaluation" if result.evaluation is not None
-                                          else None, result.name)
     if isinstance(result, StepHandle):
         b = result._builder
         return tuple((n, StepOutput(b.name, n)) for n in b.output_names()), None
     if isinstance(result, OutputRef):
-        return ((result.port, _output_binding(result, trace, what, src, "its output")),), None
+        return ((result.port, output_binding(result, trace, what, src, "its output")),), None
     if isinstance(result, Mapping):
         outs = []
         for key, value in result.items():
             if not isinstance(key, str) or not key.isidentifier():
                 fail(f"{what} returns an output named {key!r}; output names are identifiers",
                       "use names like model or report", src.location())
-            outs.append((key, _output_binding(value, trace, what, src, f"output {key!r}")))
+            outs.append((key, output_binding(value, trace, what, src, f"output {key!r}")))
         return tuple(outs), None
-    fail(f"{what} returns {with_article(type(result).__name__)}; a pipeline returns a Candidate, a dict "
-          f"of outputs, one output, a step, or None", "return {'name': step.output, ...}",
+    fail(f"{what} returns {with_article(type(result).__name__)}; a pipeline returns a "
+         f"Candidate, a dict of outputs, one output, a step, or None",
+         "return {'name': step.output, ...}",
           src.location())
 
 
@@ -318,7 +303,8 @@ def pipeline_input(name: str, marker: Any, defaults: dict[str, Any],
         param = ParamSpec(name, param_type_of(marker.type), required=not has_default,
                           default=default, minimum=marker.minimum, maximum=marker.maximum,
                           choices=marker.choices,
-                          enum_class=marker.type if isinstance(marker.type, enum.EnumMeta) else None)
+                          enum_class=(marker.type if isinstance(marker.type, enum.EnumMeta)
+                                      else None))
         return PipelineInputSpec(role=InputRole.PARAM, param=param, **common)
     uses = _uses(name, steps)
     artifact_uses = [u for u in uses if isinstance(u, PortSpec) or (

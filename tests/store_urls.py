@@ -33,7 +33,8 @@ def store_url_for(backend: str, tmp_path):
         return f"sqlite:///{tmp_path / 'evidence' / 'store.sqlite'}", lambda: None
     admin_url = os.environ.get(PG_ENV)
     if not admin_url:
-        pytest.skip(f"no PostgreSQL server: set {PG_ENV} (make test does when PostgreSQL is installed) to run this half")
+        pytest.skip(f"no PostgreSQL server: set {PG_ENV} (make test does when PostgreSQL is "
+                    f"installed) to run this half")
     admin, name, url = _pg_database(admin_url)
 
     def drop() -> None:

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mlpipe import Compute, Environment, Input, Mpi, Output, Param, PyTorch, TensorFlow, component
-from mlpipe.spec import digest_of
+from mlpipe.digests import digest_of
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

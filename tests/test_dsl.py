@@ -4,8 +4,18 @@ import inspect
 
 import pytest
 
-from mlpipe import (Candidate, Compute, DefinitionError, Environment, Input, Output, Param,
-                    PyTorch, component, pipeline)
+from mlpipe import (
+    Candidate,
+    Compute,
+    DefinitionError,
+    Environment,
+    Input,
+    Output,
+    Param,
+    PyTorch,
+    component,
+    pipeline,
+)
 from mlpipe.artifacts import AssetType
 from mlpipe.spec import InputRole, Literal, ParamType, PipelineInput, StepOutput
 

@@ -2,8 +2,16 @@
 from fixtures.components import fit, load, passthrough, score, split_data
 from mlpipe import Input, Output, component, pipeline
 from mlpipe.checks import check_pipeline
-from mlpipe.graph import (Dangling, FromInput, FromLiteral, FromStep, Unbound, compile_pipeline,
-                          input_node, output_node)
+from mlpipe.graph import (
+    Dangling,
+    FromInput,
+    FromLiteral,
+    FromStep,
+    Unbound,
+    compile_pipeline,
+    input_node,
+    output_node,
+)
 
 
 @pipeline

@@ -5,10 +5,17 @@ from hypothesis import strategies as st
 from fixtures.components import compare, fit, load, passthrough, score, split_data
 from mlpipe import Input, Output, component, pipeline
 from mlpipe.checks import check_pipeline
-from mlpipe.diagnostics import CODES
+from mlpipe.codes import CODES
 from mlpipe.graph import compile_pipeline, input_node
-from mlpipe.spec import (InputRole, Literal, PipelineInput, PipelineInputSpec, PipelineSpec,
-                         StepOutput, StepSpec)
+from mlpipe.spec import (
+    InputRole,
+    Literal,
+    PipelineInput,
+    PipelineInputSpec,
+    PipelineSpec,
+    StepOutput,
+    StepSpec,
+)
 
 
 @component

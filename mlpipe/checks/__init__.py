@@ -1,13 +1,22 @@
 """The checks: pure functions Graph -> diagnostics, grouped by family, run all at once.
 
-Importing this package registers every family. Backends and the CLI call ``check_pipeline``.
+Importing this package registers every graph check family. Backends and the CLI call
+``check_pipeline``. The codes themselves are published in ``mlpipe.codes``; ``coordination``
+judges a distributed step's rank records after it ran (both backends call it).
 """
 from __future__ import annotations
 
-from mlpipe import evidence_codes  # noqa: F401  (registration: the bundle's MP7xx codes)
-from mlpipe.checks import (artifacts, azure_yaml, contracts, distribution,  # noqa: F401
-                           evaluation, frameworks, importable, parameters,
-                           reproducibility, structure)  # (registration)
+from mlpipe.checks import (  # noqa: F401  (registration)
+    artifacts,
+    contracts,
+    distribution,
+    evaluation,
+    frameworks,
+    importable,
+    parameters,
+    reproducibility,
+    structure,
+)
 from mlpipe.checks.registry import CHECKS, Check, check, published_codes, run_checks
 from mlpipe.diagnostics import Diagnostic
 from mlpipe.graph import Graph, compile_pipeline

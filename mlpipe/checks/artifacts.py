@@ -1,27 +1,22 @@
 """Artifact type checks (MP3xx): producer and consumer kinds that cannot connect."""
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from mlpipe.artifacts import CONNECTS, AssetType, can_connect
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_edge, at_pipeline
-from mlpipe.diagnostics import Diagnostic, Severity, register_code
+from mlpipe.codes import ARTIFACT_KIND_MISMATCH, PIPELINE_INPUT_KIND_CONFLICT
+from mlpipe.diagnostics import Diagnostic
 from mlpipe.graph import FromInput, FromStep, Graph
 from mlpipe.spec import InputRole
-
-KIND = register_code("MP301", "artifact-kind-mismatch", Severity.ERROR,
-                     "An output is bound to an input whose Azure ML type it cannot feed.")
-INPUT_KINDS = register_code("MP302", "pipeline-input-kind-conflict", Severity.ERROR,
-                            "One pipeline input feeds step inputs of kinds no artifact can "
-                            "satisfy at once.")
 
 
 def _feeds(kind: AssetType) -> str:
     return ", ".join(sorted(k.value for k in CONNECTS[kind]))
 
 
-@check(KIND)
+@check(ARTIFACT_KIND_MISMATCH)
 def artifact_kinds(graph: Graph) -> Iterator[Diagnostic]:
     for node in graph.step_nodes():
         for key, endpoint in node.bindings.items():
@@ -33,14 +28,15 @@ def artifact_kinds(graph: Graph) -> Iterator[Diagnostic]:
             if producer is None or can_connect(producer.kind, consumer.kind):
                 continue
             yield Diagnostic.of(
-                KIND, f"'{node.id}.{key}' expects {consumer.kind} but '{endpoint}' produces "
-                      f"{producer.kind}",
+                ARTIFACT_KIND_MISMATCH,
+                f"'{node.id}.{key}' expects {consumer.kind} but '{endpoint}' produces "
+                f"{producer.kind}",
                 hint=f"a {producer.kind} output can feed {_feeds(producer.kind)} inputs; change "
                      f"the kind of one of the two ports, or add a step that converts it",
                 **at_edge(graph, str(endpoint), f"{node.id}.{key}", node))
 
 
-@check(INPUT_KINDS)
+@check(PIPELINE_INPUT_KIND_CONFLICT)
 def pipeline_input_kinds(graph: Graph) -> Iterator[Diagnostic]:
     for inp in graph.spec.inputs:
         if inp.role is not InputRole.ARTIFACT:
@@ -49,7 +45,8 @@ def pipeline_input_kinds(graph: Graph) -> Iterator[Diagnostic]:
         for node in graph.step_nodes():
             for key, endpoint in node.bindings.items():
                 port = node.component.input(key)
-                if port is not None and isinstance(endpoint, FromInput) and endpoint.name == inp.name:
+                if (port is not None and isinstance(endpoint, FromInput)
+                        and endpoint.name == inp.name):
                     consumers.append((f"{node.id}.{key}", port.kind))
         kinds = {kind for _, kind in consumers}
         if inp.port is not None:
@@ -57,14 +54,16 @@ def pipeline_input_kinds(graph: Graph) -> Iterator[Diagnostic]:
             if bad:
                 where = ", ".join(f"'{c}' ({k})" for c, k in bad)
                 yield Diagnostic.of(
-                    INPUT_KINDS, f"pipeline input {inp.name!r} is declared {inp.port.kind} but "
-                                 f"feeds {where}",
+                    PIPELINE_INPUT_KIND_CONFLICT,
+                    f"pipeline input {inp.name!r} is declared {inp.port.kind} but "
+                    f"feeds {where}",
                     hint=f"a {inp.port.kind} artifact can feed {_feeds(inp.port.kind)} inputs",
                     **at_pipeline(graph, inp.name))
         elif len(kinds) > 1 and not any(all(can_connect(k, c) for c in kinds) for k in AssetType):
             where = ", ".join(f"'{c}' ({k})" for c, k in consumers)
             yield Diagnostic.of(
-                INPUT_KINDS, f"pipeline input {inp.name!r} feeds inputs of different kinds: "
-                             f"{where}",
+                PIPELINE_INPUT_KIND_CONFLICT,
+                f"pipeline input {inp.name!r} feeds inputs of different kinds: "
+                f"{where}",
                 hint="split it into one pipeline input per kind, or align the ports' kinds",
                 **at_pipeline(graph, inp.name))

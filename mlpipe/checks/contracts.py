@@ -7,51 +7,36 @@ from __future__ import annotations
 
 import os
 import traceback
-from typing import Iterator
+from collections.abc import Iterator
 
+from mlpipe import codes
 from mlpipe.artifacts import can_connect
-from mlpipe.checks.registry import CHECK_CRASHED, check
+from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_edge, at_step
 from mlpipe.contracts import compatibility, contract_label
 from mlpipe.contracts.base import missing_requirements
-from mlpipe.diagnostics import Code, Diagnostic, Severity, register_code
+from mlpipe.diagnostics import Code, Diagnostic
 from mlpipe.graph import FromInput, FromStep, Graph, StepNode
 from mlpipe.paths import display_path
 from mlpipe.spec import PortSpec
 
-E = Severity.ERROR
 _MLPIPE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-CODES: dict[str, Code] = {c.name: c for c in (
-    register_code("MP401", "contract-kind-mismatch", E,
-                  "An edge connects contracts of different kinds (a label map to an image folder)."),
-    register_code("MP402", "contract-version-incompatible", E,
-                  "The producer's contract version does not satisfy the consumer's."),
-    register_code("MP403", "schema-column-missing", E,
-                  "A column (or model input) the consumer requires is not produced."),
-    register_code("MP404", "schema-dtype-mismatch", E,
-                  "A column is produced with another dtype than the consumer requires."),
-    register_code("MP405", "schema-unit-mismatch", E,
-                  "A column is produced in another unit than the consumer requires."),
-    register_code("MP406", "schema-nullability-mismatch", E,
-                  "A column may be null but the consumer requires a value in every row."),
-    register_code("MP407", "feature-order-mismatch", E,
-                  "Features are produced in another order than the consumer requires."),
-    register_code("MP408", "label-encoding-mismatch", E,
-                  "A class is encoded with another code, or is missing, on one side of an edge."),
-    register_code("MP409", "split-disjointness-not-promised", E,
-                  "A consumer requiring disjoint splits is fed a manifest that does not promise it."),
-    register_code("MP410", "split-missing", E,
-                  "A split the consumer requires is not guaranteed by the producer's manifest."),
-    register_code("MP411", "metric-scope-mismatch", E,
-                  "A metric the consumer requires as global is produced as a partial value."),
-    register_code("MP412", "contract-requirement-unmet", E,
-                  "Any other way the producer's contract fails the consumer's requirement."),
-    register_code("MP413", "contract-unverified", Severity.WARNING,
-                  "A port with a contract is fed by an output that declares none."),
+#: The codes of this family by name: a compatibility rule names its difference's kind.
+_BY_NAME: dict[str, Code] = {c.name: c for c in (
+    codes.CONTRACT_KIND_MISMATCH,
+    codes.CONTRACT_VERSION_INCOMPATIBLE,
+    codes.SCHEMA_COLUMN_MISSING,
+    codes.SCHEMA_DTYPE_MISMATCH,
+    codes.SCHEMA_UNIT_MISMATCH,
+    codes.SCHEMA_NULLABILITY_MISMATCH,
+    codes.FEATURE_ORDER_MISMATCH,
+    codes.LABEL_ENCODING_MISMATCH,
+    codes.SPLIT_DISJOINTNESS_NOT_PROMISED,
+    codes.SPLIT_MISSING,
+    codes.METRIC_SCOPE_MISMATCH,
+    codes.CONTRACT_REQUIREMENT_UNMET,
+    codes.CONTRACT_UNVERIFIED,
 )}
-EXTRA_MISSING = register_code(
-    "MP415", "contract-extra-missing", Severity.WARNING,
-    "A contract's validation needs a module (an optional extra) that is not installed.")
 
 
 def _edges(graph: Graph) -> Iterator[tuple[StepNode, str, PortSpec, str, PortSpec]]:
@@ -75,7 +60,7 @@ def _edges(graph: Graph) -> Iterator[tuple[StepNode, str, PortSpec, str, PortSpe
                 yield node, key, consumer, str(endpoint), producer
 
 
-@check(*CODES.values())
+@check(*_BY_NAME.values())
 def contract_edges(graph: Graph) -> Iterator[Diagnostic]:
     for node, key, consumer, source, producer in _edges(graph):
         edge = f"{source} -> {node.id}.{key}"
@@ -84,7 +69,7 @@ def contract_edges(graph: Graph) -> Iterator[Diagnostic]:
             continue  # MP301 already reports this edge
         if producer.contract is None:
             yield Diagnostic.of(
-                CODES["contract-unverified"],
+                codes.CONTRACT_UNVERIFIED,
                 f"{edge}: {contract_label(consumer.contract)} is required but '{source}' "
                 f"declares no contract ({producer.kind})",
                 hint=f"annotate '{source}' as Output[...] with the contract it produces",
@@ -94,12 +79,12 @@ def contract_edges(graph: Graph) -> Iterator[Diagnostic]:
             differences = compatibility(producer.contract, consumer.contract)
         except Exception as exc:  # a rule that raises spoils one edge, not all
             yield Diagnostic.of(
-                CHECK_CRASHED, f"{edge}: the compatibility rule of "
+                codes.CHECK_CRASHED, f"{edge}: the compatibility rule of "
                 f"{contract_label(consumer.contract)} raised {type(exc).__name__}: {exc}",
                 hint=_crash_hint(producer.contract, exc), **where)
             continue
         for diff in differences:
-            code = CODES.get(diff.kind, CODES["contract-requirement-unmet"])
+            code = _BY_NAME.get(diff.kind, codes.CONTRACT_REQUIREMENT_UNMET)
             yield Diagnostic.of(code, f"{edge}: {diff.message}", hint=diff.hint, **where)
 
 
@@ -118,7 +103,7 @@ def _crash_hint(contract: object, exc: BaseException) -> str:
             f"(module {cls.__module__}){where}")
 
 
-@check(EXTRA_MISSING)
+@check(codes.CONTRACT_EXTRA_MISSING)
 def contract_requirements(graph: Graph) -> Iterator[Diagnostic]:
     for node in graph.step_nodes():
         reported: set[str] = set()
@@ -130,7 +115,7 @@ def contract_requirements(graph: Graph) -> Iterator[Diagnostic]:
                     continue
                 reported.add(module)
                 yield Diagnostic.of(
-                    EXTRA_MISSING,
+                    codes.CONTRACT_EXTRA_MISSING,
                     f"'{node.id}.{port.name}' is a {contract_label(port.contract)}, whose "
                     f"validation needs {module}, which is not installed here: a local run "
                     f"fails when it validates this artifact",

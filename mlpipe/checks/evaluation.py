@@ -11,20 +11,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from mlpipe import codes
 from mlpipe.artifacts import AssetType
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_step
 from mlpipe.contracts import MetricsReport, SplitManifest
-from mlpipe.diagnostics import Diagnostic, Severity, register_code
+from mlpipe.diagnostics import Diagnostic
 from mlpipe.graph import Endpoint, FromInput, FromLiteral, FromStep, Graph, StepNode
 from mlpipe.spec import PortSpec
-
-SPLIT_GENERATED = register_code(
-    "MP414", "evaluation-split-generated", Severity.WARNING,
-    "An evaluation's data is split inside the run, not taken from a recorded split definition.")
-EVAL_ON_TRAINING_DATA = register_code(
-    "MP416", "evaluation-reads-training-artifact", Severity.WARNING,
-    "An evaluation reads the artifact its model trained on, and nothing says which part each reads.")
 
 _MODEL_KINDS = (AssetType.MLFLOW_MODEL, AssetType.CUSTOM_MODEL)
 #: Output names that are one part of a split: a step producing one cuts the data set.
@@ -111,7 +105,7 @@ def _generated_split(graph: Graph, endpoint: Endpoint, seen: set[str]) -> StepNo
     return None
 
 
-@check(SPLIT_GENERATED)
+@check(codes.EVALUATION_SPLIT_GENERATED)
 def evaluation_split_source(graph: Graph) -> Iterator[Diagnostic]:
     for ev in evaluation_steps(graph):
         for port in ev.component.inputs:
@@ -122,7 +116,7 @@ def evaluation_split_source(graph: Graph) -> Iterator[Diagnostic]:
             if maker is None:
                 continue
             yield Diagnostic.of(
-                SPLIT_GENERATED,
+                codes.EVALUATION_SPLIT_GENERATED,
                 f"evaluation step '{ev.id}' reads '{endpoint}' through step '{maker.id}', "
                 f"which cuts the split inside the run from no recorded split definition: the "
                 f"next candidate may be evaluated on another population",
@@ -176,7 +170,7 @@ def _artifact_contract(graph: Graph, endpoint: Endpoint) -> object:
     return None
 
 
-@check(EVAL_ON_TRAINING_DATA)
+@check(codes.EVALUATION_READS_TRAINING_ARTIFACT)
 def evaluation_on_training_artifact(graph: Graph) -> Iterator[Diagnostic]:
     for ev in evaluation_steps(graph):
         training = _training_inputs(graph, ev)
@@ -196,7 +190,7 @@ def evaluation_on_training_artifact(graph: Graph) -> Iterator[Diagnostic]:
                 if not _holds_examples(contracts, port):
                     continue  # a label map, a manifest, a configuration: shared on purpose
                 yield Diagnostic.of(
-                    EVAL_ON_TRAINING_DATA,
+                    codes.EVALUATION_READS_TRAINING_ARTIFACT,
                     f"evaluation step '{ev.id}' reads '{endpoint}' as {port.name!r}, the same "
                     f"artifact step '{trainer.id}' trains on as {tport!r}, and no contract "
                     f"declares splits that would keep their examples apart",

@@ -11,21 +11,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from mlpipe import codes
 from mlpipe.checks.body import body_facts, uses_accelerator
-from mlpipe.checks.distribution import LAUNCHER, _LAUNCHERS
+from mlpipe.checks.distribution import _LAUNCHERS
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_step
 from mlpipe.compute import CATALOGUE
-from mlpipe.diagnostics import Diagnostic, Severity, register_code
+from mlpipe.diagnostics import Diagnostic
 from mlpipe.distribution import Mpi, PyTorch, TensorFlow
 from mlpipe.graph import Graph, StepNode
-
-FOREIGN_VARIABLE = register_code(
-    "MP518", "foreign-launch-variable", Severity.ERROR,
-    "A step sets another framework's launch variable (TF_CONFIG on PyTorch, MASTER_ADDR on TF).")
-GPU_WITHOUT_ACCELERATOR = register_code(
-    "MP519", "gpu-size-without-accelerator-code", Severity.INFO,
-    "A single-process step on a GPU size imports no library that uses a GPU.")
 
 _PYTORCH_VARS = ("MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "NODE_RANK", "WORLD_SIZE",
                  "LOCAL_WORLD_SIZE", "GROUP_RANK")
@@ -73,7 +67,7 @@ def _foreign(framework: str, variable: str) -> str | None:
 _NAMES = {"pytorch": "PyTorch", "tensorflow": "TensorFlow", "mpi": "MPI"}
 
 
-@check(FOREIGN_VARIABLE)
+@check(codes.FOREIGN_LAUNCH_VARIABLE)
 def foreign_launch_variables(graph: Graph) -> Iterator[Diagnostic]:
     for node in graph.step_nodes():
         framework = _framework(node)
@@ -96,14 +90,14 @@ def foreign_launch_variables(graph: Graph) -> Iterator[Diagnostic]:
             if line is not None and facts is not None:
                 where.update(file=facts.file, line=line)
             yield Diagnostic.of(
-                FOREIGN_VARIABLE,
+                codes.FOREIGN_LAUNCH_VARIABLE,
                 f"step '{node.id}' is a {_NAMES[framework]} job but {how} {variable}, part of "
                 f"{_NAMES[owner]}'s launch contract: {_NAMES[framework]} ignores it, and "
                 f"copying it is no substitute for {_NAMES[framework]}'s own initialization",
                 hint=f"remove {variable}; {_CONTRACT[framework]}", **where)
 
 
-@check(LAUNCHER)
+@check(codes.LAUNCHER_IN_COMMAND)
 def launchers_in_body(graph: Graph) -> Iterator[Diagnostic]:
     for node in graph.step_nodes():
         c = node.component
@@ -118,14 +112,15 @@ def launchers_in_body(graph: Graph) -> Iterator[Diagnostic]:
                 continue
             world = c.distribution.world_size(c.instances)
             yield Diagnostic.of(
-                LAUNCHER, f"the body of step '{node.id}' starts {m.group(1)!r} ({command!r}), "
-                          f"but Azure ML already starts the step as {world} process(es): "
-                          f"each would start a group of its own",
+                codes.LAUNCHER_IN_COMMAND,
+                f"the body of step '{node.id}' starts {m.group(1)!r} ({command!r}), but Azure "
+                f"ML already starts the step as {world} process(es): each would start a group "
+                f"of its own",
                 hint="do the work in the body itself; declare the topology with distribution= "
                      "and instances=", **{**at_step(node), "file": facts.file, "line": line})
 
 
-@check(GPU_WITHOUT_ACCELERATOR)
+@check(codes.GPU_SIZE_WITHOUT_ACCELERATOR_CODE)
 def gpu_without_accelerator(graph: Graph) -> Iterator[Diagnostic]:
     for node in graph.step_nodes():
         c = node.component
@@ -138,7 +133,7 @@ def gpu_without_accelerator(graph: Graph) -> Iterator[Diagnostic]:
         if facts is None or uses_accelerator(facts) is not False:
             continue
         yield Diagnostic.of(
-            GPU_WITHOUT_ACCELERATOR,
+            codes.GPU_SIZE_WITHOUT_ACCELERATOR_CODE,
             f"step '{node.id}' runs one process on {size.describe()} but its code imports no "
             f"library that uses a GPU: the GPUs sit idle while the size is billed",
             hint="run it on a CPU size (Compute('cpu-cluster', sku='Standard_D4s_v3')); keep "

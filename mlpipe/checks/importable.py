@@ -5,14 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from mlpipe import codes
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_step
-from mlpipe.diagnostics import Diagnostic, Severity, register_code
+from mlpipe.diagnostics import Diagnostic
 from mlpipe.graph import Graph
-
-NOT_IMPORTABLE = register_code(
-    "MP113", "component-not-importable", Severity.ERROR,
-    "A component defined in __main__, a notebook or inside a function: no step can import it.")
 
 
 def why_not_importable(function: str | None) -> str | None:
@@ -35,7 +32,7 @@ def why_not_importable(function: str | None) -> str | None:
     return None
 
 
-@check(NOT_IMPORTABLE)
+@check(codes.COMPONENT_NOT_IMPORTABLE)
 def importable_components(graph: Graph) -> Iterator[Diagnostic]:
     reported: set[str] = set()
     for node in graph.step_nodes():
@@ -45,7 +42,7 @@ def importable_components(graph: Graph) -> Iterator[Diagnostic]:
             continue
         reported.add(c.function)
         yield Diagnostic.of(
-            NOT_IMPORTABLE,
+            codes.COMPONENT_NOT_IMPORTABLE,
             f"component {c.name!r} (step '{node.id}') cannot be imported by a step process: "
             f"{why}; each step runs in a fresh process that imports the component's module",
             hint=f"move {c.name!r} to a module of your project (components/{c.name}.py) and "

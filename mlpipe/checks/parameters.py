@@ -1,26 +1,24 @@
 """Parameter checks (MP2xx): wrong type, out of range, not in choices, missing value."""
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_step
-from mlpipe.diagnostics import Diagnostic, Severity, register_code
+from mlpipe.codes import (
+    PARAM_NOT_IN_CHOICES,
+    PARAM_OUT_OF_RANGE,
+    PARAM_TYPE_MISMATCH,
+    REQUIRED_PARAM_MISSING,
+)
+from mlpipe.diagnostics import Diagnostic
 from mlpipe.errors import with_article
 from mlpipe.graph import FromInput, FromLiteral, Graph, StepNode, Unbound
 from mlpipe.params import check_value, describe_constraint
 from mlpipe.spec import InputRole, ParamSpec, ParamType
 
-TYPE = register_code("MP201", "param-type-mismatch", Severity.ERROR,
-                     "A parameter is given a value of the wrong type.")
-RANGE = register_code("MP202", "param-out-of-range", Severity.ERROR,
-                      "A parameter is given a value outside its declared range.")
-CHOICES = register_code("MP203", "param-not-in-choices", Severity.ERROR,
-                        "A parameter is given a value that is not one of its declared choices.")
-MISSING = register_code("MP204", "required-param-missing", Severity.ERROR,
-                        "A parameter with no default is given no value.")
-
-_BY_KIND = {"type": TYPE, "range": RANGE, "choices": CHOICES}
+_BY_KIND = {"type": PARAM_TYPE_MISMATCH, "range": PARAM_OUT_OF_RANGE,
+            "choices": PARAM_NOT_IN_CHOICES}
 
 
 def _hint(param: ParamSpec, kind: str) -> str:
@@ -29,7 +27,7 @@ def _hint(param: ParamSpec, kind: str) -> str:
     return f"pass a value {describe_constraint(param)}"
 
 
-@check(TYPE, RANGE, CHOICES, MISSING)
+@check(PARAM_TYPE_MISMATCH, PARAM_OUT_OF_RANGE, PARAM_NOT_IN_CHOICES, REQUIRED_PARAM_MISSING)
 def parameter_values(graph: Graph) -> Iterator[Diagnostic]:
     for node in graph.step_nodes():
         for param in node.component.params:
@@ -42,11 +40,13 @@ def _one(graph: Graph, node: StepNode, param: ParamSpec) -> Iterator[Diagnostic]
     if endpoint is None or isinstance(endpoint, Unbound):
         if param.required:
             why = f" ({endpoint.reason})" if isinstance(endpoint, Unbound) else ""
-            yield Diagnostic.of(MISSING, f"parameter {label} ({param.type.value}) has no value "
-                                         f"and no default{why}",
-                                hint=f"pass {param.name}=... when calling "
-                                     f"{node.component.name}, or give it a default",
-                                **at_step(node, param.name))
+            yield Diagnostic.of(
+                REQUIRED_PARAM_MISSING,
+                f"parameter {label} ({param.type.value}) has no value "
+                f"and no default{why}",
+                hint=f"pass {param.name}=... when calling "
+                     f"{node.component.name}, or give it a default",
+                **at_step(node, param.name))
         return
     if isinstance(endpoint, FromLiteral):
         if endpoint.value is None and not param.required and param.default is None:
@@ -63,11 +63,13 @@ def _one(graph: Graph, node: StepNode, param: ParamSpec) -> Iterator[Diagnostic]
         declared = source.param
         if declared is not None and declared.type is not param.type and not (
                 declared.type is ParamType.INT and param.type is ParamType.FLOAT):
-            yield Diagnostic.of(TYPE, f"parameter {label} ({param.type.value}) is bound to "
-                                      f"pipeline parameter {endpoint.name!r} "
-                                      f"({declared.type.value})",
-                                hint=f"declare {endpoint.name!r} as Param[{param.type.value}]",
-                                **at_step(node, param.name))
+            yield Diagnostic.of(
+                PARAM_TYPE_MISMATCH,
+                f"parameter {label} ({param.type.value}) is bound to "
+                f"pipeline parameter {endpoint.name!r} "
+                f"({declared.type.value})",
+                hint=f"declare {endpoint.name!r} as Param[{param.type.value}]",
+                **at_step(node, param.name))
             return
         if not source.required and source.default is not None:
             problem = check_value(param, source.default)

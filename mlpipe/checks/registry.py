@@ -5,17 +5,14 @@ The checker runs every check, collects everything, and never raises.
 from __future__ import annotations
 
 import traceback
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
-from mlpipe.diagnostics import CODES, Code, Diagnostic, Severity, register_code
+from mlpipe.codes import CHECK_CRASHED, published
+from mlpipe.diagnostics import Code, Diagnostic
 from mlpipe.graph import Graph
 
 CheckFn = Callable[[Graph], Iterable[Diagnostic]]
-
-CHECK_CRASHED = register_code(
-    "MP001", "check-crashed", Severity.ERROR,
-    "A check raised an exception instead of reporting; the pipeline was not fully checked.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,4 +58,5 @@ def run_checks(graph: Graph, select: Iterable[str] | None = None) -> list[Diagno
 
 
 def published_codes() -> list[Code]:
-    return sorted(CODES.values(), key=lambda c: c.code)
+    """Every published code (``mlpipe.codes``), in code order."""
+    return published()

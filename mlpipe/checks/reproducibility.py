@@ -11,25 +11,13 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+from mlpipe import codes
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_pipeline, at_step
-from mlpipe.diagnostics import Diagnostic, Severity, register_code
+from mlpipe.diagnostics import Diagnostic
 from mlpipe.graph import FromInput, FromLiteral, Graph, StepNode
 from mlpipe.references import data_reference_moves, image_moves, is_url
 from mlpipe.spec import Environment, InputRole
-
-PARAM_NAMES_DATA = register_code(
-    "MP205", "param-names-data", Severity.WARNING,
-    "A parameter's value names a file, folder or URL: data the cache key and evidence miss.")
-ENV_UNVERSIONED = register_code(
-    "MP801", "environment-unversioned", Severity.WARNING,
-    "An environment without a version resolves to whichever version is latest.")
-MOVING_REFERENCE = register_code(
-    "MP802", "moving-reference", Severity.WARNING,
-    "An environment or data asset is referenced by a label such as @latest, not a version.")
-IMAGE_UNPINNED = register_code(
-    "MP803", "image-tag-without-digest", Severity.WARNING,
-    "A Docker image is referenced by a tag, which can be moved, not by its digest.")
 
 _TRIVIAL = {"", ".", "..", os.sep, "~"}
 
@@ -69,7 +57,7 @@ def _param_values(graph: Graph, node: StepNode) -> Iterator[tuple[str, Any, str]
             yield param.name, param.default, "defaults to"
 
 
-@check(PARAM_NAMES_DATA)
+@check(codes.PARAM_NAMES_DATA)
 def parameters_naming_data(graph: Graph) -> Iterator[Diagnostic]:
     for node in graph.step_nodes():
         for name, value, how in _param_values(graph, node):
@@ -77,7 +65,7 @@ def parameters_naming_data(graph: Graph) -> Iterator[Diagnostic]:
             if what is None:
                 continue
             yield Diagnostic.of(
-                PARAM_NAMES_DATA,
+                codes.PARAM_NAMES_DATA,
                 f"parameter '{node.id}.{name}' {how} {value!r}, {what}: the step reads data "
                 f"its cache key and evidence do not cover, so a change there goes unseen and "
                 f"the step is reused with stale content",
@@ -98,17 +86,19 @@ def _environments(graph: Graph) -> dict[Environment, list[StepNode]]:
 
 def _steps(nodes: list[StepNode]) -> str:
     names = [f"'{n.id}'" for n in nodes]
-    return (f"step {names[0]}" if len(names) == 1 else
-            f"steps {', '.join(names[:3])}{f' and {len(names) - 3} more' if len(names) > 3 else ''}")
+    if len(names) == 1:
+        return f"step {names[0]}"
+    more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+    return f"steps {', '.join(names[:3])}{more}"
 
 
-@check(ENV_UNVERSIONED, MOVING_REFERENCE, IMAGE_UNPINNED)
+@check(codes.ENVIRONMENT_UNVERSIONED, codes.MOVING_REFERENCE, codes.IMAGE_TAG_WITHOUT_DIGEST)
 def moving_environments(graph: Graph) -> Iterator[Diagnostic]:
     for env, nodes in _environments(graph).items():
         where = at_step(nodes[0])
         if env.version is None and env.image is None:
             yield Diagnostic.of(
-                ENV_UNVERSIONED,
+                codes.ENVIRONMENT_UNVERSIONED,
                 f"environment {env.name!r} of {_steps(nodes)} has no version: Azure ML "
                 f"resolves it as azureml:{env.name}@latest, whichever version is newest when "
                 f"the job is submitted, so two runs of the same pipeline can use different "
@@ -117,7 +107,7 @@ def moving_environments(graph: Graph) -> Iterator[Diagnostic]:
         elif env.version is not None and (env.version.strip().lower() == "latest"
                                           or env.version.startswith("@")):
             yield Diagnostic.of(
-                MOVING_REFERENCE,
+                codes.MOVING_REFERENCE,
                 f"environment {env.name!r} of {_steps(nodes)} is referenced by the label "
                 f"{env.version.lstrip('@')!r}, which names whichever version carries it when "
                 f"the job is submitted",
@@ -127,21 +117,21 @@ def moving_environments(graph: Graph) -> Iterator[Diagnostic]:
             if why is not None:
                 which = f"environment {env.name!r}" if env.name else "the inline environment"
                 yield Diagnostic.of(
-                    IMAGE_UNPINNED,
+                    codes.IMAGE_TAG_WITHOUT_DIGEST,
                     f"{which} of {_steps(nodes)} uses image {env.image!r}: "
                     f"{why}, so the same reference can mean other software later",
                     hint="pin the image by digest: NAME@sha256:<digest> (docker buildx "
                          "imagetools inspect NAME:TAG shows it)", **where)
 
 
-@check(MOVING_REFERENCE)
+@check(codes.MOVING_REFERENCE)
 def moving_data(graph: Graph) -> Iterator[Diagnostic]:
     for inp in graph.spec.inputs:
         if inp.role is InputRole.ARTIFACT and isinstance(inp.default, str):
             why = data_reference_moves(inp.default)
             if why is not None:
                 yield Diagnostic.of(
-                    MOVING_REFERENCE,
+                    codes.MOVING_REFERENCE,
                     f"pipeline input {inp.name!r} defaults to {inp.default!r}: {why}",
                     hint=_data_hint(inp.default), **at_pipeline(graph, inp.name))
     for node in graph.step_nodes():
@@ -151,7 +141,7 @@ def moving_data(graph: Graph) -> Iterator[Diagnostic]:
                 why = data_reference_moves(endpoint.value)
                 if why is not None:
                     yield Diagnostic.of(
-                        MOVING_REFERENCE,
+                        codes.MOVING_REFERENCE,
                         f"input '{node.id}.{port.name}' is bound to {endpoint.value!r}: {why}",
                         hint=_data_hint(endpoint.value), **at_step(node, port.name))
 

@@ -2,46 +2,41 @@
 from __future__ import annotations
 
 import difflib
-from typing import Iterator
+from collections.abc import Iterator
 
 import networkx as nx
 
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_edge, at_pipeline, at_step
-from mlpipe.diagnostics import Diagnostic, Severity, register_code
-from mlpipe.graph import (Dangling, FromInput, FromLiteral, FromStep, Graph, StepNode, Unbound,
-                          input_node)
+from mlpipe.codes import (
+    AMBIGUOUS_STEP_REFERENCE,
+    BINDING_KIND_MISMATCH,
+    DANGLING_BINDING,
+    DEPENDENCY_CYCLE,
+    DUPLICATE_STEP_NAME,
+    OUTPUT_BOUND_TWICE_IN_STEP,
+    OUTPUT_GIVEN_A_VALUE,
+    REQUIRED_INPUT_UNBOUND,
+    UNKNOWN_OUTPUT,
+    UNKNOWN_PORT,
+    UNUSED_PIPELINE_INPUT,
+    UNUSED_STEP_OUTPUTS,
+)
+from mlpipe.diagnostics import Diagnostic
+from mlpipe.graph import (
+    Dangling,
+    FromInput,
+    FromLiteral,
+    FromStep,
+    Graph,
+    StepNode,
+    Unbound,
+    input_node,
+)
 from mlpipe.spec import InputRole
 
-CYCLE = register_code("MP101", "dependency-cycle", Severity.ERROR,
-                      "Steps consume each other's outputs in a loop, so none can start.")
-UNBOUND = register_code("MP102", "required-input-unbound", Severity.ERROR,
-                        "A required input of a step is bound to nothing.")
-UNKNOWN_PORT = register_code("MP103", "unknown-port", Severity.ERROR,
-                             "A step is given a value for an input or parameter it does not have.")
-UNKNOWN_OUTPUT = register_code("MP104", "unknown-output", Severity.ERROR,
-                               "A binding names an output that its step does not have.")
-BOUND_TWICE = register_code("MP105", "output-bound-twice-in-step", Severity.WARNING,
-                            "One artifact feeds two inputs of the same step.")
-DUPLICATE = register_code("MP106", "duplicate-step-name", Severity.ERROR,
-                          "Two steps of one pipeline have the same name.")
-UNUSED_OUTPUTS = register_code("MP107", "unused-step-outputs", Severity.INFO,
-                               "No step and no pipeline output consumes what a step produces.")
-WHOLE_STEP = register_code("MP108", "ambiguous-step-reference", Severity.ERROR,
-                           "A whole step with several (or no) outputs is passed where one "
-                           "output is expected.")
-OUTPUT_BOUND = register_code("MP109", "output-given-a-value", Severity.ERROR,
-                             "A step call binds a value to one of the step's outputs.")
-KIND_MISMATCH = register_code("MP110", "binding-kind-mismatch", Severity.ERROR,
-                              "An artifact is bound to a parameter, or a parameter value to an "
-                              "artifact input.")
-DANGLING = register_code("MP111", "dangling-binding", Severity.ERROR,
-                         "A binding names a step, output or pipeline input that does not exist.")
-UNUSED_INPUT = register_code("MP112", "unused-pipeline-input", Severity.WARNING,
-                             "A pipeline input is bound to no step and no output.")
 
-
-@check(CYCLE)
+@check(DEPENDENCY_CYCLE)
 def cycles(graph: Graph) -> Iterator[Diagnostic]:
     if nx.is_directed_acyclic_graph(graph.dag):
         return
@@ -54,14 +49,16 @@ def cycles(graph: Graph) -> Iterator[Diagnostic]:
         hops = [f"{u}.{step_graph.edges[u, v, k]['src_port']} -> "
                 f"{v}.{step_graph.edges[u, v, k]['dst_port']}" for u, v, k in loop]
         yield Diagnostic.of(
-            CYCLE, f"steps {', '.join(repr(n) for n in sorted(component))} form a cycle: "
-                   f"{'; '.join(hops)}",
+            DEPENDENCY_CYCLE,
+            f"steps {', '.join(repr(n) for n in sorted(component))} form a cycle: "
+            f"{'; '.join(hops)}",
             hint="a step cannot consume an output that depends on its own outputs; bind one "
                  "of these inputs to an upstream artifact instead",
             **at_step(graph.steps[first]))
 
 
-@check(UNBOUND, UNKNOWN_PORT, OUTPUT_BOUND, KIND_MISMATCH, DANGLING, UNKNOWN_OUTPUT, WHOLE_STEP)
+@check(REQUIRED_INPUT_UNBOUND, UNKNOWN_PORT, OUTPUT_GIVEN_A_VALUE, BINDING_KIND_MISMATCH,
+       DANGLING_BINDING, UNKNOWN_OUTPUT, AMBIGUOUS_STEP_REFERENCE)
 def bindings(graph: Graph) -> Iterator[Diagnostic]:
     for node in graph.step_nodes():
         comp = node.component
@@ -72,8 +69,9 @@ def bindings(graph: Graph) -> Iterator[Diagnostic]:
             if endpoint is None or isinstance(endpoint, Unbound):
                 why = f" ({endpoint.reason})" if isinstance(endpoint, Unbound) else ""
                 yield Diagnostic.of(
-                    UNBOUND, f"required input '{node.id}.{port.name}' ({port.type_label}) is "
-                             f"not bound{why}",
+                    REQUIRED_INPUT_UNBOUND,
+                    f"required input '{node.id}.{port.name}' ({port.type_label}) is "
+                    f"not bound{why}",
                     hint=f"pass {port.name}=... when calling {comp.name}, or declare it "
                          f"optional with a default of None", **at_step(node, port.name))
         for key, endpoint in node.bindings.items():
@@ -84,8 +82,9 @@ def _binding(graph: Graph, node: StepNode, key: str, endpoint) -> Iterator[Diagn
     comp = node.component
     if comp.output(key) is not None:
         yield Diagnostic.of(
-            OUTPUT_BOUND, f"'{node.id}.{key}' is an output of {comp.name!r} but the call gives "
-                          f"it the value {endpoint}",
+            OUTPUT_GIVEN_A_VALUE,
+            f"'{node.id}.{key}' is an output of {comp.name!r} but the call gives "
+            f"it the value {endpoint}",
             hint=f"remove {key}=... from the call; mlpipe provides output paths",
             **at_step(node, key))
         return
@@ -100,16 +99,18 @@ def _binding(graph: Graph, node: StepNode, key: str, endpoint) -> Iterator[Diagn
             **at_step(node, key))
         return
     if isinstance(endpoint, Dangling):
-        yield Diagnostic.of(DANGLING, f"'{node.id}.{key}' is bound to something that does not "
-                                      f"exist: {endpoint.reason}",
-                            hint="bind it to an existing step output or pipeline input",
-                            **at_step(node, key))
+        yield Diagnostic.of(
+            DANGLING_BINDING,
+            f"'{node.id}.{key}' is bound to something that does not "
+            f"exist: {endpoint.reason}",
+            hint="bind it to an existing step output or pipeline input",
+            **at_step(node, key))
         return
     if isinstance(endpoint, FromStep):
         yield from _step_reference(graph, node, key, endpoint)
         if param is not None:
             yield Diagnostic.of(
-                KIND_MISMATCH, f"parameter '{node.id}.{key}' is bound to the artifact "
+                BINDING_KIND_MISMATCH, f"parameter '{node.id}.{key}' is bound to the artifact "
                                f"'{endpoint}'", hint=f"pass a {param.type.value} value, or a "
                                f"pipeline parameter", **at_edge(graph, str(endpoint),
                                                               f"{node.id}.{key}", node))
@@ -117,20 +118,22 @@ def _binding(graph: Graph, node: StepNode, key: str, endpoint) -> Iterator[Diagn
         role = graph.input(endpoint.name).role
         if param is not None and role is InputRole.ARTIFACT:
             yield Diagnostic.of(
-                KIND_MISMATCH, f"parameter '{node.id}.{key}' is bound to pipeline input "
+                BINDING_KIND_MISMATCH, f"parameter '{node.id}.{key}' is bound to pipeline input "
                                f"{endpoint.name!r}, which is also used as an artifact",
                 hint=f"use one pipeline input per role, or annotate {endpoint.name!r} as "
                      f"Param[...] or Input[...]", **at_step(node, key))
         elif port is not None and role is InputRole.PARAM:
             yield Diagnostic.of(
-                KIND_MISMATCH, f"input '{node.id}.{key}' is bound to pipeline input "
+                BINDING_KIND_MISMATCH, f"input '{node.id}.{key}' is bound to pipeline input "
                                f"{endpoint.name!r}, which is a parameter",
                 hint=f"annotate {endpoint.name!r} as Input[...] or give it no scalar default",
                 **at_step(node, key))
-    elif isinstance(endpoint, FromLiteral) and port is not None and not isinstance(endpoint.value, str):
+    elif (isinstance(endpoint, FromLiteral) and port is not None
+          and not isinstance(endpoint.value, str)):
         yield Diagnostic.of(
-            KIND_MISMATCH, f"input '{node.id}.{key}' is given the value {endpoint.value!r}; an "
-                           f"input takes an artifact or a data reference (a path or URI string)",
+            BINDING_KIND_MISMATCH,
+            f"input '{node.id}.{key}' is given the value {endpoint.value!r}; an "
+            f"input takes an artifact or a data reference (a path or URI string)",
             hint="bind a step output or a pipeline input", **at_step(node, key))
 
 
@@ -140,10 +143,11 @@ def _step_reference(graph: Graph, node: StepNode, key: str, endpoint: FromStep
     outputs = [p.name for p in producer.outputs]
     if not endpoint.port:
         yield Diagnostic.of(
-            WHOLE_STEP, f"'{node.id}.{key}' is given the whole step '{endpoint.node}', which "
-                        f"has {len(outputs)} outputs ({', '.join(outputs) or 'none'})",
+            AMBIGUOUS_STEP_REFERENCE,
+            f"'{node.id}.{key}' is given the whole step '{endpoint.node}', which "
+            f"has {len(outputs)} outputs ({', '.join(outputs) or 'none'})",
             hint=f"pass one output, e.g. {endpoint.node}.{outputs[0]}" if outputs else
-            f"{producer.name!r} produces nothing to bind", **at_step(node, key))
+                 f"{producer.name!r} produces nothing to bind", **at_step(node, key))
     elif producer.output(endpoint.port) is None:
         close = difflib.get_close_matches(endpoint.port, outputs, n=1)
         hint = f"did you mean '{endpoint.node}.{close[0]}'? " if close else ""
@@ -154,14 +158,16 @@ def _step_reference(graph: Graph, node: StepNode, key: str, endpoint: FromStep
             **at_edge(graph, str(endpoint), f"{node.id}.{key}", node))
 
 
-@check(DANGLING, UNKNOWN_OUTPUT)
+@check(DANGLING_BINDING, UNKNOWN_OUTPUT)
 def pipeline_outputs(graph: Graph) -> Iterator[Diagnostic]:
     for name, endpoint in graph.outputs.items():
         where = at_pipeline(graph)
         if isinstance(endpoint, Dangling):
-            yield Diagnostic.of(DANGLING, f"pipeline output {name!r} is bound to something that "
-                                          f"does not exist: {endpoint.reason}",
-                                hint="return an existing step output", **where)
+            yield Diagnostic.of(
+                DANGLING_BINDING,
+                f"pipeline output {name!r} is bound to something that "
+                f"does not exist: {endpoint.reason}",
+                hint="return an existing step output", **where)
         elif isinstance(endpoint, FromStep) and endpoint.node in graph.steps:
             producer = graph.steps[endpoint.node].component
             if endpoint.port and producer.output(endpoint.port) is None:
@@ -172,57 +178,60 @@ def pipeline_outputs(graph: Graph) -> Iterator[Diagnostic]:
                     hint=f"its outputs are: {outputs}", **where)
 
 
-@check(BOUND_TWICE)
+@check(OUTPUT_BOUND_TWICE_IN_STEP)
 def same_output_twice(graph: Graph) -> Iterator[Diagnostic]:
     for node in graph.step_nodes():
         by_source: dict[str, list[str]] = {}
         for key, endpoint in node.bindings.items():
-            if node.component.input(key) is not None and isinstance(endpoint, (FromStep, FromInput)):
+            if (node.component.input(key) is not None
+                    and isinstance(endpoint, (FromStep, FromInput))):
                 by_source.setdefault(str(endpoint), []).append(key)
         for source, keys in by_source.items():
             if len(keys) > 1:
                 ports = " and ".join(f"'{node.id}.{k}'" for k in keys)
                 yield Diagnostic.of(
-                    BOUND_TWICE, f"'{source}' is bound to both {ports}",
+                    OUTPUT_BOUND_TWICE_IN_STEP, f"'{source}' is bound to both {ports}",
                     hint="bind each input to the artifact it is meant to read (e.g. training "
                          "and test data from different outputs); if one artifact really "
                          "serves both, merge the inputs into one",
                     **at_edge(graph, source, f"{node.id}.{keys[1]}", node))
 
 
-@check(DUPLICATE)
+@check(DUPLICATE_STEP_NAME)
 def duplicate_names(graph: Graph) -> Iterator[Diagnostic]:
     for pipeline, qualified, steps in graph.duplicates:
         lines = ", ".join(str(s.location.line) for s in steps if s.location)
         last = steps[-1].location
         yield Diagnostic.of(
-            DUPLICATE, f"{len(steps)} steps of pipeline {pipeline.name!r} are named "
+            DUPLICATE_STEP_NAME, f"{len(steps)} steps of pipeline {pipeline.name!r} are named "
                        f"{steps[0].name!r}" + (f" (lines {lines})" if lines else ""),
             hint="give each step its own name with .named(...)", step=qualified,
             file=last.file if last else None, line=last.line if last else None)
 
 
-@check(UNUSED_OUTPUTS)
+@check(UNUSED_STEP_OUTPUTS)
 def unused_outputs(graph: Graph) -> Iterator[Diagnostic]:
     dag = graph.dag
     for node in graph.step_nodes():
         outs = node.component.outputs
         if "#" in node.id:
-            continue  # a second step with a taken name: MP106 reports it, references reach the first
+            # a second step with a taken name: MP106 reports it, references reach the first
+            continue
         if outs and dag.out_degree(node.id) == 0:
             names = ", ".join(p.name for p in outs)
             yield Diagnostic.of(
-                UNUSED_OUTPUTS, f"the outputs of step '{node.id}' ({names}) reach no step and "
+                UNUSED_STEP_OUTPUTS, f"the outputs of step '{node.id}' ({names}) reach no step and "
                                 f"no pipeline output",
                 hint="return them from the pipeline, bind them to a step, or remove the step",
                 **at_step(node))
 
 
-@check(UNUSED_INPUT)
+@check(UNUSED_PIPELINE_INPUT)
 def unused_inputs(graph: Graph) -> Iterator[Diagnostic]:
     for inp in graph.spec.inputs:
         if graph.dag.out_degree(input_node(inp.name)) == 0:
             yield Diagnostic.of(
-                UNUSED_INPUT, f"pipeline input {inp.name!r} is bound to no step and no output",
+                UNUSED_PIPELINE_INPUT,
+                f"pipeline input {inp.name!r} is bound to no step and no output",
                 hint=f"pass {inp.name} to the step that needs it, or remove it",
                 **at_pipeline(graph, inp.name))

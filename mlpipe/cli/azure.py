@@ -10,8 +10,7 @@ import sys
 
 import click
 
-from mlpipe.cli.base import EXIT_PROBLEMS, TARGET, assignments, fail, load_graph, main
-from mlpipe.errors import MlpipeError
+from mlpipe.cli.base import EXIT_PROBLEMS, TARGET, assignments, load_graph, main
 
 
 @main.command("compile")
@@ -37,18 +36,16 @@ def compile_(target: str, out_dir: str, inputs: tuple[str, ...], default_compute
         click.echo(render_text(diagnostics), err=True)
         click.echo("error: nothing written; fix the errors above first", err=True)
         sys.exit(EXIT_PROBLEMS)
-    try:
-        export = export_pipeline(graph.spec, out_dir=out_dir, inputs=assignments(inputs, "--input"),
-                                 default_compute=default_compute, code_root=code_root)
-        written = export.write(out_dir)
-        if validate:
-            from mlpipe.backends.azure.validate import validate_export
+    export = export_pipeline(graph.spec, out_dir=out_dir, inputs=assignments(inputs, "--input"),
+                             default_compute=default_compute, code_root=code_root)
+    written = export.write(out_dir)
+    if validate:
+        from mlpipe.backends.azure.validate import validate_export
 
-            validate_export(out_dir)
-    except MlpipeError as err:
-        fail(err)
+        validate_export(out_dir)
     click.echo(f"wrote {written[0]} and {len(written) - 1} component file(s) under "
-               f"{written[0].parent / 'components'}" + (" (validated by azure-ai-ml)" if validate else ""))
+               f"{written[0].parent / 'components'}"
+               + (" (validated by azure-ai-ml)" if validate else ""))
     for note in export.notes:
         click.echo(f"note: {note}")
     click.echo(f"submit with: az ml job create --file {written[0]}")
@@ -92,9 +89,7 @@ def submit_to_workspace(target: str, values: dict[str, str], *, experiment: str 
                               store=store)
     except ChecksFailed as err:
         click.echo(render_text(err.diagnostics), err=True)
-        fail(err)
-    except MlpipeError as err:
-        fail(err)
+        raise
     finally:
         if store is not None:
             store.close()
@@ -140,20 +135,16 @@ def sync(run: str, fmt: str, workspace_name: str | None, resource_group: str | N
 
     flags = {"subscription_id": subscription_id, "resource_group": resource_group,
              "workspace_name": workspace_name}
-    store = None
+    store = open_store()
     try:
-        store = open_store()
         with store.session() as s:
             found = find_azure_run(s, run)
             run_id, job_name, options = found.id, found.options["job_name"], dict(found.options)
         workspace = _recorded_workspace(options, flags, config)
         synced = sync_run(job_name, _service(MLClientService, workspace))
         outcome = record_sync(store, run_id, synced)
-    except MlpipeError as err:
-        fail(err)
     finally:
-        if store is not None:
-            store.close()
+        store.close()
     if fmt == "json":
         click.echo(json.dumps({**synced.to_dict(), "run_id": run_id, "recorded": {
             "status": outcome.status, "steps": outcome.steps,

@@ -1,12 +1,16 @@
-"""The command group and what every command shares: failing cleanly, loading a pipeline."""
+"""The command group and what every command shares: failing cleanly, loading a pipeline.
+
+Every ``MlpipeError`` a command lets through is turned into its message and exit code in one
+place (``Commands.invoke``); commands catch only what they render differently.
+"""
 from __future__ import annotations
 
 import sys
 
 import click
 
-from mlpipe import __version__
 from mlpipe.errors import MlpipeError
+from mlpipe.version import __version__
 
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_LOAD = 0, 1, 2
 EXIT_INTERRUPTED = 130
@@ -19,44 +23,46 @@ def fail(err: MlpipeError) -> None:
     sys.exit(err.exit_code)
 
 
+class Commands(click.Group):
+    """The ``mlpipe`` group: runs a command and fails cleanly on any ``MlpipeError`` from it
+    (a located message with its hint on stderr, the error's exit code), never a traceback."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except MlpipeError as err:
+            fail(err)
+
+
 def load_graph(target: str):
     """Load ``target`` (a Python file or a pipeline YAML), compile it and run every check."""
     from mlpipe.checks import check_pipeline
     from mlpipe.loader import load_spec
 
-    try:
-        spec, found = load_spec(target)
-        graph, diagnostics = check_pipeline(spec)
-        return graph, found + diagnostics
-    except MlpipeError as err:
-        fail(err)
+    spec, found = load_spec(target)
+    graph, diagnostics = check_pipeline(spec)
+    return graph, found + diagnostics
 
 
 def open_evidence_store(*, create: bool = True):
-    """The configured evidence store, opened (and migrated when needed), or a clean failure.
+    """The configured evidence store, opened (and migrated when needed).
 
     Commands that only read pass ``create=False``: a store that does not exist is reported,
     not silently made empty.
     """
     from mlpipe.evidence import open_store
 
-    try:
-        return open_store(create=create)
-    except MlpipeError as err:
-        fail(err)
+    return open_store(create=create)
 
 
 def assignments(values: tuple[str, ...], flag: str) -> dict[str, str]:
-    """``("a=1", "b=x")`` -> ``{"a": "1", "b": "x"}``, failing cleanly on a malformed pair."""
+    """``("a=1", "b=x")`` -> ``{"a": "1", "b": "x"}``; a malformed pair is a UsageError."""
     from mlpipe.backends.local.inputs import split_assignments
 
-    try:
-        return split_assignments(values, flag)
-    except MlpipeError as err:
-        fail(err)
+    return split_assignments(values, flag)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="mlpipe")
 def main() -> None:
     """Pipeline-as-code for Azure Machine Learning, with a lineage and evidence store."""

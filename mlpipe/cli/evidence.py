@@ -1,6 +1,8 @@
 """Commands for qualification reviewers: candidates, evidence (text, JSON, Markdown, HTML, verify).
 
-SQLAlchemy and the bundle modules are imported inside each command.
+Parse, call ``mlpipe.evidence``, render: which bundle is shown and when one is sealed is the
+library's decision (``seal.sealed_bundle``, ``verify.verify_bundle``). SQLAlchemy and the
+bundle modules are imported inside each command.
 """
 from __future__ import annotations
 
@@ -8,36 +10,19 @@ import sys
 
 import click
 
-from mlpipe.cli.base import EXIT_PROBLEMS, fail, main, open_evidence_store
-from mlpipe.errors import MlpipeError
+from mlpipe.cli.base import EXIT_PROBLEMS, main, open_evidence_store
 
 
 @main.command()
 @click.option("--limit", default=50, show_default=True, help="How many, newest first.")
 def candidates(limit: int) -> None:
     """List model candidates, newest first."""
-    from sqlalchemy import select
-
-    from mlpipe.evidence import models as m
-    from mlpipe.evidence.views import _table
+    from mlpipe.evidence.queries import candidate_rows
+    from mlpipe.evidence.views import candidates_table
 
     store = open_evidence_store(create=False)
-    try:
-        with store.session() as s:
-            rows = s.execute(select(m.CandidateRow, m.Run.pipeline_name, m.Artifact.digest)
-                             .join(m.Run, m.Run.id == m.CandidateRow.run_id)
-                             .join(m.Artifact, m.Artifact.id == m.CandidateRow.model_artifact_id)
-                             .order_by(m.CandidateRow.created_at.desc(), m.CandidateRow.id.desc())
-                             .limit(limit)).all()
-            if not rows:
-                click.echo("no candidates recorded yet")
-                return
-            click.echo(_table(["CANDIDATE", "NAME", "PIPELINE", "RUN", "CREATED (UTC)", "MODEL"],
-                              [[c.id, c.name or "-", pipeline, c.run_id,
-                                c.created_at.strftime("%Y-%m-%d %H:%M:%S"), digest[:26]]
-                               for c, pipeline, digest in rows]))
-    except MlpipeError as err:
-        fail(err)
+    with store.session() as s:
+        click.echo(candidates_table(candidate_rows(s, limit=limit)))
 
 
 @main.command()
@@ -60,44 +45,22 @@ def evidence(candidate: str, fmt: str, verify: bool, rebuild: bool, output: str 
     The first call builds the bundle from the store and seals it; later calls show that sealed
     bundle (--rebuild seals a new one if the store changed; --verify checks everything).
     """
-    if not verify and not rebuild:
-        from mlpipe.evidence.config import locate
-        from mlpipe.evidence.sealed import read_sealed
+    from mlpipe.evidence.config import locate
 
-        try:
-            found = read_sealed(locate().url, candidate)
-        except MlpipeError as err:
-            fail(err)
-        if found is not None:
-            _show(fmt, found[0], found[1], output)
-            return
-    from mlpipe.evidence.bundle import find_candidate
-    from mlpipe.evidence.seal import seal, sealed_or_none
-
-    store = open_evidence_store(create=False)
-    result = None
-    try:
-        with store.session() as s:
-            found = find_candidate(s, candidate)
-            if verify:
-                from mlpipe.evidence.verify import verify as run_verify
-
-                if sealed_or_none(s, found) is None:
-                    seal(s, found)
-                result = run_verify(s, found).to_dict()
-            else:
-                sealed = seal(s, found)
-    except MlpipeError as err:
-        fail(err)
-    if result is not None:
+    if verify:
         import json
 
         from mlpipe.evidence.render import render_verification
+        from mlpipe.evidence.verify import verify_bundle
 
+        result = verify_bundle(locate().url, candidate).to_dict()
         text = (json.dumps(result, indent=2, sort_keys=True) if fmt == "json"
                 else render_verification(result))
         _emit(text.encode() + b"\n", output)
         sys.exit(0 if result["ok"] else EXIT_PROBLEMS)
+    from mlpipe.evidence.seal import sealed_bundle
+
+    sealed = sealed_bundle(locate().url, candidate, rebuild=rebuild)
     if sealed.changes:
         click.echo(f"warning: the store no longer matches bundle {sealed.previous}; sealed "
                    f"{sealed.digest} recording it as previous. What changed:", err=True)
@@ -138,4 +101,6 @@ def _emit(content: bytes, output: str | None) -> None:
             fh.write(content)
     except OSError as exc:
         from mlpipe.errors import UsageError
-        fail(UsageError(f"cannot write {output}: {exc.strerror}", hint="choose another path"))
+
+        raise UsageError(f"cannot write {output}: {exc.strerror}",
+                         hint="choose another path") from None

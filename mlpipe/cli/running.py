@@ -8,10 +8,17 @@ import sys
 
 import click
 
-from mlpipe.cli.base import (EXIT_INTERRUPTED, EXIT_PROBLEMS, TARGET, assignments, fail,
-                             load_graph, main, open_evidence_store)
 from mlpipe.cli.azure import AZURE_FLAGS, azure_options, submit_to_workspace
-from mlpipe.errors import MlpipeError, UsageError
+from mlpipe.cli.base import (
+    EXIT_INTERRUPTED,
+    EXIT_PROBLEMS,
+    TARGET,
+    assignments,
+    load_graph,
+    main,
+    open_evidence_store,
+)
+from mlpipe.errors import UsageError
 
 
 @main.command()
@@ -36,16 +43,16 @@ def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...], run_ta
     """Check a pipeline, run it (here, or on Azure ML), and record everything."""
     if run_target == "azure":
         if no_reuse or max_parallel is not None or local_scale:
-            fail(UsageError("--no-reuse, --max-parallel and --local-scale apply to --target "
-                            "local only",
-                            hint="control reuse on Azure ML with @component(reuse=False)"))
+            raise UsageError("--no-reuse, --max-parallel and --local-scale apply to --target "
+                             "local only",
+                             hint="control reuse on Azure ML with @component(reuse=False)")
         submit_to_workspace(target, {**assignments(inputs, "--input"),
                                      **assignments(params, "--param")}, **azure)
         return
     given = sorted(AZURE_FLAGS[k] for k, v in azure.items() if v is not None)
     if given:
-        fail(UsageError(f"{', '.join(given)} apply to --target azure only",
-                        hint="add --target azure, or drop them to run here"))
+        raise UsageError(f"{', '.join(given)} apply to --target azure only",
+                         hint="add --target azure, or drop them to run here")
     _submit_local(target, assignments(inputs, "--input"), assignments(params, "--param"),
                   no_reuse, max_parallel, _scales(assignments(local_scale, "--local-scale")))
 
@@ -57,8 +64,8 @@ def _scales(given: dict[str, str]) -> dict[str, tuple[int, int]]:
     for step, size in given.items():
         match = re.fullmatch(r"(\d+)x(\d+)", size.strip())
         if match is None:
-            fail(UsageError(f"--local-scale {step}={size} is not NODESxPROCESSES",
-                            hint=f"write it as {step}=2x2 (2 nodes of 2 processes)"))
+            raise UsageError(f"--local-scale {step}={size} is not NODESxPROCESSES",
+                             hint=f"write it as {step}=2x2 (2 nodes of 2 processes)")
         found[step] = (int(match.group(1)), int(match.group(2)))
     return found
 
@@ -84,8 +91,6 @@ def _submit_local(target: str, inputs: dict[str, str], params: dict[str, str], n
         executor = LocalExecutor(max_parallel=max_parallel, reuse=not no_reuse,
                                  local_scale=scale)
         result = executor.submit(graph, inputs=inputs, params=params, diagnostics=diagnostics)
-    except MlpipeError as err:
-        fail(err)
     except KeyboardInterrupt:
         click.echo("error: interrupted; the run is recorded as interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
@@ -103,11 +108,8 @@ def runs(pipeline: str | None, limit: int) -> None:
     from mlpipe.evidence.views import runs_table
 
     store = open_evidence_store(create=False)
-    try:
-        with store.session() as s:
-            click.echo(runs_table(pipeline_runs(s, pipeline, limit=limit)))
-    except MlpipeError as err:
-        fail(err)
+    with store.session() as s:
+        click.echo(runs_table(pipeline_runs(s, pipeline, limit=limit)))
 
 
 @main.command()
@@ -119,12 +121,9 @@ def show(run: str, why_step: str | None) -> None:
     from mlpipe.evidence.views import get_run, show_run, why
 
     store = open_evidence_store(create=False)
-    try:
-        with store.session() as s:
-            found = get_run(s, run)
-            click.echo(why(s, found, why_step) if why_step else show_run(s, found))
-    except MlpipeError as err:
-        fail(err)
+    with store.session() as s:
+        found = get_run(s, run)
+        click.echo(why(s, found, why_step) if why_step else show_run(s, found))
 
 
 @main.command()
@@ -135,11 +134,8 @@ def diff(run_a: str, run_b: str) -> None:
     from mlpipe.evidence.views import diff_runs, get_run
 
     store = open_evidence_store(create=False)
-    try:
-        with store.session() as s:
-            click.echo(diff_runs(s, get_run(s, run_a), get_run(s, run_b)))
-    except MlpipeError as err:
-        fail(err)
+    with store.session() as s:
+        click.echo(diff_runs(s, get_run(s, run_a), get_run(s, run_b)))
 
 
 @main.group()
@@ -151,11 +147,8 @@ def store() -> None:
 def store_upgrade() -> None:
     """Bring the configured store's schema to this mlpipe's version."""
     from mlpipe.evidence import locate
-    from mlpipe.evidence.schema import HEAD
+    from mlpipe.evidence.migrate import HEAD
     from mlpipe.evidence.store import Store
 
-    try:
-        opened = Store.open(locate().url, auto_upgrade=True)
-    except MlpipeError as err:
-        fail(err)
+    opened = Store.open(locate().url, auto_upgrade=True)
     click.echo(f"evidence store {opened.url} is at schema revision {HEAD}")

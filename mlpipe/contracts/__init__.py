@@ -5,9 +5,17 @@ or a parametrised instance) carries the contract and takes its transport kind fr
 ``compatibility`` is the compile-time rule on an edge, ``validate`` the run-time check of a
 file or folder. See docs/contracts.md.
 """
-from mlpipe.contracts.base import (KINDS, Contract, Difference, as_instance, contract_label,
-                                   contract_spec, contract_transport, is_contract,
-                                   version_satisfies)
+from mlpipe.contracts.base import (
+                                   KINDS,
+                                   Contract,
+                                   Difference,
+                                   as_instance,
+                                   contract_label,
+                                   contract_spec,
+                                   contract_transport,
+                                   is_contract,
+                                   version_satisfies,
+)
 from mlpipe.contracts.compatibility import VERSIONING_RULE, compatibility
 from mlpipe.contracts.images import ImageFolder
 from mlpipe.contracts.labels import LabelMap

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Iterator
+from typing import Any, ClassVar
 
 from mlpipe.artifacts import AssetType
 from mlpipe.errors import ContractError, DefinitionError
@@ -17,7 +18,8 @@ _VERSION = re.compile(r"^(\d+)(?:\.(\d+))?$")
 
 #: The kebab names a Difference may carry; each is a diagnostic of the MP4xx family.
 DIFFERENCE_KINDS = (
-    "contract-kind-mismatch", "contract-version-incompatible", "schema-column-missing", "schema-dtype-mismatch", "schema-unit-mismatch",
+    "contract-kind-mismatch", "contract-version-incompatible", "schema-column-missing",
+    "schema-dtype-mismatch", "schema-unit-mismatch",
     "schema-nullability-mismatch", "feature-order-mismatch", "label-encoding-mismatch",
     "split-disjointness-not-promised", "split-missing", "metric-scope-mismatch",
     "contract-requirement-unmet",

@@ -4,8 +4,14 @@ Pure: contracts in, differences out. The MP4xx checks turn differences into diag
 """
 from __future__ import annotations
 
-from mlpipe.contracts.base import (Contract, Difference, as_instance, contract_label,
-                                   parse_version, version_satisfies)
+from mlpipe.contracts.base import (
+    Contract,
+    Difference,
+    as_instance,
+    contract_label,
+    parse_version,
+    version_satisfies,
+)
 
 VERSIONING_RULE = ("versions are MAJOR or MAJOR.MINOR; a consumer requiring M.n accepts a "
                    "producer of the same contract at M.m with m >= n, never another major")
@@ -31,7 +37,8 @@ def compatibility(produced: Contract | type[Contract],
                            f"{have.kind} to {want.kind}", "contract-kind-mismatch")]
     if isinstance(required, type):
         return []
-    if not isinstance(produced, type) and getattr(have, "name", None) == getattr(want, "name", None):
+    same_name = getattr(have, "name", None) == getattr(want, "name", None)
+    if not isinstance(produced, type) and same_name:
         if not version_satisfies(have.version, want.version):
             newer = parse_version(have.version) < parse_version(want.version)
             return [Difference(f"{have.label} version {have.version} is produced but version "

@@ -6,9 +6,10 @@ folder may instead list its files in a CSV manifest. Knows nothing of specs.
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from mlpipe.artifacts import AssetType
 from mlpipe.contracts.base import Contract, Difference, check_exists
@@ -75,7 +76,8 @@ class ImageFolder(Contract):
         kinds = (self.file_kinds,) if isinstance(self.file_kinds, str) else tuple(self.file_kinds)
         unknown = [k for k in kinds if k not in FILE_KINDS]
         if unknown or not kinds:
-            raise DefinitionError(f"ImageFolder {self.name!r}: file kind {unknown[0] if unknown else None!r} "
+            raise DefinitionError(f"ImageFolder {self.name!r}: file kind "
+                                  f"{unknown[0] if unknown else None!r} "
                                   f"is not one of {', '.join(FILE_KINDS)}",
                                   hint="use one of the listed file kinds")
         object.__setattr__(self, "file_kinds", kinds)

@@ -5,9 +5,10 @@ A label-map file is a JSON object ``{"class": code, ...}``. Knows nothing of spe
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 from mlpipe.artifacts import AssetType
 from mlpipe.contracts.base import Contract, Difference, check_exists

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from mlpipe.artifacts import AssetType
 from mlpipe.contracts.base import Contract, Difference, check_exists
@@ -144,7 +145,8 @@ class MetricsReport(Contract):
         if not isinstance(entry, dict):
             entry = {"value": entry}
         value = entry.get("value")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or not math.isfinite(value)):
             raise fail(f"has value {value!r}; {self.label} expects a finite number",
                        "report a number")
         scope = entry.get("scope")

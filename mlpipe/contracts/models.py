@@ -6,9 +6,10 @@ Knows nothing of specs; never imports mlflow (the MLmodel file is YAML, read wit
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from mlpipe.artifacts import AssetType
 from mlpipe.contracts.base import Contract, Difference, check_exists
@@ -275,7 +276,8 @@ def _check_io(label: str, mlmodel: Path, what: str, want: Any, raw: Any) -> None
                                 hint="cast the feature before logging the model",
                                 file=str(mlmodel), key=col.name, column=col.name)
         if names.index(col.name) != pos:
+            order = ", ".join(c.name for c in want)
             raise ContractError(f"signature {what[:-1]} {pos + 1} is {names[pos]!r} but "
-                                f"{label} expects {col.name!r} there (order {', '.join(c.name for c in want)})",
+                                f"{label} expects {col.name!r} there (order {order})",
                                 hint="log the model with its features in the contract's order",
                                 file=str(mlmodel), key=col.name, column=col.name)

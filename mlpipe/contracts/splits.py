@@ -8,10 +8,11 @@ from __future__ import annotations
 import csv
 import gc
 from collections import Counter
-from operator import itemgetter
+from collections.abc import Iterator
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from mlpipe.artifacts import AssetType
 from mlpipe.contracts.base import Contract, Difference, check_exists

@@ -8,9 +8,10 @@ from __future__ import annotations
 import csv
 import difflib
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from mlpipe.artifacts import AssetType
 from mlpipe.contracts.base import Contract, Difference, check_exists
@@ -336,7 +337,7 @@ def _conversion_error(schema: TabularSchema, path: Path, header: list[str],
         reader = csv.reader(fh)
         next(reader)
         start, row = 2, 0
-        for row, fields in enumerate(reader, 1):
+        for row, fields in enumerate(reader, 1):  # noqa: B007  (row is read after the loop)
             if index < len(fields) and fields[index] == bad:
                 break
             start = reader.line_num + 1

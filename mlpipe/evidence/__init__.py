@@ -1,7 +1,7 @@
 """The evidence store: what ran, with which code, environment, data and parameters.
 
 Importing ``mlpipe.evidence.store`` (or ``Store``/``open_store`` from here) imports SQLAlchemy;
-``import mlpipe`` never does, and neither do ``config`` and ``sealed`` (the fast read of a
+``import mlpipe`` never does, and neither do ``config`` and ``fastpath`` (the fast read of a
 sealed bundle).
 """
 from __future__ import annotations

@@ -6,25 +6,23 @@ Reads the store and hashes the model's files (for the subject); writes nothing, 
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Any
 
-import blake3
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
-from mlpipe import __version__
+from mlpipe.digests import file_digests
 from mlpipe.errors import UsageError
 from mlpipe.evidence import models as m
+from mlpipe.evidence.checkresults import stored_checks
 from mlpipe.evidence.findings import find
-from mlpipe.evidence.runchecks import run_checks
+from mlpipe.version import __version__
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://mlpipe.dev/evidence-bundle/v1"
-_CHUNK = 1 << 20
 
 
 def find_candidate(s: Session, ref: str) -> m.CandidateRow:
@@ -50,16 +48,6 @@ def find_candidate(s: Session, ref: str) -> m.CandidateRow:
         shown = ", ".join(matches[:3]) + (" ..." if len(matches) > 3 else "")
         raise UsageError(f"candidate prefix {ref!r} is ambiguous ({shown}); give more of the id")
     return s.get(m.CandidateRow, matches[0])
-
-
-def file_digests(path: str | os.PathLike[str]) -> dict[str, str]:
-    """``{"sha256": hex, "blake3": hex}`` of one file's bytes, read once."""
-    sha, b3 = hashlib.sha256(), blake3.blake3()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            sha.update(chunk)
-            b3.update(chunk)
-    return {"sha256": sha.hexdigest(), "blake3": b3.hexdigest()}
 
 
 def files_of(location: str) -> list[tuple[str, str]]:
@@ -230,7 +218,7 @@ def build(s: Session, candidate: m.CandidateRow, *, hash_model: bool = True) -> 
     if evaluation is not None:
         report = {"digest": evaluation.digest, "location": evaluation.location,
                   **_report(evaluation.location)}
-    checks = run_checks(s, run.id)
+    checks = stored_checks(s, run.id)
     recorded = "checks" in (run.options or {})
     predicate: dict[str, Any] = {
         "generator": f"mlpipe {__version__}",

@@ -1,4 +1,5 @@
-"""Where two bundles differ, as readable JSON paths: ``predicate.steps[evaluate].metrics[accuracy].value``.
+"""Where two bundles differ, as readable JSON paths:
+``predicate.steps[evaluate].metrics[accuracy].value``.
 
 Pure: compares two JSON values, knows nothing of the store.
 """

@@ -9,8 +9,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mlpipe.evidence_codes import (EVAL_ON_TRAINING, GLOBAL_FROM_FEW_RANKS, NO_EVALUATION,
-                                    REUSE_WITHOUT_ORIGIN)
+from mlpipe.codes import (
+    CANDIDATE_NOT_EVALUATED,
+    EVALUATION_OVERLAPS_TRAINING,
+    GLOBAL_METRIC_FROM_TOO_FEW_RANKS,
+    REUSED_WITHOUT_EXECUTED_ORIGIN,
+)
 from mlpipe.diagnostics import Code, Severity
 
 _WHOLE = {"all", "full", "everything", "whole", "*"}
@@ -61,15 +65,17 @@ def _world_size(topology: Any) -> int:
 def _evaluation(p: dict[str, Any]) -> list[dict[str, Any]]:
     ev, cand = p["evaluation"], p["candidate"]
     if cand["evaluation"] is None:
-        return [_finding(NO_EVALUATION, f"candidate {cand['id']} has no evaluation: its "
+        return [_finding(CANDIDATE_NOT_EVALUATED, f"candidate {cand['id']} has no evaluation: its "
                          f"pipeline's Candidate names no evaluation output",
                          "return Candidate(model=..., evaluation=<an evaluate step's report>)")]
     if ev["step"] is None:
-        return [_finding(NO_EVALUATION, f"candidate {cand['id']}'s evaluation {cand['evaluation']}"
+        return [_finding(CANDIDATE_NOT_EVALUATED,
+                         f"candidate {cand['id']}'s evaluation {cand['evaluation']}"
                          f" was produced by no step of run {p['run']['id']}",
                          "evaluate the model in a step of the same pipeline")]
     if not ev["reads_model"]:
-        return [_finding(NO_EVALUATION, f"evaluation step {ev['step']!r} did not read the "
+        return [_finding(CANDIDATE_NOT_EVALUATED,
+                         f"evaluation step {ev['step']!r} did not read the "
                          f"candidate's model {cand['model']}: its report is not about this model",
                          "connect the training step's model output to the evaluation step",
                          step=ev["step"])]
@@ -92,7 +98,8 @@ def _overlap(p: dict[str, Any]) -> list[dict[str, Any]]:
                      or _parts(name) & _parts(t))
         if hit:
             found.append(_finding(
-                EVAL_ON_TRAINING, f"the evaluation in step {ev['step']!r} ran on population "
+                EVALUATION_OVERLAPS_TRAINING,
+                f"the evaluation in step {ev['step']!r} ran on population "
                 f"{name!r}, which overlaps {hit[0]!r}, the population step "
                 f"{train['step']!r} trained on", "evaluate on a held-out split (test) that "
                 "training never reads", step=ev["step"]))
@@ -124,7 +131,7 @@ def _global_metrics(p: dict[str, Any]) -> list[dict[str, Any]]:
                            f"aggregated over {min(reduced)} of {world} ranks")
             else:
                 continue
-            found.append(_finding(GLOBAL_FROM_FEW_RANKS, message,
+            found.append(_finding(GLOBAL_METRIC_FROM_TOO_FEW_RANKS, message,
                                   "log it with mlpipe.runtime.all_reduce_metric(...) on every "
                                   "rank, or with scope='partial'", step=st["step"]))
     return found
@@ -138,7 +145,8 @@ def _reuse(p: dict[str, Any]) -> list[dict[str, Any]]:
             continue
         training = st["step"] == p["training"]["step"]
         found.append(_finding(
-            REUSE_WITHOUT_ORIGIN, f"{'training ' if training else ''}step {st['step']!r} was "
+            REUSED_WITHOUT_EXECUTED_ORIGIN,
+            f"{'training ' if training else ''}step {st['step']!r} was "
             f"reused from step run {reused['step_run']}, but no executed run of it is in this "
             f"store: nothing shows how its outputs were made",
             "re-run the step here (mlpipe submit --no-reuse), or sync the store that executed it",

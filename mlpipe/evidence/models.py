@@ -6,10 +6,22 @@ models needs an Alembic migration in ``mlpipe/evidence/migrations/versions``.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Optional
+from typing import Any, ClassVar, Optional
 
-from sqlalchemy import (JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Index, Integer,
-                        LargeBinary, String, Text, UniqueConstraint)
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 #: Run, step run and candidate statuses.
@@ -18,7 +30,7 @@ EXECUTED, REUSED, SKIPPED = "executed", "reused", "skipped"
 
 
 class Base(DeclarativeBase):
-    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+    type_annotation_map: ClassVar = {dict[str, Any]: JSON, list[Any]: JSON}
 
 
 class PipelineSpecRow(Base):

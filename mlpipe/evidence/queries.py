@@ -58,6 +58,24 @@ def find_run(s: Session, ref: str) -> m.Run | None:
     return found[0] if len(found) == 1 else None
 
 
+def candidate_rows(s: Session, *, limit: int | None = 50
+                   ) -> list[tuple[m.CandidateRow, str, str]]:
+    """Candidates, newest first, each with its run's pipeline name and its model's digest."""
+    query = (select(m.CandidateRow, m.Run.pipeline_name, m.Artifact.digest)
+             .join(m.Run, m.Run.id == m.CandidateRow.run_id)
+             .join(m.Artifact, m.Artifact.id == m.CandidateRow.model_artifact_id)
+             .order_by(m.CandidateRow.created_at.desc(), m.CandidateRow.id.desc()))
+    if limit is not None:
+        query = query.limit(limit)
+    return [tuple(row) for row in s.execute(query).all()]
+
+
+def running_run_ids(s: Session, run_ids: list[str]) -> set[str]:
+    """Those of ``run_ids`` still recorded as running."""
+    return set(s.scalars(select(m.Run.id).where(m.Run.id.in_(run_ids),
+                                               m.Run.status == m.RUNNING)))
+
+
 def run_steps(s: Session, run_id: str) -> list[m.StepRun]:
     """A run's step runs with their component, environment, artifacts and metrics loaded."""
     query = (select(m.StepRun).where(m.StepRun.run_id == run_id)

@@ -5,7 +5,6 @@ re-hashes no artifact (``verify`` does).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -15,6 +14,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from mlpipe.digests import canonical_json, digest_bytes
 from mlpipe.errors import StoreError
 from mlpipe.evidence import models as m
 from mlpipe.evidence.bundle import build
@@ -34,13 +34,7 @@ def canonical(statement: dict[str, Any]) -> bytes:
         >>> canonical({"b": 1, "a": [1.5, None]})
         b'{"a":[1.5,null],"b":1}\\n'
     """
-    return json.dumps(statement, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False).encode("utf-8") + b"\n"
-
-
-def digest_bytes(content: bytes) -> str:
-    """``sha256:<hex>`` of ``content``."""
-    return "sha256:" + hashlib.sha256(content).hexdigest()
+    return canonical_json(statement).encode("utf-8") + b"\n"
 
 
 def unsealed(statement: dict[str, Any]) -> dict[str, Any]:
@@ -88,9 +82,9 @@ def load_sealed(digest: str, content: bytes) -> dict[str, Any]:
     try:
         validate(statement)
     except StoreError as err:
+        why = err.message.removeprefix("the evidence bundle does not match its schema ")
         raise StoreError(f"sealed bundle {digest} no longer matches the bundle schema "
-                         f"({err.message.removeprefix('the evidence bundle does not match its schema ')}): "
-                         f"it was altered in the store", hint=hint) from None
+                         f"({why}): it was altered in the store", hint=hint) from None
     return statement
 
 
@@ -164,6 +158,42 @@ def seal(s: Session, candidate: m.CandidateRow, *, now: datetime | None = None) 
     return Sealed(digest, content, True, None if before is None else before.digest, changes)
 
 
+def sealed_bundle(url: str, ref: str, *, rebuild: bool = False) -> Sealed:
+    """The bundle ``mlpipe evidence REF`` shows.
+
+    Without ``rebuild``, the newest sealed bundle is read straight from a SQLite store when it
+    can be (``fastpath``). Otherwise the bundle is built from the store and sealed anew when it
+    differs from the newest sealed one (``changes`` says what) or when none is sealed yet.
+
+    Args:
+        url: the store URL (``mlpipe.evidence.locate().url``).
+        ref: a candidate id or an unambiguous prefix of one.
+        rebuild: build from the store even when a sealed bundle could be read directly.
+
+    Raises:
+        UsageError: no candidate, or more than one, matches ``ref``.
+        StoreError: the store cannot be opened, or a sealed bundle was altered in it.
+
+    Example:
+        >>> sealed_bundle(locate().url, "c-3f9a").digest[:7]
+        'sha256:'
+    """
+    from mlpipe.evidence.bundle import find_candidate
+    from mlpipe.evidence.fastpath import read_sealed
+    from mlpipe.evidence.store import Store
+
+    if not rebuild:
+        found = read_sealed(url, ref)
+        if found is not None:
+            return Sealed(found[0], found[1], False)
+    store = Store.open(url, create=False)
+    try:
+        with store.session() as s:
+            return seal(s, find_candidate(s, ref))
+    finally:
+        store.close()
+
+
 def sealed_or_none(s: Session, candidate: m.CandidateRow) -> Sealed | None:
     """The newest sealed bundle as it is stored, without building anything."""
     row = latest(s, candidate.id)
@@ -172,5 +202,5 @@ def sealed_or_none(s: Session, candidate: m.CandidateRow) -> Sealed | None:
     return Sealed(row.digest, bytes(row.content), False, row.previous_digest)
 
 
-__all__ = ["SCHEMA_PATH", "Sealed", "canonical", "chain", "digest_bytes", "latest", "seal",
+__all__ = ["SCHEMA_PATH", "Sealed", "canonical", "chain", "latest", "seal", "sealed_bundle",
            "sealed_or_none", "unsealed", "validate"]

@@ -11,9 +11,10 @@ import functools
 import os
 import secrets
 import socket
-from datetime import datetime, timezone
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import bindparam, create_engine, event, insert, select, update
 from sqlalchemy.engine import Connection, Engine, make_url
@@ -22,14 +23,14 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mlpipe.errors import StoreError
 from mlpipe.evidence import models as m
-from mlpipe.evidence.schema import auto_upgrade_enabled, ensure_schema
+from mlpipe.evidence.migrate import auto_upgrade_enabled, ensure_schema
 
 BUSY_TIMEOUT_MS = 60_000
 T = TypeVar("T")
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 def new_id(prefix: str, nbytes: int = 6) -> str:

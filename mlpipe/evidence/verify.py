@@ -11,14 +11,20 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from mlpipe.errors import StoreError
-from mlpipe.evidence.seal import load_sealed
-from mlpipe.evidence_codes import ARTIFACT_CHANGED, ARTIFACT_MISSING, BUNDLE_TAMPERED, STORE_CHANGED
+from mlpipe.codes import (
+    ARTIFACT_CHANGED,
+    ARTIFACT_MISSING,
+    BUNDLE_BYTES_CHANGED,
+    EVIDENCE_CHANGED_IN_STORE,
+)
 from mlpipe.diagnostics import Code
+from mlpipe.digests import digest_bytes, sha256_file
+from mlpipe.digests.snapshot import snapshot
+from mlpipe.errors import StoreError
 from mlpipe.evidence import models as m
 from mlpipe.evidence.bundle import build
 from mlpipe.evidence.compare import differences
-from mlpipe.evidence.seal import chain, digest_bytes, unsealed
+from mlpipe.evidence.seal import chain, load_sealed, unsealed
 
 
 @dataclass(slots=True)
@@ -54,19 +60,19 @@ def _check_chain(rows: list[m.BundleRow], out: Verification) -> dict[str, Any] |
         out.bundles += 1
         if digest_bytes(content) != row.digest:
             out.findings.append(_mismatch(
-                BUNDLE_TAMPERED, f"sealed bundle {row.digest} now hashes to "
+                BUNDLE_BYTES_CHANGED, f"sealed bundle {row.digest} now hashes to "
                 f"{digest_bytes(content)}: its stored bytes were changed",
                 "restore the bundle from a copy you trust (a reviewer's saved JSON)"))
         try:
             statement = load_sealed(row.digest, content)
         except StoreError as err:
             statement = None
-            out.findings.append(_mismatch(BUNDLE_TAMPERED, err.message, err.hint or ""))
+            out.findings.append(_mismatch(BUNDLE_BYTES_CHANGED, err.message, err.hint or ""))
             continue
         recorded = (statement.get("predicate") or {}).get("previous_bundle")
         if recorded != previous or row.previous_digest != previous:
             out.findings.append(_mismatch(
-                BUNDLE_TAMPERED, f"sealed bundle {row.digest} names {recorded} as the bundle "
+                BUNDLE_BYTES_CHANGED, f"sealed bundle {row.digest} names {recorded} as the bundle "
                 f"before it, but the chain has {previous}", "a bundle was removed or replaced "
                 "in the store; restore it"))
         previous = row.digest
@@ -74,8 +80,6 @@ def _check_chain(rows: list[m.BundleRow], out: Verification) -> dict[str, Any] |
 
 
 def _hash_path(path: str, digest: str, what: str, out: Verification) -> None:
-    from mlpipe.backends.local.snapshot import snapshot
-
     if not os.path.exists(path):
         out.findings.append(_mismatch(ARTIFACT_MISSING, f"{what} is missing: nothing at {path}",
                                       "restore it from a backup; its digest is " + digest))
@@ -95,16 +99,6 @@ def _hash_path(path: str, digest: str, what: str, out: Verification) -> None:
                                       "them or re-run the pipeline for a new candidate"))
 
 
-def _sha256(path: str) -> str:
-    import hashlib
-
-    sha = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            sha.update(chunk)
-    return sha.hexdigest()
-
-
 def _check_subject(statement: dict[str, Any], out: Verification) -> None:
     p = statement["predicate"]
     model = next((a for a in p["artifacts"] if a["digest"] == p["candidate"]["model"]), None)
@@ -115,7 +109,7 @@ def _check_subject(statement: dict[str, Any], out: Verification) -> None:
         rel = entry["name"].split("/", 1)[1] if "/" in entry["name"] else entry["name"]
         path = os.path.join(model["location"], rel) if is_dir else model["location"]
         try:
-            now = _sha256(path)
+            now = sha256_file(path)
         except FileNotFoundError:
             out.findings.append(_mismatch(ARTIFACT_MISSING, f"model file {entry['name']} is "
                                           f"missing: nothing at {path}", "restore the model"))
@@ -154,7 +148,8 @@ def verify(s: Session, candidate: m.CandidateRow) -> Verification:
     sealed = unsealed(statement)
     sealed["subject"] = []
     for line in differences(sealed, rebuilt):
-        out.findings.append(_mismatch(STORE_CHANGED, f"the store no longer matches the sealed "
+        out.findings.append(_mismatch(EVIDENCE_CHANGED_IN_STORE,
+                                      f"the store no longer matches the sealed "
                                       f"bundle: {line} (sealed -> store now)",
                                       "find who changed the store; the sealed bundle is the "
                                       "record the reviewer saw"))
@@ -175,4 +170,27 @@ def verify(s: Session, candidate: m.CandidateRow) -> Verification:
     return out
 
 
-__all__ = ["Verification", "verify"]
+def verify_bundle(url: str, ref: str) -> Verification:
+    """``mlpipe evidence REF --verify``: verify the candidate's sealed bundles, sealing the first
+    one from the store when none is sealed yet.
+
+    Raises:
+        UsageError: no candidate, or more than one, matches ``ref``.
+        StoreError: the store cannot be opened.
+    """
+    from mlpipe.evidence.bundle import find_candidate
+    from mlpipe.evidence.seal import seal, sealed_or_none
+    from mlpipe.evidence.store import Store
+
+    store = Store.open(url, create=False)
+    try:
+        with store.session() as s:
+            found = find_candidate(s, ref)
+            if sealed_or_none(s, found) is None:
+                seal(s, found)
+            return verify(s, found)
+    finally:
+        store.close()
+
+
+__all__ = ["Verification", "verify", "verify_bundle"]

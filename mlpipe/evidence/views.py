@@ -9,10 +9,10 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from mlpipe.digests import digest_of
 from mlpipe.errors import UsageError
 from mlpipe.evidence import models as m
 from mlpipe.evidence.queries import find_run, previous_step_run, run_steps
-from mlpipe.spec import digest_of
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -38,6 +38,17 @@ def runs_table(runs: list[m.Run]) -> str:
              _secs((r.finished_at - r.started_at).total_seconds() if r.finished_at else None)]
             for r in runs]
     return _table(["RUN", "PIPELINE", "STATUS", "TARGET", "STARTED (UTC)", "TOOK"], rows)
+
+
+def candidates_table(rows: list[tuple[m.CandidateRow, str, str]]) -> str:
+    """One line per candidate (from ``queries.candidate_rows``): id, name, pipeline, run,
+    created, model digest."""
+    if not rows:
+        return "no candidates recorded yet"
+    return _table(["CANDIDATE", "NAME", "PIPELINE", "RUN", "CREATED (UTC)", "MODEL"],
+                  [[c.id, c.name or "-", pipeline, c.run_id,
+                    c.created_at.strftime("%Y-%m-%d %H:%M:%S"), digest[:26]]
+                   for c, pipeline, digest in rows])
 
 
 def get_run(s: Session, ref: str) -> m.Run:

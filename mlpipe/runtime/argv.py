@@ -93,7 +93,8 @@ def coerce_param(spec: ParamSpec, text: str) -> Any:
             by_text = {str(m.value): m for m in spec.enum_class}
             return by_text[text]
     except (ValueError, KeyError):
-        raise UsageError(f"parameter {spec.name!r} was given {text!r}, which is not "
-                         f"{'one of ' + ', '.join(by_text) if spec.type is ParamType.ENUM else 'a ' + spec.type.value}",
+        wanted = ("one of " + ", ".join(by_text) if spec.type is ParamType.ENUM
+                  else "a " + spec.type.value)
+        raise UsageError(f"parameter {spec.name!r} was given {text!r}, which is not {wanted}",
                          hint="pass a value of the parameter's type") from None
     return text

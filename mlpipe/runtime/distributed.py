@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import os
 import random
+from collections.abc import Hashable, Sequence
 from pathlib import Path
-from typing import Any, Hashable, Sequence, TypeVar
+from typing import Any, TypeVar
 
 from mlpipe.errors import DistributedError
 from mlpipe.runtime.metrics import log_metric

@@ -3,9 +3,10 @@ process per step (``python -m mlpipe.runtime.forkserver EXECUTOR_PID``; Linux on
 
 A forked step gets what a fresh ``python -m mlpipe.runtime.step`` would: its own session, its
 log on stdout and stderr, its environment, working directory and ``sys.argv``, the module
-state its imports left, and death with its parent (this server dies with the executor). The server speaks JSON
-lines with ``mlpipe.backends.local.forkserver`` on its stdin and stdout. Must not import the
-graph, checks, backends or the evidence store, and never runs a step body itself.
+state its imports left, and death with its parent (this server dies with the executor). The
+server speaks JSON lines with ``mlpipe.backends.local.forkserver`` on its stdin and stdout.
+Must not import the graph, checks, backends or the evidence store, and never runs a step body
+itself.
 """
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """The local launcher on real processes: a real gloo DDP group, TF_CONFIG, failures, timeouts."""
 import json
 import os
-import shutil
 import pathlib
+import shutil
 import sys
 import time
 
@@ -88,7 +88,7 @@ def test_two_by_two_ddp_ranks_agree_on_final_weights_and_coordinate(tmp_path):
     assert all(w.joined for w in result.workers)
     report = result.coordination
     assert report.ok and report.findings == ()
-    assert (report.population, report.covered, report.consumed) == (48, 48, {r: 12 for r in range(4)})
+    assert (report.population, report.covered, report.consumed) == (48, 48, dict.fromkeys(range(4), 12))
     assert report.writers == {"model": (0,)}
     assert report.metrics == {"train_loss": {"scopes": ["global"], "global_ranks": [0]}}
     assert sorted(p.name for p in out.glob("model-from-*")) == ["model-from-0.pt"]

@@ -1,9 +1,20 @@
 """Compile-time compatibility of each contract kind: compatible and incompatible pairs."""
 import pytest
 
-from mlpipe.contracts import (Column, ImageFolder, LabelMap, Metric, MetricsReport, MLflowModel,
-                              ModelSignature, SplitManifest, TabularSchema, Tensor,
-                              compatibility, version_satisfies)
+from mlpipe.contracts import (
+    Column,
+    ImageFolder,
+    LabelMap,
+    Metric,
+    MetricsReport,
+    MLflowModel,
+    ModelSignature,
+    SplitManifest,
+    TabularSchema,
+    Tensor,
+    compatibility,
+    version_satisfies,
+)
 from mlpipe.errors import DefinitionError
 
 LABELS = LabelMap("labels", classes=["ok", "scratch", "dent"], version="2")
@@ -80,7 +91,7 @@ def test_different_kinds():
     (Column("length", "float32", unit="mm"), "schema-dtype-mismatch",
      "column 'length' is float64 but the consumer requires float32"),
     (Column("length", "float64", unit="cm"), "schema-unit-mismatch",
-     "column 'length' is in 'mm' but the consumer requires 'cm'"),
+     "column 'length' is in 'mm' but the consumer requires 'cm' (1 mm = 0.1 cm)"),
     (Column("length", "float64"), "schema-unit-mismatch",
      "column 'length' is in 'mm' but the consumer requires no unit"),
     (Column("length", "float64", unit="mm", role="label"), "contract-requirement-unmet",

@@ -9,8 +9,18 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from mlpipe.contracts import (Column, ImageFolder, LabelMap, Metric, MetricsReport, MLflowModel,
-                              SplitManifest, TabularSchema, Tensor, validate)
+from mlpipe.contracts import (
+    Column,
+    ImageFolder,
+    LabelMap,
+    Metric,
+    MetricsReport,
+    MLflowModel,
+    SplitManifest,
+    TabularSchema,
+    Tensor,
+    validate,
+)
 from mlpipe.errors import ContractError, UsageError
 
 LABELS = LabelMap("labels", classes=["ok", "scratch", "dent"], version="2")

@@ -175,7 +175,7 @@ def _artifact(proj, port):
 def test_verify_passes_on_an_untouched_store(sealed):
     done = sealed.evidence(sealed.candidate, "--verify")
     assert done.returncode == 0, done.stdout
-    assert done.stdout.startswith(f"verified bundle sha256:")
+    assert done.stdout.startswith("verified bundle sha256:")
     assert "nothing changed" in done.stdout
 
 
@@ -240,8 +240,8 @@ def test_sealed_bytes_replaced_by_something_else_are_reported_not_crashed_on(sea
 
 
 def test_the_fast_reader_knows_the_schema_head():
-    from mlpipe.evidence.schema import HEAD
-    from mlpipe.evidence.sealed import SCHEMA_HEAD
+    from mlpipe.evidence.fastpath import SCHEMA_HEAD
+    from mlpipe.evidence.migrate import HEAD
     assert SCHEMA_HEAD == HEAD
 
 

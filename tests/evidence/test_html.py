@@ -52,10 +52,10 @@ def test_the_html_bundle_renders_with_the_dag_visible_and_every_step_described(t
     assert found, dom.stdout[:2000]
     import html
     probe = json.loads(html.unescape(found.group(1)))
-    x, y, width, height = probe["dag"]
+    x, _y, width, height = probe["dag"]
     assert width > 300 and height > 40
     assert sorted(n for n, _ in probe["nodes"]) == ["fit", "input:data", "score"]
-    for _, (nx, ny, nw, nh) in probe["nodes"]:
+    for _, (nx, _ny, nw, nh) in probe["nodes"]:
         assert nw > 50 and nh > 20 and x <= nx and nx + nw <= x + width + 1
     assert probe["edges"] == 3  # data -> fit, data -> score, fit -> score
     assert probe["steps"] == ["step-fit", "step-score"]

@@ -6,13 +6,17 @@ import subprocess
 import sys
 
 import pytest
-from sqlalchemy import select, text
+from sqlalchemy import text
 
 from mlpipe.errors import StoreError
 from mlpipe.evidence import models as m
-from mlpipe.evidence.queries import (candidate_story, candidates_on_snapshot, pipeline_runs,
-                                     runs_reusing)
-from mlpipe.evidence.schema import HEAD, MIGRATIONS, current_revision
+from mlpipe.evidence.migrate import HEAD, MIGRATIONS, current_revision
+from mlpipe.evidence.queries import (
+    candidate_story,
+    candidates_on_snapshot,
+    pipeline_runs,
+    runs_reusing,
+)
 from mlpipe.evidence.store import Store
 
 
@@ -61,7 +65,7 @@ def _record(store: Store, *, pipeline="p", snapshot="blake3:aa", reuse_of=None):
 def test_reviewer_queries(store_url):
     store = Store.open(store_url)
     run1, step1, cand1 = _record(store, snapshot="blake3:zz")
-    run2, step2, cand2 = _record(store, snapshot="blake3:yy", reuse_of=step1)
+    run2, _step2, cand2 = _record(store, snapshot="blake3:yy", reuse_of=step1)
     run3, _, _ = _record(store, pipeline="other", snapshot="blake3:yy", reuse_of=step1)
     with store.session() as s:
         assert [r.id for r in runs_reusing(s, step1)] == [run3, run2]

@@ -3,11 +3,20 @@ import json
 
 import pytest
 
-from mlpipe.backends.local.coordination import check_coordination
+from mlpipe.checks.coordination import check_coordination
 from mlpipe.distribution import PyTorch
 from mlpipe.errors import DistributedError
-from mlpipe.runtime import (all_reduce_metric, distributed, is_writer, local_rank, log_metric,
-                            mark_written, rank, shard, world_size)
+from mlpipe.runtime import (
+    all_reduce_metric,
+    distributed,
+    is_writer,
+    local_rank,
+    log_metric,
+    mark_written,
+    rank,
+    shard,
+    world_size,
+)
 
 LAUNCH = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "NODE_RANK", "TF_CONFIG", "OMPI_COMM_WORLD_RANK",
           "OMPI_COMM_WORLD_SIZE", "MLPIPE_WRITERS", "MLPIPE_STEP_DIR")
@@ -52,7 +61,7 @@ def test_shards_are_disjoint_and_cover_everything(monkeypatch):
     for r in range(4):
         as_rank(monkeypatch, r, 4)
         parts.append(shard(ids, seed=1))
-    assert sorted(sum(parts, [])) == sorted(ids)
+    assert sorted(i for part in parts for i in part) == sorted(ids)
     assert all(set(a).isdisjoint(b) for i, a in enumerate(parts) for b in parts[i + 1:])
     assert [len(p) for p in parts] == [6, 6, 6, 5]
 

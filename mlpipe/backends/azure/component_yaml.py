@@ -7,19 +7,19 @@ imports azure-ai-ml (mlpipe reads the YAML itself, so it can point at lines).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 from pathlib import Path
 from typing import Any
 
 from mlpipe.artifacts import AssetType
-from mlpipe.backends.azure import schema, yamlfile
+from mlpipe.backends.azure import vocabulary, yamlfile
 from mlpipe.contracts.base import Contract, contract_label, contract_transport, is_contract
+from mlpipe.digests import script_code_digest
 from mlpipe.dsl import COMPONENT_NAME, Component
 from mlpipe.errors import DefinitionError, LoadError, UsageError
 from mlpipe.params import check_value
 from mlpipe.paths import display_path
-from mlpipe.spec import Compute, ComponentSpec, Location, ParamSpec, ParamType, PortSpec
+from mlpipe.spec import ComponentSpec, Compute, Location, ParamSpec, ParamType, PortSpec
 
 COMMAND_FIELDS = {"$schema", "type", "name", "version", "display_name", "description", "tags",
                   "is_deterministic", "inputs", "outputs", "code", "environment", "resources",
@@ -57,10 +57,10 @@ def read_port(where: Where, doc: Any, name: str, field: str) -> PortSpec:
         raise where.fail(doc, name, f"has field {extra[0]!r}, which mlpipe does not read",
                          hint=f"remove it; mlpipe reads {', '.join(sorted(_PORT_FIELDS))}",
                          field=field)
-    kind = schema.ASSET_TYPES.get(entry.get("type"))
+    kind = vocabulary.ASSET_TYPES.get(entry.get("type"))
     if kind is None:
         raise where.fail(doc, name, f"has type {entry.get('type')!r}, which mlpipe does not "
-                         f"support", hint=f"use one of {', '.join(schema.ASSET_TYPES)}",
+                         f"support", hint=f"use one of {', '.join(vocabulary.ASSET_TYPES)}",
                          field=f"{field}.type")
     return PortSpec(name, kind, optional=bool(entry.get("optional", False)),
                     description=entry.get("description"))
@@ -73,7 +73,7 @@ def read_param(where: Where, doc: Any, name: str, field: str) -> ParamSpec:
         raise where.fail(doc, name, f"has field {extra[0]!r}, which mlpipe does not read",
                          hint=f"remove it; mlpipe reads {', '.join(sorted(_PARAM_FIELDS))}",
                          field=field)
-    ptype = schema.AZURE_PARAM_TYPES[entry["type"]]
+    ptype = vocabulary.AZURE_PARAM_TYPES[entry["type"]]
     has_default = "default" in entry
     default = entry.get("default")
     choices = None
@@ -105,7 +105,7 @@ def read_interface(where: Where, doc: Any, field_prefix: str = ""
         field = f"{field_prefix}inputs.{name}"
         entry = declared[name]
         kind = entry.get("type") if isinstance(entry, dict) else entry
-        if kind in schema.AZURE_PARAM_TYPES:
+        if kind in vocabulary.AZURE_PARAM_TYPES:
             params.append(read_param(where, declared, name, field))
         else:
             inputs.append(read_port(where, declared, name, field))
@@ -130,23 +130,6 @@ def read_resources(where: Where, doc: Any, field: str) -> tuple[int | None, str 
         raise where.fail(doc, "resources", f"instance_count is {count!r}, not an int >= 1",
                          field=f"{field}.instance_count")
     return count, res.get("instance_type")
-
-
-def code_digest_of(code: str | None, command: str, base: Path) -> str:
-    """sha256 over the command and every file under the local code folder (paths and bytes)."""
-    h = hashlib.sha256(command.encode("utf-8"))
-    folder = None if code is None else (base / code).resolve()
-    if folder is not None and folder.is_dir():
-        for path in sorted(folder.rglob("*")):
-            if path.is_file() and not any(p.startswith(".") or p == "__pycache__"
-                                          for p in path.relative_to(folder).parts):
-                h.update(path.relative_to(folder).as_posix().encode("utf-8"))
-                h.update(path.read_bytes())
-    elif folder is not None and folder.is_file():
-        h.update(folder.read_bytes())
-    elif code is not None:
-        h.update(code.encode("utf-8"))
-    return "sha256:" + h.hexdigest()
 
 
 def read_command_component(doc: Any, path: str | os.PathLike[str], *, field_prefix: str = "",
@@ -179,7 +162,7 @@ def read_command_component(doc: Any, path: str | os.PathLike[str], *, field_pref
     inputs, outputs, params = read_interface(where, doc, field_prefix)
     env = None
     if "environment" in doc:
-        env = schema.parse_environment(doc["environment"])
+        env = vocabulary.parse_environment(doc["environment"])
         if env is None:
             raise where.fail(doc, "environment", f"{doc['environment']!r} is not an environment "
                              f"mlpipe reads", hint="use azureml:NAME:VERSION, azureml:NAME@latest "
@@ -188,7 +171,7 @@ def read_command_component(doc: Any, path: str | os.PathLike[str], *, field_pref
             env = dataclasses.replace(env, conda_file=str((base / env.conda_file).resolve()))
     distribution = None
     if "distribution" in doc:
-        distribution = schema.parse_distribution(doc["distribution"])
+        distribution = vocabulary.parse_distribution(doc["distribution"])
         if isinstance(distribution, str):
             raise where.fail(doc, "distribution", distribution, field=f"{field_prefix}distribution")
     instances, sku = read_resources(where, doc, f"{field_prefix}resources")
@@ -199,7 +182,7 @@ def read_command_component(doc: Any, path: str | os.PathLike[str], *, field_pref
         code_path = code if ":" in code.split("/", 1)[0] else str((base / code).resolve())
     return ComponentSpec(
         name=cname, version=str(doc.get("version", "1")), inputs=inputs, outputs=outputs,
-        params=params, code_digest=code_digest_of(code, command, base),
+        params=params, code_digest=script_code_digest(code, command, base),
         display_name=doc.get("display_name"), description=doc.get("description"),
         environment=env, compute=Compute(None, sku) if sku else None,
         instances=instances or 1, distribution=distribution,

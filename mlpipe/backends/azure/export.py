@@ -18,13 +18,25 @@ from pathlib import Path
 from typing import Any
 
 from mlpipe.artifacts import AssetType
-from mlpipe.backends.azure import schema, yamlfile
+from mlpipe.backends.azure import vocabulary, yamlfile
 from mlpipe.backends.azure.command import RUNTIME_MODULE, coerce_param, runtime_command
 from mlpipe.contracts.base import contract_label, contract_spec
+from mlpipe.digests import canonical_json
 from mlpipe.errors import ExportError, UsageError
-from mlpipe.spec import (Binding, ComponentSpec, InputRole, Literal, ParamType, PipelineInput,
-                         PipelineInputSpec, PipelineSpec, PortSpec, StepOutput, StepSpec,
-                         canonical_json, plain_value)
+from mlpipe.spec import (
+    Binding,
+    ComponentSpec,
+    InputRole,
+    Literal,
+    ParamType,
+    PipelineInput,
+    PipelineInputSpec,
+    PipelineSpec,
+    PortSpec,
+    StepOutput,
+    StepSpec,
+    plain_value,
+)
 
 COMPONENT_DIR = "components"
 PIPELINE_FILE = "pipeline.yml"
@@ -84,7 +96,7 @@ class _Context:
         return rel
 
     def command_component(self, spec: ComponentSpec, rel: str) -> dict[str, Any]:
-        doc: dict[str, Any] = {"$schema": schema.COMPONENT_SCHEMA, "type": "command",
+        doc: dict[str, Any] = {"$schema": vocabulary.COMPONENT_SCHEMA, "type": "command",
                                "name": spec.name, "version": spec.version}
         if spec.display_name:
             doc["display_name"] = spec.display_name
@@ -94,7 +106,7 @@ class _Context:
         doc["tags"] = _component_tags(spec)
         doc["is_deterministic"] = spec.reuse
         inputs = {p.name: _port_entry(p) for p in spec.inputs}
-        inputs.update({p.name: schema.param_input(p) for p in spec.params})
+        inputs.update({p.name: vocabulary.param_input(p) for p in spec.params})
         if inputs:
             doc["inputs"] = inputs
         if spec.outputs:
@@ -108,7 +120,7 @@ class _Context:
                               hint='pass environment=Environment("name", version="1") to '
                                    '@component (an environment with mlpipe installed)',
                               **_where(spec))
-        env = schema.environment_ref(spec.environment)
+        env = vocabulary.environment_ref(spec.environment)
         if isinstance(env, dict) and env.get("conda_file"):
             env = {**env, "conda_file": self.relative(self.resolve(spec, env["conda_file"]), rel)}
         doc["environment"] = env
@@ -118,12 +130,12 @@ class _Context:
         if spec.instances != 1:
             doc["resources"] = {"instance_count": spec.instances}
         if spec.distribution is not None:
-            doc["distribution"] = schema.distribution_block(spec.distribution)
+            doc["distribution"] = vocabulary.distribution_block(spec.distribution)
         doc["command"] = spec.command if spec.command is not None else runtime_command(spec)
         return doc
 
     def pipeline_component(self, spec: PipelineSpec, rel: str) -> dict[str, Any]:
-        doc: dict[str, Any] = {"$schema": schema.PIPELINE_COMPONENT_SCHEMA, "type": "pipeline",
+        doc: dict[str, Any] = {"$schema": vocabulary.PIPELINE_COMPONENT_SCHEMA, "type": "pipeline",
                                "name": _component_name(spec), "version": spec.version or "1",
                                "display_name": spec.name}
         if spec.description:
@@ -176,7 +188,7 @@ class _Context:
                                 else "pipeline", "component": f"./{ref}"}
         if isinstance(target, ComponentSpec):
             # azure-ai-ml spells serverless bare as the default and prefixed on a job
-            compute = schema.compute_ref(target.compute) or ("azureml:serverless"
+            compute = vocabulary.compute_ref(target.compute) or ("azureml:serverless"
                                                              if default_compute else None)
             if compute is not None and compute.removeprefix("azureml:") != \
                     (default_compute or "").removeprefix("azureml:"):
@@ -261,7 +273,7 @@ def export_pipeline(spec: PipelineSpec, *, out_dir: str | os.PathLike[str] = "."
     # for steps that name none.
     default = default_compute or (computes.most_common(1)[0][0] if computes else "serverless")
     default_ref = _compute_ref(default)
-    job: dict[str, Any] = {"$schema": schema.PIPELINE_JOB_SCHEMA, "type": "pipeline",
+    job: dict[str, Any] = {"$schema": vocabulary.PIPELINE_JOB_SCHEMA, "type": "pipeline",
                            "display_name": spec.name, "experiment_name": experiment or spec.name}
     if spec.description:
         job["description"] = spec.description
@@ -455,7 +467,7 @@ def _declared_input(spec: PipelineSpec, inp: PipelineInputSpec) -> dict[str, Any
     if param is None:
         entry = {"type": "string"}
     else:
-        entry = schema.param_input(param)
+        entry = vocabulary.param_input(param)
         entry.pop("default", None)
         entry.pop("optional", None)
     if inp.required:

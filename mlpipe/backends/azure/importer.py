@@ -14,19 +14,39 @@ from pathlib import Path
 from typing import Any
 
 from mlpipe.artifacts import AssetType
-from mlpipe.backends.azure import schema, yamlfile
-from mlpipe.backends.azure.component_yaml import (Where, code_digest_of, read_command_component,
-                                                  read_port, read_param, read_resources)
-from mlpipe.checks.azure_yaml import BAD_EXPRESSION, OUTPUT_NOT_PRODUCED
+from mlpipe.backends.azure import vocabulary, yamlfile
+from mlpipe.backends.azure.component_yaml import (
+    Where,
+    read_command_component,
+    read_param,
+    read_port,
+    read_resources,
+)
+from mlpipe.codes import PIPELINE_OUTPUT_NOT_PRODUCED, UNREADABLE_BINDING_EXPRESSION
 from mlpipe.diagnostics import Diagnostic
-from mlpipe.spec import (Binding, Compute, ComponentSpec, InputRole, Literal, Location, ParamSpec,
-                         ParamType, PipelineInput, PipelineInputSpec, PipelineSpec, PortSpec,
-                         StepOutput, StepSpec)
+from mlpipe.digests import script_code_digest
+from mlpipe.spec import (
+    Binding,
+    ComponentSpec,
+    Compute,
+    InputRole,
+    Literal,
+    Location,
+    ParamSpec,
+    ParamType,
+    PipelineInput,
+    PipelineInputSpec,
+    PipelineSpec,
+    PortSpec,
+    StepOutput,
+    StepSpec,
+)
 
 UNSUPPORTED_NODES = ("automl", "sweep", "spark", "parallel", "import", "data_transfer")
 _EXPR = re.compile(r"^\$\{\{\s*(?P<body>[^}]*?)\s*\}\}$")
 _PARENT_INPUT = re.compile(r"^parent\.inputs\.(?P<name>[A-Za-z_][\w]*)$")
-_SIBLING_OUTPUT = re.compile(r"^parent\.jobs\.(?P<job>[A-Za-z_][\w]*)\.outputs\.(?P<port>[A-Za-z_][\w]*)$")
+_SIBLING_OUTPUT = re.compile(
+    r"^parent\.jobs\.(?P<job>[A-Za-z_][\w]*)\.outputs\.(?P<port>[A-Za-z_][\w]*)$")
 _PARENT_OUTPUT = re.compile(r"^parent\.outputs\.(?P<name>[A-Za-z_][\w]*)$")
 _COMMAND_REF = re.compile(r"\$\{\{\s*(inputs|outputs)\.([A-Za-z_]\w*)\s*\}\}")
 _NODE_FIELDS = {"type", "component", "compute", "inputs", "outputs", "environment_variables",
@@ -93,7 +113,7 @@ class _Reader:
                              hint="give a pipeline job YAML with type: pipeline and jobs:, or a "
                                   "Python file with a @pipeline")
         settings = doc.get("settings") or {}
-        default_compute = schema.parse_compute(settings.get("default_compute"))
+        default_compute = vocabulary.parse_compute(settings.get("default_compute"))
         declared_inputs = doc.get("inputs") or {}
         inputs = tuple(self.pipeline_input(where, declared_inputs, n) for n in declared_inputs)
         kinds = {i.name: i for i in inputs}
@@ -102,8 +122,8 @@ class _Reader:
         output_types: dict[str, AssetType] = {}
         for name in declared_outputs:
             entry = declared_outputs[name]
-            if isinstance(entry, dict) and entry.get("type") in schema.ASSET_TYPES:
-                output_types[name] = schema.ASSET_TYPES[entry["type"]]
+            if isinstance(entry, dict) and entry.get("type") in vocabulary.ASSET_TYPES:
+                output_types[name] = vocabulary.ASSET_TYPES[entry["type"]]
         jobs = doc["jobs"]
         steps = []
         produced: dict[str, StepOutput] = {}
@@ -115,7 +135,8 @@ class _Reader:
                 outputs[name] = produced.pop(name)
             else:
                 self.diagnostics.append(Diagnostic.of(
-                    OUTPUT_NOT_PRODUCED, f"pipeline output {name!r} is declared but no job "
+                    PIPELINE_OUTPUT_NOT_PRODUCED,
+                    f"pipeline output {name!r} is declared but no job "
                     f"binds an output to ${{{{parent.outputs.{name}}}}}",
                     hint=f"add outputs: {{PORT: ${{{{parent.outputs.{name}}}}}}} to the job "
                          f"that produces it, or remove the output",
@@ -133,19 +154,20 @@ class _Reader:
         loc = where.location(doc, name)
         if isinstance(value, dict):
             kind = value.get("type")
-            if kind in schema.ASSET_TYPES:
+            if kind in vocabulary.ASSET_TYPES:
                 path = value.get("path")
                 port = read_port(where, {name: {k: v for k, v in value.items() if k != "path"}},
                                  name, f"inputs.{name}")
                 required = path is None and not port.optional
                 return PipelineInputSpec(name, InputRole.ARTIFACT, required=required,
                                          default=path, kind=port.kind, port=port, location=loc)
-            if kind in schema.AZURE_PARAM_TYPES:
+            if kind in vocabulary.AZURE_PARAM_TYPES:
                 param = read_param(where, doc, name, f"inputs.{name}")
                 return PipelineInputSpec(name, InputRole.PARAM, required=param.required,
                                          default=param.default, param=param, location=loc)
+            known = ", ".join([*vocabulary.ASSET_TYPES, *vocabulary.AZURE_PARAM_TYPES])
             raise where.fail(doc, name, f"has type {kind!r}, which mlpipe does not support",
-                             hint=f"use one of {', '.join([*schema.ASSET_TYPES, *schema.AZURE_PARAM_TYPES])}",
+                             hint=f"use one of {known}",
                              field=f"inputs.{name}.type")
         if isinstance(value, (bool, int, float, str)):
             param = ParamSpec(name, _PY_PARAM[type(value)], required=False, default=value)
@@ -252,10 +274,10 @@ class _Reader:
             body = _expression(value.get("path") if isinstance(value, dict) else value)
             m = _PARENT_INPUT.match(body or "")
             source = inputs.get(m["name"]) if m else None
-            if typed in schema.ASSET_TYPES:
-                ports[key] = PortSpec(key, schema.ASSET_TYPES[typed], optional=key in optional)
-            elif typed in schema.AZURE_PARAM_TYPES:
-                params[key] = ParamSpec(key, schema.AZURE_PARAM_TYPES[typed], required=False)
+            if typed in vocabulary.ASSET_TYPES:
+                ports[key] = PortSpec(key, vocabulary.ASSET_TYPES[typed], optional=key in optional)
+            elif typed in vocabulary.AZURE_PARAM_TYPES:
+                params[key] = ParamSpec(key, vocabulary.AZURE_PARAM_TYPES[typed], required=False)
             elif source is not None and source.role is InputRole.PARAM and source.param:
                 params[key] = dataclasses.replace(source.param, name=key, required=True,
                                                   default=None)
@@ -270,8 +292,8 @@ class _Reader:
             typed = value.get("type") if isinstance(value, dict) else None
             body = _expression(value.get("path") if isinstance(value, dict) else value) or ""
             m = _PARENT_OUTPUT.match(body)
-            kind = (schema.ASSET_TYPES.get(typed) or (output_types.get(m["name"]) if m else None)
-                    or AssetType.URI_FOLDER)
+            kind = (vocabulary.ASSET_TYPES.get(typed)
+                    or (output_types.get(m["name"]) if m else None) or AssetType.URI_FOLDER)
             outputs[key] = PortSpec(key, kind)
         for direction, ref in _COMMAND_REF.findall(command):
             if direction == "outputs" and ref not in outputs:
@@ -287,14 +309,14 @@ class _Reader:
                                       name=name)
         return dataclasses.replace(base, inputs=tuple(ports.values()),
                                    outputs=tuple(outputs.values()), params=tuple(params.values()),
-                                   code_digest=code_digest_of(node.get("code"), command,
+                                   code_digest=script_code_digest(node.get("code"), command,
                                                               path.resolve().parent),
                                    location=where.location(node, "command"))
 
     def with_node_settings(self, where: Where, node: Any, spec: ComponentSpec,
                            default_compute: Compute | None, field: str) -> ComponentSpec:
         changes: dict[str, Any] = {}
-        compute = schema.parse_compute(node.get("compute")) or spec.compute or default_compute
+        compute = vocabulary.parse_compute(node.get("compute")) or spec.compute or default_compute
         instances, sku = read_resources(where, node, f"{field}.resources")
         if sku is not None:
             compute = Compute(compute.name if compute else None, sku)
@@ -303,7 +325,7 @@ class _Reader:
         if instances is not None and instances != spec.instances:
             changes["instances"] = instances
         if "distribution" in node and node.get("component") is not None:
-            dist = schema.parse_distribution(node["distribution"])
+            dist = vocabulary.parse_distribution(node["distribution"])
             if isinstance(dist, str):
                 raise where.fail(node, "distribution", dist, field=f"{field}.distribution")
             changes["distribution"] = dist
@@ -338,7 +360,8 @@ class _Reader:
     def bad_expression(self, where: Where, doc: Any, key: str, field: str, value: Any,
                        rule: str) -> None:
         self.diagnostics.append(Diagnostic.of(
-            BAD_EXPRESSION, f"{field} is {value!r}, which mlpipe cannot follow: {rule}",
+            UNREADABLE_BINDING_EXPRESSION,
+            f"{field} is {value!r}, which mlpipe cannot follow: {rule}",
             hint="write the binding in one of those forms", step=field.split(".")[1],
             port=key, file=where.file, line=doc.line_of(key) if isinstance(
                 doc, yamlfile.Mapping) else None))

@@ -8,7 +8,7 @@ Azure (``sync`` fetches) and never reloads the user's pipeline (the plan ``recor
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import delete, select
@@ -60,7 +60,8 @@ def find_azure_run(s: Session, ref: str) -> m.Run:
         raise UsageError(f"run {run.id} ran with target {run.target!r}; mlpipe sync reads Azure "
                          f"ML runs", hint=f"see it with `mlpipe show {run.id}`")
     if not (run.options or {}).get("job_name"):
-        raise UsageError(f"run {run.id} was never submitted to Azure ML: {run.message or run.status}",
+        raise UsageError(f"run {run.id} was never submitted to Azure ML: "
+                         f"{run.message or run.status}",
                          hint="submit the pipeline again with `mlpipe submit --target azure`")
     return run
 
@@ -73,7 +74,7 @@ def _when(text: str | None) -> datetime | None:
     except ValueError:
         return None
     if value.tzinfo is not None:
-        value = value.astimezone(timezone.utc).replace(tzinfo=None)
+        value = value.astimezone(UTC).replace(tzinfo=None)
     return value
 
 

@@ -5,7 +5,6 @@ Writes only through the store; never talks to Azure (``submit`` does, through th
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Mapping
@@ -13,14 +12,17 @@ from typing import Any
 
 from sqlalchemy import update
 
-from mlpipe.evidence.revision import git_revision
 from mlpipe.backends.azure.sync import JobRecord
 from mlpipe.backends.azure.workspace import Workspace
+from mlpipe.digests import digest_bytes
+from mlpipe.digests.snapshot import snapshot
+from mlpipe.environments import environment_identity
 from mlpipe.evidence import models as m
 from mlpipe.evidence.config import project_root
+from mlpipe.evidence.revision import git_revision
 from mlpipe.evidence.store import Store, utcnow
 from mlpipe.graph import FromInput, FromStep, Graph
-from mlpipe.spec import InputRole, plain_value
+from mlpipe.spec import InputRole, declared_topology, plain_value
 
 #: Digests of references (Azure data URIs, output URIs) start with this: they name the
 #: reference, not the content, which Azure ML does not report.
@@ -35,7 +37,7 @@ def reference_digest(reference: str) -> str:
         >>> reference_digest("azureml:images:1")[:11]
         'ref:sha256:'
     """
-    return f"{REFERENCE}sha256:{hashlib.sha256(reference.encode('utf-8')).hexdigest()}"
+    return REFERENCE + digest_bytes(reference.encode("utf-8"))
 
 
 def reference_mutable(reference: str) -> bool:
@@ -91,8 +93,6 @@ def _input_artifact(store: Store, reference: str, kind: str) -> tuple[m.Artifact
     """A local file or folder is hashed by content (azure-ai-ml uploads it); anything else is
     recorded as the reference it is."""
     if os.path.exists(reference):
-        from mlpipe.backends.local.snapshot import snapshot
-
         path = os.path.abspath(reference)
         snap = snapshot(path)
         return (store.artifact(snap.digest, kind, snap.size, snap.file_count, path),
@@ -121,9 +121,6 @@ def begin_azure_run(store: Store, graph: Graph, *, run_id: str, workspace: Works
         ...                 experiment="defect-classifier", inputs={"raw": "azureml:raw:1"})
         'r-0a1b2c3d4e'
     """
-    from mlpipe.backends.local import cachekey
-    from mlpipe.backends.local.stepproc import declared_topology
-
     spec = graph.spec
     refs, params = _values(graph, inputs or {})
     snaps: dict[str, m.Snapshot] = {}
@@ -139,7 +136,7 @@ def begin_azure_run(store: Store, graph: Graph, *, run_id: str, workspace: Works
         comp = node.component
         row = store.component_version(comp.name, comp.version, comp.digest, comp.code_digest,
                                       comp.to_dict())
-        name, version, digest, mutable = cachekey.environment_identity(
+        name, version, digest, mutable = environment_identity(
             comp.environment, comp.location.file if comp.location else None)
         env = store.environment(name, version, digest, mutable)
         topology = declared_topology(comp)

@@ -38,8 +38,12 @@ class JobsService(Protocol):
 
 def azure_failure(exc: BaseException, workspace: Workspace) -> AzureError:
     """One clear line for an exception raised by azure-core / azure-identity."""
-    from azure.core.exceptions import (ClientAuthenticationError, HttpResponseError,
-                                       ResourceNotFoundError, ServiceRequestError)
+    from azure.core.exceptions import (
+        ClientAuthenticationError,
+        HttpResponseError,
+        ResourceNotFoundError,
+        ServiceRequestError,
+    )
 
     if isinstance(exc, ClientAuthenticationError):
         return AzureError("no credentials: DefaultAzureCredential found none that works "
@@ -96,7 +100,8 @@ class MLClientService:
         return created._to_rest_object().serialize(keep_readonly=True)
 
     def get(self, name: str) -> dict[str, Any]:
-        return self._call(self.client.jobs.get, name)._to_rest_object().serialize(keep_readonly=True)
+        job = self._call(self.client.jobs.get, name)
+        return job._to_rest_object().serialize(keep_readonly=True)
 
     def children(self, name: str) -> list[dict[str, Any]]:
         jobs = self._call(lambda: list(self.client.jobs.list(parent_job_name=name)))
@@ -114,7 +119,7 @@ class MLClientService:
         request = urllib.request.Request(f"{base}/api/2.0/mlflow/runs/get?run_id={run_id}",
                                          headers={"Authorization": f"Bearer {token}"})
         try:
-            with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
+            with urllib.request.urlopen(request, timeout=30) as response:
                 return json.load(response)
         except OSError as exc:
             raise AzureError(f"no network: the MLflow tracking server cannot be reached ({exc})",

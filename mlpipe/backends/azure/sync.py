@@ -7,7 +7,7 @@ recording is ``ingest``'s. Never imports azure-ai-ml or the store.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from mlpipe.errors import AzureError
@@ -155,7 +155,7 @@ def parse_run_times(payload: dict[str, Any]) -> tuple[str | None, str | None]:
         if ms in (None, "", 0):
             return None
         try:
-            return datetime.fromtimestamp(int(ms) / 1000, tz=timezone.utc).isoformat()
+            return datetime.fromtimestamp(int(ms) / 1000, tz=UTC).isoformat()
         except (TypeError, ValueError, OverflowError, OSError):
             return None
 

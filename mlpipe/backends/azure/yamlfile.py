@@ -88,7 +88,7 @@ def load(path: str | os.PathLike[str], what: str) -> Mapping:
         raise LoadError(f"{shown} is not UTF-8 text (byte {exc.start}: {exc.reason})",
                         hint=f"give {what} saved as UTF-8", file=shown) from None
     try:
-        doc = yaml.load(text, Loader=_LineLoader)  # noqa: S506 (a SafeLoader subclass)
+        doc = yaml.load(text, Loader=_LineLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
@@ -103,4 +103,4 @@ def load(path: str | os.PathLike[str], what: str) -> Mapping:
 def fast_load(path: str | os.PathLike[str]) -> Any:
     """Plain load with the C loader where available (no line numbers)."""
     with open(path, encoding="utf-8") as fh:
-        return yaml.load(fh, Loader=_Loader)  # noqa: S506
+        return yaml.load(fh, Loader=_Loader)

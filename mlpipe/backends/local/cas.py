@@ -10,7 +10,7 @@ import secrets
 import shutil
 from pathlib import Path
 
-from mlpipe.backends.local.snapshot import Snapshot, StatCache, snapshot
+from mlpipe.digests.snapshot import Snapshot, StatCache, snapshot
 
 
 class ArtifactStore:

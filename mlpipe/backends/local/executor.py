@@ -1,8 +1,8 @@
 """The local executor: runs a compiled pipeline here, reusing steps by content, recording all.
 
-Schedules steps (in parallel up to ``max_parallel``), decides reuse from cache keys, and
-writes every fact to the evidence store as it happens. Running a step's process and filing
-its outputs is ``stepproc``'s job; hashing is ``snapshot``'s.
+Schedules steps (in parallel up to ``max_parallel``) and writes every fact to the evidence
+store as it happens. Whether a step is reused is ``reuse``'s decision; running a step's process
+and filing its outputs is ``stepproc``'s job; hashing is ``mlpipe.digests.snapshot``'s.
 """
 from __future__ import annotations
 
@@ -10,25 +10,33 @@ import dataclasses
 import os
 import shutil
 import sys
+from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence, TextIO
+from typing import Any, TextIO
 
-from mlpipe.evidence.revision import git_revision
-from mlpipe.backends.local import cachekey, inputs as inputs_mod
-from mlpipe.backends.local import forkserver
+from mlpipe.backends.local import forkserver, reuse
+from mlpipe.backends.local import inputs as inputs_mod
 from mlpipe.backends.local.cas import ArtifactStore
 from mlpipe.backends.local.progress import Progress
-from mlpipe.backends.local.snapshot import StatCache, snapshot
-from mlpipe.backends.local.stepproc import (Processes, StepJob, StepOutcome, declared_topology,
-                                            execute, tail)
+from mlpipe.backends.local.stepproc import (
+    Processes,
+    StepJob,
+    StepOutcome,
+    declared_topology,
+    execute,
+    tail,
+)
 from mlpipe.diagnostics import Diagnostic
+from mlpipe.digests.snapshot import StatCache, snapshot
+from mlpipe.environments import environment_identity
 from mlpipe.errors import StepFailed, UsageError
 from mlpipe.evidence import models as m
+from mlpipe.evidence.checkresults import record_checks, summary
 from mlpipe.evidence.config import Location, locate, project_root
-from mlpipe.evidence.queries import Reusable, reusable_outputs
-from mlpipe.evidence.runchecks import record_checks, summary
+from mlpipe.evidence.queries import running_run_ids
+from mlpipe.evidence.revision import git_revision
 from mlpipe.evidence.store import Store, new_id
 from mlpipe.graph import FromInput, FromLiteral, FromStep, Graph, StepNode
 from mlpipe.spec import ComponentSpec
@@ -269,15 +277,15 @@ class _Run:
             self.rows[comp.digest] = row
         return row
 
-    def _environment_row(self, node: StepNode) -> tuple[m.EnvironmentRow, bool]:
+    def _environment_row(self, node: StepNode) -> m.EnvironmentRow:
         comp = node.component
-        name, version, digest, mutable = cachekey.environment_identity(
+        name, version, digest, mutable = environment_identity(
             comp.environment, comp.location.file if comp.location else None)
         key = ("env", name, version, digest)
         row = self.rows.get(key)
         if row is None:
             row = self.rows[key] = self.store.environment(name, version, digest, mutable)
-        return row, mutable
+        return row
 
     def _bound_inputs(self, node: StepNode) -> dict[str, _Produced]:
         bound: dict[str, _Produced] = {}
@@ -312,34 +320,28 @@ class _Run:
         comp = node.component
         bound = self._bound_inputs(node)
         params = self._params(node)
-        env_row, env_mutable = self._environment_row(node)
-        material = cachekey.key_material(
-            comp, environment_digest=env_row.digest, params=params,
-            inputs={port: p.artifact.digest for port, p in bound.items()})
-        if node.id in self.scaled:
-            material["local_scale"] = declared_topology(self.scaled[node.id])
-        key = cachekey.cache_key(material)
+        env_row = self._environment_row(node)
+        decision = reuse.decide(
+            self.store, self.cas, comp, environment_digest=env_row.digest, params=params,
+            inputs={port: p.artifact.digest for port, p in bound.items()},
+            local_scale=(declared_topology(self.scaled[node.id]) if node.id in self.scaled
+                         else None), enabled=self.ex.reuse)
         common = dict(run_id=run_id, step=node.id,
                       component_version_id=self._component_row(node).id,
-                      environment_id=env_row.id, compute=_compute(node), cache_key=key,
-                      key_material=material)
-        why_not = None if self.ex.reuse else "reuse turned off (--no-reuse)"
-        if why_not is None and not comp.reuse:
-            why_not = f"component {comp.name!r} declares reuse=False"
-        if why_not is None:
-            origin = self._reusable(key, comp)
-            if origin is not None:
-                original, outputs = origin
-                step_run_id = self.store.record_reused(
-                    **common, topology=original.topology, original_id=original.id,
-                    inputs={k: v.artifact for k, v in bound.items()},
-                    outputs={k: v.artifact for k, v in outputs.items()})
-                self.produced[node.id] = outputs
-                self.result.steps[node.id] = m.REUSED
-                self.result.step_runs[node.id] = step_run_id
-                self.progress.finished(node.id, m.REUSED,
-                                       detail=f"from {original.id} (run {original.run_id})")
-                return None
+                      environment_id=env_row.id, compute=_compute(node), cache_key=decision.key,
+                      key_material=decision.material)
+        original = decision.origin
+        if original is not None:
+            step_run_id = self.store.record_reused(
+                **common, topology=original.topology, original_id=original.id,
+                inputs={k: v.artifact for k, v in bound.items()}, outputs=decision.outputs)
+            self.produced[node.id] = {port: _Produced(art, art.location)
+                                      for port, art in decision.outputs.items()}
+            self.result.steps[node.id] = m.REUSED
+            self.result.step_runs[node.id] = step_run_id
+            self.progress.finished(node.id, m.REUSED,
+                                   detail=f"from {original.id} (run {original.run_id})")
+            return None
         topology = declared_topology(comp)
         if node.id in self.scaled:
             comp = self.scaled[node.id]
@@ -348,7 +350,8 @@ class _Run:
                                f"{declared_topology(comp)['world_size']}")
         step_run_id = self.store.begin_step_run(
             **common, topology={"declared": topology} if topology else {}, status=m.RUNNING,
-            message=why_not, log_path=str(self.ex.location.logs / run_id / f"{node.id}.log"),
+            message=decision.why_not,
+            log_path=str(self.ex.location.logs / run_id / f"{node.id}.log"),
             inputs={k: v.artifact for k, v in bound.items()})
         self.result.step_runs[node.id] = step_run_id
         if topology is not None and node.id not in self.scaled:
@@ -381,22 +384,6 @@ class _Run:
         except OSError as exc:
             self.progress.note(f"steps start fresh interpreters: the fork server did not "
                                f"start ({exc})")
-
-    def _reusable(self, key: str, comp) -> tuple[Reusable, dict[str, _Produced]] | None:
-        with self.store.session() as s:
-            found = reusable_outputs(s, key)
-        wanted = {p.name for p in comp.outputs}
-        for original in found:
-            if set(original.outputs) != wanted:
-                continue
-            good: dict[str, _Produced] = {}
-            for port, art in original.outputs.items():
-                if not self.cas.verify(art.location, art.digest):
-                    break
-                good[port] = _Produced(art, art.location)
-            else:
-                return original, good
-        return None
 
     def _finish_step(self, sid: str, step_run_id: str, job: StepJob,
                      outcome: StepOutcome) -> bool:
@@ -491,13 +478,11 @@ def _sweep_work(store: Store, work: Path) -> None:
     """Remove scratch folders of runs that are no longer running (killed executors)."""
     if not work.is_dir():
         return
-    from sqlalchemy import select
     names = [p.name for p in work.iterdir() if p.is_dir()]
     if not names:
         return
     with store.session() as s:
-        running = set(s.scalars(select(m.Run.id).where(m.Run.id.in_(names),
-                                                        m.Run.status == m.RUNNING)))
+        running = running_run_ids(s, names)
     for name in names:
         if name not in running:
             shutil.rmtree(work / name, ignore_errors=True)

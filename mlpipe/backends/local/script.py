@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from mlpipe.digests import script_code_digest
 from mlpipe.spec import ComponentSpec
 
 _REF = re.compile(r"\$\{\{\s*(inputs|outputs)\.([A-Za-z_]\w*)\s*\}\}")
@@ -116,9 +117,7 @@ def stage_code(component: ComponentSpec, dest: Path) -> Path:
 
 def code_changed(component: ComponentSpec) -> bool:
     """Whether the code folder's content differs from the digest the pipeline was loaded with."""
-    from mlpipe.backends.azure.component_yaml import code_digest_of
-
-    return code_digest_of(component.code, component.command or "", Path("/")) != \
+    return script_code_digest(component.code, component.command or "", Path("/")) != \
         component.code_digest
 
 

@@ -2,7 +2,8 @@
 
 Writes the request, starts ``python -m mlpipe.runtime.step`` (a script component: its own
 command, in a copy of its code folder; or either through the distributed launcher), waits,
-validates and hashes the outputs, and moves them into the artifact store only on success. Never touches the evidence store: the scheduler records what this returns.
+validates and hashes the outputs, and moves them into the artifact store only on success.
+Never touches the evidence store: the scheduler records what this returns.
 """
 from __future__ import annotations
 
@@ -21,10 +22,10 @@ from typing import Any
 from mlpipe.artifacts import AssetType
 from mlpipe.backends.local.cas import ArtifactStore
 from mlpipe.backends.local.forkserver import forkable
-from mlpipe.backends.local.snapshot import Snapshot, StatCache, snapshot
 from mlpipe.contracts.base import output_file_name
+from mlpipe.digests.snapshot import Snapshot, StatCache, snapshot
 from mlpipe.runtime.metrics import METRICS_FILE, STEP_DIR_ENV
-from mlpipe.spec import ComponentSpec
+from mlpipe.spec import ComponentSpec, declared_topology
 
 LOG_TAIL_LINES = 20
 
@@ -134,16 +135,6 @@ def _signal_group(pid: int, sig: int) -> None:
             os.kill(pid, sig)
         except (ProcessLookupError, PermissionError):
             pass
-
-
-def declared_topology(component: ComponentSpec) -> dict[str, Any] | None:
-    """The launch a component declares, or None for a plain single-process step."""
-    if component.distribution is None and component.instances == 1:
-        return None
-    per_node = component.distribution.processes_per_instance() if component.distribution else 1
-    return {"distribution": None if component.distribution is None
-            else component.distribution.to_dict(),
-            "instances": component.instances, "world_size": per_node * component.instances}
 
 
 def _launch(job: StepJob, argv: list[str], env: dict[str, str], declared: dict[str, Any],

@@ -1,6 +1,6 @@
 """Alembic environment for the evidence store: runs on the connection the store hands it.
 
-Run by ``mlpipe.evidence.schema.upgrade``; never import this module directly.
+Run by ``mlpipe.evidence.migrate.upgrade``; never import this module directly.
 """
 from alembic import context
 

@@ -8,13 +8,21 @@ import pytest
 from azure.ai.ml import load_component, load_job
 
 from backends.azure.structure import differences, loaded_form, written_form
-from fixtures.azure.pipeline import fixture_pipeline, fit
+from fixtures.azure.pipeline import fit, fixture_pipeline
 from mlpipe.backends.azure.command import coerce_param, parse_step_argv, runtime_command
 from mlpipe.backends.azure.export import export_pipeline, write_export
 from mlpipe.backends.azure.validate import validate_export
 from mlpipe.errors import ExportError, UsageError
-from mlpipe.spec import (Environment, InputRole, ParamSpec, ParamType, PipelineInput,
-                         PipelineInputSpec, PipelineSpec, StepOutput, StepSpec)
+from mlpipe.spec import (
+    InputRole,
+    ParamSpec,
+    ParamType,
+    PipelineInput,
+    PipelineInputSpec,
+    PipelineSpec,
+    StepOutput,
+    StepSpec,
+)
 from pipelines.defect_classifier import defect_classifier
 from pipelines.defect_classifier_ddp import defect_classifier_ddp
 

@@ -4,15 +4,28 @@ import pathlib
 import tempfile
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from backends.azure.test_export import TESTS, assert_round_trip
 from mlpipe.artifacts import AssetType
 from mlpipe.backends.azure.export import write_export
 from mlpipe.distribution import Mpi, PyTorch, TensorFlow
-from mlpipe.spec import (ComponentSpec, Compute, Environment, InputRole, Literal, ParamSpec,
-                         ParamType, PipelineInput, PipelineInputSpec, PipelineSpec, PortSpec,
-                         StepOutput, StepSpec)
+from mlpipe.spec import (
+    ComponentSpec,
+    Compute,
+    Environment,
+    InputRole,
+    Literal,
+    ParamSpec,
+    ParamType,
+    PipelineInput,
+    PipelineInputSpec,
+    PipelineSpec,
+    PortSpec,
+    StepOutput,
+    StepSpec,
+)
 
 KINDS = list(AssetType)
 ENVS = [Environment("env-a", version="1"), Environment("env-b", version="2"),

@@ -11,6 +11,7 @@ from azure.core.exceptions import ClientAuthenticationError, ServiceRequestError
 from click.testing import CliRunner
 from sqlalchemy import func, select
 
+from backends.azure.fake_azureml import RESPONSES, WS, FakeAzureML
 from mlpipe.backends.azure.ingest import find_azure_run, record_sync
 from mlpipe.backends.azure.record import reference_mutable
 from mlpipe.backends.azure.submit import ChecksFailed, submit_to_azure
@@ -24,8 +25,6 @@ from mlpipe.evidence.views import diff_runs, show_run
 from mlpipe.loader import load_spec
 from pipelines.defect_classifier import defect_classifier
 from store_urls import store_url  # noqa: F401  (the SQLite + PostgreSQL fixture)
-
-from backends.azure.fake_azureml import RESPONSES, WS, FakeAzureML
 
 SPEC = defect_classifier.spec
 STUDIO = "https://ml.azure.com/runs/sincere_lamp_7k2m9"

@@ -15,14 +15,13 @@ import sys
 import pytest
 from azure.core.exceptions import ClientAuthenticationError, ServiceRequestError
 
+from backends.azure.fake_azureml import WS, FakeAzureML, payload
 from mlpipe.backends.azure.submit import ChecksFailed, submit_to_azure
 from mlpipe.backends.azure.sync import parse_job, parse_metrics, sync_run
 from mlpipe.backends.azure.workspace import resolve_workspace
 from mlpipe.errors import AzureError
 from mlpipe.loader import load_spec
 from pipelines.defect_classifier import defect_classifier
-
-from backends.azure.fake_azureml import WS, FakeAzureML, payload
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 

@@ -1,7 +1,6 @@
 """End to end: real `mlpipe submit` processes, real step processes, a real store."""
 from __future__ import annotations
 
-import os
 import re
 import signal
 import time
@@ -172,7 +171,7 @@ def test_sigkill_mid_step_leaves_an_interrupted_run_and_no_partial_output(proj, 
     rid = re.search(r"(r-[0-9a-f]+)\s+hold\s+interrupted", runs).group(1)
     assert statuses(proj, rid) == {"run": "interrupted", "double": "executed",
                                    "wait_for": "interrupted"}
-    partial = [p for p in (proj.root / "evidence" / "artifacts").rglob("partial.txt")]
+    partial = list((proj.root / "evidence" / "artifacts").rglob("partial.txt"))
     assert partial == []
     gate.write_text("go")
     again = proj.cli("submit", "hold.py", "--input", "left=left.txt", "--param",
@@ -204,7 +203,7 @@ def test_eight_concurrent_submits_on_one_store(tmp_path, store_url):
                         "right=right.txt", "--param", f"factor={n % 3 + 2}",
                         "--max-parallel", "2") for n in range(8)]
     outs = [p.communicate(timeout=300) for p in procs]
-    for p, (out, err) in zip(procs, outs):
+    for p, (_out, err) in zip(procs, outs):
         assert p.returncode == 0, err
         assert "locked" not in err
     store = Store.open(store_url)

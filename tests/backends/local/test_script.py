@@ -91,7 +91,7 @@ def test_an_imported_script_pipeline_runs_records_and_reuses_like_function_steps
     assert "scaling 3 numbers by 3" in log
     assert not (proj / "src" / "scratch.txt").exists()  # the command ran in a copy
 
-    again, r2 = submit(proj)
+    _again, r2 = submit(proj)
     assert facts(proj, r2) | {"add.total": None, "scale.scaled": None} == {
         "run": "succeeded", "scale": "reused", "add": "reused", "add.total": None,
         "scale.scaled": None}

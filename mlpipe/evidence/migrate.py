@@ -7,8 +7,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import SQLAlchemyError

@@ -1,10 +1,12 @@
-"""The compile-time check results of a run: written once at submit, read by the bundle builder.
+"""The compile-time check results of a run, as stored rows: written once at submit, read back
+by the bundle builder.
 
-Knows the models and diagnostics; never runs a check itself.
+Knows the models and diagnostics; never runs a check itself (``mlpipe.checks`` does).
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -42,8 +44,9 @@ def record_checks(store, run_id: str, diagnostics: Iterable[Diagnostic]) -> None
                                 file=j["file"], line=d.line))
 
 
-def run_checks(s: Session, run_id: str) -> list[dict[str, Any]]:
-    """The recorded diagnostics of ``run_id``, in the order they were reported."""
+def stored_checks(s: Session, run_id: str) -> list[dict[str, Any]]:
+    """The diagnostics recorded for ``run_id`` (stored rows; nothing is checked anew), in the
+    order they were reported."""
     rows = s.scalars(select(m.CheckResult).where(m.CheckResult.run_id == run_id)
                      .order_by(m.CheckResult.id))
     return [{"code": r.code, "name": r.name, "severity": r.severity, "message": r.message,

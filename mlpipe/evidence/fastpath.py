@@ -1,5 +1,6 @@
-"""Reading a candidate's newest sealed bundle straight from a SQLite store, without SQLAlchemy,
-so ``mlpipe evidence`` answers in a fraction of a second in a large store.
+"""The fast path of ``mlpipe evidence``: a candidate's newest sealed bundle read straight from a
+SQLite store, without SQLAlchemy, so the command answers in a fraction of a second in a large
+store.
 
 Read-only, and answers only what it can be sure of: anything else (another database, a store
 at another schema revision, an unknown or ambiguous id, no sealed bundle yet) returns None and
@@ -10,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 from urllib.parse import quote
 
-#: Must equal ``mlpipe.evidence.schema.HEAD`` (a test keeps them in step).
+#: Must equal ``mlpipe.evidence.migrate.HEAD`` (a test keeps them in step).
 SCHEMA_HEAD = "0002"
 
 

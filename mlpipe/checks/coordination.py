@@ -1,6 +1,8 @@
 """After a distributed step: did its workers really coordinate? Reads the per-rank records and
 metric lines the runtime left in the step directory and judges coverage, overlap, writers and
-metric scope. Reads files only; never launches or changes anything.
+metric scope. Reads files only; never launches or changes anything. Shared by every backend
+that runs distributed steps (the local launcher today), so its findings mean the same thing
+whichever backend ran the step.
 """
 from __future__ import annotations
 
@@ -9,10 +11,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mlpipe.checks.distribution import (COPIES, COVERAGE, OVERLAP, PARTIAL_GLOBAL, UNRECORDED,
-                                        WRITERS, WRONG_WRITER)
+from mlpipe.codes import (
+    COORDINATION_UNRECORDED,
+    COVERAGE_GAP,
+    INDEPENDENT_COPIES,
+    MULTIPLE_WRITERS,
+    PARTIAL_METRIC_LOGGED_AS_GLOBAL,
+    SHARD_OVERLAP,
+    UNDECLARED_WRITER,
+)
 from mlpipe.diagnostics import Diagnostic, Severity
 from mlpipe.distribution import Distribution
+
 
 @dataclass(frozen=True)
 class CoordinationReport:
@@ -93,9 +103,10 @@ def check_coordination(step_dir: str | Path, *, world_size: int,
     missing = sorted(set(range(world_size)) - set(records))
     if world_size > 1 and missing:
         findings.append(Diagnostic.of(
-            UNRECORDED, f"{len(missing)} of {world_size} ranks left no coordination record "
-                        f"(ranks {', '.join(map(str, missing))}); data coverage and output "
-                        f"ownership are unevidenced",
+            COORDINATION_UNRECORDED,
+            f"{len(missing)} of {world_size} ranks left no coordination record "
+            f"(ranks {', '.join(map(str, missing))}); data coverage and output "
+            f"ownership are unevidenced",
             hint="divide the data with mlpipe.runtime.shard(...) (or record_consumed) and call "
                  "mark_written(output) after saving", **where))
 
@@ -105,10 +116,11 @@ def check_coordination(step_dir: str | Path, *, world_size: int,
     full = [r for r, ids in consumed.items() if population and ids >= population]
     if world_size > 1 and len(records) > 1 and len(full) == len(records):
         findings.append(Diagnostic.of(
-            COPIES, f"all {len(records)} ranks consumed the whole data set ({len(population)} "
-                    f"examples): {len(records)} independent copies trained side by side, not one "
-                    f"data-parallel run", hint="give each rank its own part with "
-                    "mlpipe.runtime.shard(ids) (or a DistributedSampler)", **where))
+            INDEPENDENT_COPIES,
+            f"all {len(records)} ranks consumed the whole data set ({len(population)} "
+            f"examples): {len(records)} independent copies trained side by side, not one "
+            f"data-parallel run", hint="give each rank its own part with "
+            "mlpipe.runtime.shard(ids) (or a DistributedSampler)", **where))
     else:
         owners: dict[str, list[int]] = {}
         for r, ids in consumed.items():
@@ -118,14 +130,14 @@ def check_coordination(step_dir: str | Path, *, world_size: int,
         if shared:
             pairs = sorted({tuple(sorted(owners[i])) for i in shared})[:3]
             findings.append(Diagnostic.of(
-                OVERLAP, f"{len(shared)} examples were consumed by more than one rank "
+                SHARD_OVERLAP, f"{len(shared)} examples were consumed by more than one rank "
                          f"({_few(shared)}; ranks {', '.join(map(str, pairs))})",
                 hint="every rank must pass the same ids, in the same order, to shard()",
                 **where))
     gap = population - seen
     if gap:
         findings.append(Diagnostic.of(
-            COVERAGE, f"{len(gap)} of {len(population)} examples were consumed by no rank "
+            COVERAGE_GAP, f"{len(gap)} of {len(population)} examples were consumed by no rank "
                       f"({_few(gap)})", hint="deal out every id (shard() does), or drop "
                       "unused ids from the data set before the step", **where))
 
@@ -140,14 +152,15 @@ def check_coordination(step_dir: str | Path, *, world_size: int,
             continue
         if len(ranks) > 1:
             findings.append(Diagnostic.of(
-                WRITERS, f"output {name!r} was written by {len(ranks)} ranks "
+                MULTIPLE_WRITERS, f"output {name!r} was written by {len(ranks)} ranks "
                          f"({', '.join(map(str, ranks))}); its writer policy is {policy!r}",
                 hint="guard the save with mlpipe.runtime.is_writer(...)", port=name, **where))
         expected = 0 if policy == "rank0" else policy
         if any(r != expected for r in ranks) and len(ranks) == 1:
             findings.append(Diagnostic.of(
-                WRONG_WRITER, f"output {name!r} was written by rank {ranks[0]}, but its writer "
-                              f"is rank {expected} (policy {policy!r})",
+                UNDECLARED_WRITER,
+                f"output {name!r} was written by rank {ranks[0]}, but its writer "
+                f"is rank {expected} (policy {policy!r})",
                 hint="guard the save with mlpipe.runtime.is_writer(...)", port=name, **where))
 
     metrics: dict[str, dict[str, Any]] = {}
@@ -160,8 +173,9 @@ def check_coordination(step_dir: str | Path, *, world_size: int,
         ranks = sorted(r for r in m["global_ranks"] if r is not None)
         if world_size > 1 and len(ranks) > 1:
             findings.append(Diagnostic.of(
-                PARTIAL_GLOBAL, f"metric {name!r} was logged as global by {len(ranks)} ranks "
-                                f"({', '.join(map(str, ranks))}); each is one rank's partial view",
+                PARTIAL_METRIC_LOGGED_AS_GLOBAL,
+                f"metric {name!r} was logged as global by {len(ranks)} ranks "
+                f"({', '.join(map(str, ranks))}); each is one rank's partial view",
                 hint="log it with mlpipe.runtime.all_reduce_metric(...), or with "
                      "scope='partial'", **where))
     summary = {k: {"scopes": sorted(v["scopes"]),

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from mlpipe.backends.local import snapshot as snap_mod
 from mlpipe.backends.local.cas import ArtifactStore
-from mlpipe.backends.local.snapshot import StatCache, snapshot
+from mlpipe.digests import snapshot as snap_mod
+from mlpipe.digests.snapshot import StatCache, snapshot
 
 
 def _age(path, seconds=10):
