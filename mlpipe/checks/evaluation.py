@@ -84,18 +84,24 @@ def _generated_split(graph: Graph, endpoint: Endpoint, seen: set[str]) -> StepNo
     node = graph.steps[endpoint.node]
     if _is_model(node.component.output(endpoint.port)):
         return None  # a model carries no population
-    split_inputs = [p for p in node.component.inputs if _is_split_input(p)]
+    # a split definition, or data already laid out by split that the step carries on
+    split_inputs = [p for p in node.component.inputs if _is_split_input(p)
+                    or _declares_splits(p.contract)
+                    or _declares_splits(_artifact_contract(graph, node.bindings.get(p.name)))]
     if _defines_split(node):
-        recorded = False
+        recorded, origin = False, None
         for port in split_inputs:
             source = node.bindings.get(port.name)
             if isinstance(source, (FromInput, FromLiteral)):
                 recorded = True
-            elif isinstance(source, FromStep) and source.node in graph.steps and \
-                    _generated_split(graph, source, set(seen)) is None:
-                recorded = True  # a split definition passed on from a recorded one
+            elif isinstance(source, FromStep) and source.node in graph.steps:
+                upstream = _generated_split(graph, source, set(seen))
+                if upstream is None:
+                    recorded = True  # a split definition passed on from a recorded one
+                else:
+                    origin = origin or upstream  # the step that made it up
         if not recorded:
-            return node
+            return origin or node
     for port in node.component.inputs:
         if _is_model(port):
             continue
