@@ -124,7 +124,7 @@ def launchers_in_body(graph: Graph) -> Iterator[Diagnostic]:
 def gpu_without_accelerator(graph: Graph) -> Iterator[Diagnostic]:
     for node in graph.step_nodes():
         c = node.component
-        if c.distribution is not None or c.instances != 1:
+        if c.distribution is not None or c.instances != 1 or c.compute is None:
             continue
         size, _, _ = CATALOGUE.resolve(c.compute)
         if size is None or not size.has_gpu:

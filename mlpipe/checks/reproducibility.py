@@ -137,7 +137,7 @@ def moving_data(graph: Graph) -> Iterator[Diagnostic]:
     for node in graph.step_nodes():
         for port in node.component.inputs:
             endpoint = node.bindings.get(port.name)
-            if isinstance(endpoint, FromLiteral) and isinstance(endpoint.value, str):
+            if type(endpoint) is FromLiteral and isinstance(endpoint.value, str):
                 why = data_reference_moves(endpoint.value)
                 if why is not None:
                     yield Diagnostic.of(
