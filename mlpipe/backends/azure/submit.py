@@ -94,7 +94,8 @@ def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsServi
     ci = ci_provenance()
     with tempfile.TemporaryDirectory(prefix="mlpipe-azure-") as tmp:
         write_export(spec, tmp, inputs=inputs, default_compute=default_compute, run_id=run_id,
-                     experiment=experiment, tags=ci_tags(ci))
+                     experiment=experiment, check=False,  # checked above
+                     tags=ci_tags(ci))
         job = load_export(tmp)
         service.check_access()
         if store is None:
