@@ -7,6 +7,7 @@ line each: no credentials, no network, rejected request.
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Protocol
 
 from mlpipe.backends.azure.workspace import Workspace
@@ -34,6 +35,10 @@ class JobsService(Protocol):
 
     def metrics(self, run_id: str) -> dict[str, Any]:
         """The MLflow ``runs/get`` payload of ``run_id`` (its latest metrics)."""
+
+    def fetch_output(self, job_name: str, output: str, into: Path) -> Path | None:
+        """Download output ``output`` of job ``job_name`` under ``into``; the folder (or
+        file) that holds it, or None when the job has no such output."""
 
 
 def azure_failure(exc: BaseException, workspace: Workspace) -> AzureError:
@@ -124,3 +129,13 @@ class MLClientService:
         except OSError as exc:
             raise AzureError(f"no network: the MLflow tracking server cannot be reached ({exc})",
                              hint="check the connection and run `mlpipe sync` again") from exc
+
+    def fetch_output(self, job_name: str, output: str, into: Path) -> Path | None:
+        # azure-ai-ml puts a named output under <download_path>/named-outputs/<output>
+        job = self._call(self.client.jobs.get, job_name)
+        if output not in (getattr(job, "outputs", None) or {}):
+            return None
+        self._call(self.client.jobs.download, job_name, download_path=str(into),
+                   output_name=output)
+        found = Path(into) / "named-outputs" / output
+        return found if found.exists() else None

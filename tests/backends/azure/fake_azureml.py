@@ -2,13 +2,18 @@
 
 It answers the ``JobsService`` calls with JSON payloads recorded in the shape the service
 returns them (``tests/fixtures/azure/responses/``). Tests change a copy of those payloads to
-stage a job's life: created, running, completed, a step reused from an earlier job.
+stage a job's life: created, running, completed, a step reused from an earlier job. For the
+parity tests it also stages child jobs whose outputs lie in local folders (what a job's
+datastore held: ``fetch_output`` copies them, as ``MLClient.jobs.download`` would) and answers
+MLflow's ``runs/get`` from a real MLflow tracking server (``mlflow_uri``).
 """
 from __future__ import annotations
 
 import copy
 import json
 import pathlib
+import shutil
+import urllib.request
 
 from mlpipe.backends.azure.service import azure_failure
 from mlpipe.backends.azure.workspace import Workspace
@@ -30,8 +35,11 @@ class FakeAzureML:
         job_name: the name the created pipeline job gets.
     """
 
-    def __init__(self, failure=None, create_failure=None, job_name="sincere_lamp_7k2m9"):
+    def __init__(self, failure=None, create_failure=None, job_name="sincere_lamp_7k2m9",
+                 mlflow_uri=None):
         self.failure = failure
+        self.mlflow_uri = mlflow_uri
+        self.folders = {}  # (job name, output) -> the local folder that holds it
         self.create_failure = create_failure
         self.created = []
         self.pipeline = payload("pipeline_job.json")
@@ -52,6 +60,33 @@ class FakeAzureML:
         self.pipeline["properties"]["status"] = status
         for node, child_status in children.items():
             self.child(node)["properties"]["status"] = child_status
+
+    def stage_children(self, children):
+        """Replace the child jobs: ``[{"name", "node", "status", "compute", "outputs": {port:
+        (kind, local path)}}]``; each output gets a datastore URI and is served from its
+        path by ``fetch_output``."""
+        template = self.child_jobs[0]
+        staged = []
+        for child in children:
+            job = copy.deepcopy(template)
+            name, node = child["name"], child["node"]
+            job["name"] = name
+            job["id"] = template["id"].rsplit("/", 1)[0] + "/" + name
+            props = job["properties"]
+            props.update(displayName=node, status=child.get("status", "Completed"),
+                         computeId=template["properties"]["computeId"].rsplit("/", 1)[0]
+                         + "/" + child.get("compute", "cpu-cluster"))
+            props["tags"] = {"azureml.nodeid": node}
+            props["properties"] = {"azureml.nodeid": node,
+                                   "azureml.pipelinerunid": self.pipeline["name"]}
+            props["outputs"] = {}
+            for port, (kind, path) in child.get("outputs", {}).items():
+                props["outputs"][port] = {
+                    "jobOutputType": kind,
+                    "uri": f"azureml://datastores/workspaceblobstore/paths/azureml/{name}/{port}/"}
+                self.folders[(name, port)] = pathlib.Path(path)
+            staged.append(job)
+        self.child_jobs = staged
 
     # --- the JobsService calls ----------------------------------------------------------------
 
@@ -80,4 +115,24 @@ class FakeAzureML:
 
     def metrics(self, run_id):
         self.calls.append(f"metrics {run_id}")
-        return copy.deepcopy(self.runs[run_id])
+        if self.mlflow_uri is not None and run_id not in self.runs:
+            url = f"{self.mlflow_uri}/api/2.0/mlflow/runs/get?run_id={run_id}"
+            try:
+                with urllib.request.urlopen(url, timeout=30) as answer:
+                    return json.load(answer)
+            except OSError:
+                return {}
+        return copy.deepcopy(self.runs.get(run_id, {}))
+
+    def fetch_output(self, job_name, output, into):
+        self.calls.append(f"fetch {job_name} {output}")
+        source = self.folders.get((job_name, output))
+        if source is None or not source.exists():
+            return None
+        target = pathlib.Path(into) / "named-outputs" / output
+        if source.is_dir():
+            shutil.copytree(source, target)
+        else:  # a uri_file output arrives as a folder holding the file, as azure-ai-ml has it
+            target.mkdir(parents=True)
+            shutil.copy2(source, target / source.name)
+        return target
