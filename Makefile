@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check
 
-.PHONY: demo test test-fast lint bench bench-local bench-azure bench-evidence golden clean
+.PHONY: demo test test-fast lint bench bench-local bench-azure bench-evidence bench-runtime golden clean
 
 # pip 23 cannot resolve azure-ai-ml's dependencies: upgrade pip inside the venv first.
 $(BIN)/python:
@@ -57,7 +57,7 @@ test-fast: $(VENV)/.installed-dev lint
 
 # ruff: lint and import order over everything we write (configured in pyproject.toml).
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check mlpipe tests benchmarks components pipelines
+	$(BIN)/ruff check mlpipe tests benchmarks components pipelines loopback
 
 # Definition + compile + checks against azure-ai-ml, and contract validation against plain reads.
 bench: $(VENV)/.installed-dev
@@ -76,6 +76,11 @@ bench-azure: $(VENV)/.installed-dev
 # docs/performance.md).
 bench-evidence: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_evidence.py
+
+# The step runtime's cost to a step body: observation, the record, output digests (figures in
+# docs/performance.md).
+bench-runtime: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bench_runtime.py
 
 # Regenerate every golden file (tests/golden/: diagnostics, drawings, evidence bundles, Azure ML
 # YAML) after an intended change of an output format; review the diff before committing.

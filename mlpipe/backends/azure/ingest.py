@@ -159,6 +159,12 @@ class _Ingest:
                 self.outcome.notes.append(f"Azure ML job {job.name} (node {job.node!r}) is not a "
                                           f"step of run {self.run_id}'s pipeline; not recorded")
         outputs = {sid: self._outputs(sid, job) for sid, job in jobs.items()}
+        for sid, job in sorted(jobs.items()):
+            if job.record_note:  # an mlpipe step whose runtime never wrote: unknown, said so
+                self.outcome.notes.append(
+                    f"step {sid!r}: {job.record_note}; its checks, digests and observations "
+                    f"are unknown" + (" (did its environment have mlpipe installed?)"
+                                      if job.status == "Failed" else ""))
         with self.store.session() as s:
             existing = {sr.step: sr for sr in s.scalars(
                 select(m.StepRun).where(m.StepRun.run_id == self.run_id))}

@@ -1,7 +1,14 @@
-"""Parity: a pipeline's exported command lines, run as Azure ML runs them (its variables, the
-local launcher for the ranks, MLflow on a real loopback server) and synced through the fake
-service, leave the same evidence as a local run of the same pipeline: the same keys, the same
-findings; only ``ran_on`` (and the run's backend options) tell them apart."""
+"""Parity: a pipeline submitted to the loopback Azure ML service through the real MLClient,
+its steps' exported command lines run as Azure ML runs them (its variables, the local launcher
+for the ranks, MLflow on a real ``mlflow server`` on loopback), their outputs and MLflow runs
+handed to the loopback workspace as the service would hold them, then synced: the same
+evidence as a local run of the same pipeline (the same keys, the same findings); only
+``ran_on`` (and the run's backend options) tell them apart.
+
+The one call not exercised end to end is the output download: the loopback has no run-history
+download route, so ``fetch_output`` reads the loopback's datastore directly (docs/azure.md,
+"What is exercised").
+"""
 from __future__ import annotations
 
 import json
@@ -14,13 +21,14 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from backends.azure.fake_azureml import WS, FakeAzureML
 from mlpipe.artifacts import AssetType
 from mlpipe.backends.azure.command import RECORD_PORT
 from mlpipe.backends.azure.export import export_pipeline
 from mlpipe.backends.azure.ingest import outputs_to_fetch, record_sync
+from mlpipe.backends.azure.service import MLClientService
 from mlpipe.backends.azure.submit import submit_to_azure
 from mlpipe.backends.azure.sync import sync_run
+from mlpipe.backends.azure.workspace import Workspace
 from mlpipe.backends.local.executor import LocalExecutor
 from mlpipe.backends.local.launcher import launch
 from mlpipe.backends.local.script import render_command
@@ -59,39 +67,92 @@ def run_locally(spec, inputs, params, tmp_path, **options):
     return location, result.candidate_id, None
 
 
-def _azure_env(job: str, mlflow_uri: str) -> dict[str, str]:
+class LoopbackService(MLClientService):
+    """The real MLClientService on the loopback workspace, but for the output download, which
+    reads the loopback's datastore (it has no run-history download route)."""
+
+    def __init__(self, lb) -> None:
+        super().__init__(Workspace(lb.subscription_id, lb.resource_group, lb.workspace_name),
+                         credential=lb.credential())
+        self.lb = lb
+
+    def fetch_output(self, job_name, output, into):
+        found = self.lb.job(job_name).outputs.get(output)
+        files = self.lb.datastore_files(found.uri) if found is not None else {}
+        if not files:
+            return None
+        target = Path(into) / "named-outputs" / output
+        for rel, data in files.items():
+            (target / rel).parent.mkdir(parents=True, exist_ok=True)
+            (target / rel).write_bytes(data)
+        return target
+
+
+def _azure_env(job: str, mlflow_uri: str, workspace: str) -> dict[str, str]:
     """What Azure ML sets for a job's processes (the launcher adds the rank variables)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "MLPIPE_"))}
     env.update(MLFLOW_TRACKING_URI=mlflow_uri, MLFLOW_RUN_ID=job, AZUREML_RUN_ID=job,
-               AZUREML_ARM_WORKSPACE_NAME=WS.workspace_name, PYTHONUNBUFFERED="1")
+               AZUREML_ARM_WORKSPACE_NAME=workspace, PYTHONUNBUFFERED="1")
     return env
 
 
-def run_as_azure(spec, inputs, params, tmp_path, mlflow_uri, scale=None):
-    """Submit (recorded), run every step's exported command line in order, stage the child
-    jobs in the fake service, then sync. Returns (location, candidate id, sync outcome,
-    {step: stderr})."""
+def _hand_over(child, client, run_id: str, outputs: dict[str, str]) -> None:
+    """What Azure ML holds for a finished job: its MLflow run (here: the real server's run the
+    step logged to, copied into the workspace's) and its outputs in the datastore."""
+    run = client.get_run(run_id)
+    for key in run.data.metrics:
+        for point in client.get_metric_history(run_id, key):
+            child.log_metric(key, point.value, step=point.step, timestamp=point.timestamp)
+    for key, value in run.data.tags.items():
+        if key.startswith("mlpipe."):
+            child.set_tag(key, value)
+    for port, path in outputs.items():
+        root = Path(path)
+        if root.is_dir():
+            files = {p.relative_to(root).as_posix(): p.read_bytes()
+                     for p in root.rglob("*") if p.is_file()}
+        elif root.exists():
+            files = {root.name: root.read_bytes()}
+        else:
+            files = {}
+        child.set_output(port, files=files)
+
+
+def run_as_azure(spec, inputs, params, tmp_path, mlflow_uri, azureml, scale=None):
+    """Submit to the loopback (recorded), run every step's exported command line in order,
+    hand each finished job's outputs and MLflow run to the loopback, then sync. Returns
+    (location, candidate id, sync outcome, {step: stderr})."""
     from mlflow.tracking import MlflowClient
 
     location = _location(tmp_path)
     store = Store.open(location.url)
-    fake = FakeAzureML(job_name=f"job_{tmp_path.name}"[:60], mlflow_uri=mlflow_uri)
+    service = LoopbackService(azureml)
     values = {**inputs, **{k: str(v) for k, v in params.items()}}
-    submitted = submit_to_azure(spec, WS, fake, inputs=values, store=store)
+    azureml.add_environment("parity-env", "1")
+    # the data is a registered asset in the workspace; the steps here read its local copy
+    references = {}
+    for name, path in inputs.items():
+        kind = "uri_folder" if Path(path).is_dir() else "uri_file"
+        azureml.add_data(f"parity-{name}", "1", kind)
+        references[name] = f"azureml:parity-{name}:1"
+    submitted = submit_to_azure(spec, service.workspace, service,
+                                inputs={**values, **references}, store=store)
+    pipeline_job = azureml.job(submitted.job_name)
     graph = compile_pipeline(spec)
-    export = export_pipeline(spec, out_dir=tmp_path / "build", inputs=values)
+    export = export_pipeline(spec, out_dir=tmp_path / "build", inputs={**values, **references})
     client = MlflowClient(mlflow_uri)
     experiment = client.get_experiment_by_name(spec.name)
     experiment_id = (experiment.experiment_id if experiment
                      else client.create_experiment(spec.name))
     produced: dict[tuple[str, str], str] = {}
-    children, errors, failed = [], {}, False
+    errors, failed = {}, False
     for sid in (s for s in nx.topological_sort(graph.dag) if s in graph.steps):
         if failed:
             break
         node = graph.steps[sid]
         comp = node.component
-        job = client.create_run(experiment_id, run_name=sid).info.run_id  # = the job name
+        child = pipeline_job.child(sid).start()
+        job = client.create_run(experiment_id, run_name=sid).info.run_id  # the step's MLflow run
         doc = export.files[export.pipeline["jobs"][sid]["component"].removeprefix("./")]
         given_in, given_params = {}, {}
         for key, endpoint in node.bindings.items():
@@ -104,7 +165,7 @@ def run_as_azure(spec, inputs, params, tmp_path, mlflow_uri, scale=None):
                 given_params[key] = endpoint.value
         for param in comp.params:
             given_params.setdefault(param.name, param.default)
-        outputs, staged = {}, {}
+        outputs = {}
         for name, kind in [(p.name, p.kind) for p in comp.outputs] + [
                 (RECORD_PORT, AssetType.URI_FOLDER)]:
             path = tmp_path / "datastore" / job / name
@@ -113,12 +174,11 @@ def run_as_azure(spec, inputs, params, tmp_path, mlflow_uri, scale=None):
             else:
                 path.mkdir(parents=True)   # Azure ML mounts an output folder before the job
             outputs[name] = str(path)
-            staged[name] = (kind.value, path)
         command = render_command(doc["command"], inputs=given_in, outputs=outputs,
                                  params=given_params)
         argv = [sys.executable, *shlex.split(command)[1:]]    # `python ...`
         cwd = (tmp_path / "build" / "components" / doc["code"]).resolve()
-        env = _azure_env(job, mlflow_uri)
+        env = _azure_env(job, mlflow_uri, azureml.workspace_name)
         if comp.distribution is not None:
             dist, instances = comp.distribution, comp.instances
             if scale is not None and sid in scale:
@@ -140,14 +200,18 @@ def run_as_azure(spec, inputs, params, tmp_path, mlflow_uri, scale=None):
         failed = not ok
         for name, path in outputs.items():
             produced[(sid, name)] = path
-        children.append({"name": job, "node": sid, "status": "Completed" if ok else "Failed",
-                         "compute": comp.compute.name if comp.compute else "serverless",
-                         "outputs": staged})
-    fake.stage_children(children)
-    fake.set_status("Failed" if failed else "Completed")
+        _hand_over(child, client, job, outputs)
+        if ok:
+            child.complete()
+        else:
+            child.fail()
+    if failed:
+        pipeline_job.fail()
+    else:
+        pipeline_job.complete()
     with store.session() as s:
         options = dict(s.get(m.Run, submitted.run_id).options)
-    synced = sync_run(submitted.job_name, fake, fetch=outputs_to_fetch(options),
+    synced = sync_run(submitted.job_name, service, fetch=outputs_to_fetch(options),
                       into=tmp_path / "downloads")
     outcome = record_sync(store, submitted.run_id, synced)
     store.close()
@@ -207,14 +271,14 @@ def _data(tmp_path):
     return {"data": str(data)}
 
 
-def test_the_same_evidence_both_ways(tmp_path, mlflow_server):
+def test_the_same_evidence_both_ways(tmp_path, mlflow_server, azureml):
     from parity_steps import parity
 
     inputs = _data(tmp_path)
     here, local_candidate, problem = run_locally(parity.spec, inputs, {}, tmp_path / "local")
     assert problem is None
     there, azure_candidate, outcome, errors = run_as_azure(
-        parity.spec, inputs, {}, tmp_path / "azure", mlflow_server)
+        parity.spec, inputs, {}, tmp_path / "azure", mlflow_server, azureml)
     assert outcome.status == "succeeded", (outcome.notes, errors)
     local, azure = bundle(here, local_candidate), bundle(there, azure_candidate)
     same_shape(azure, local)
@@ -239,13 +303,14 @@ def _step_row(location, step):
         store.close()
 
 
-def test_every_rank_logging_its_shard_as_global_is_mp526_both_ways(tmp_path, mlflow_server):
+def test_every_rank_logging_its_shard_as_global_is_mp526_both_ways(tmp_path, mlflow_server,
+                                                                    azureml):
     from parity_steps import parity
 
     inputs = _data(tmp_path)
     here, _, problem = run_locally(parity.spec, inputs, {"seeded": True}, tmp_path / "local")
     there, candidate, outcome, _ = run_as_azure(parity.spec, inputs, {"seeded": True},
-                                                tmp_path / "azure", mlflow_server)
+                                                tmp_path / "azure", mlflow_server, azureml)
     assert outcome.status == "failed" and candidate is None
     local, azure = _step_row(here, "tiny_train"), _step_row(there, "tiny_train")
     assert local[0] == azure[0] == "failed"
@@ -259,14 +324,16 @@ def test_every_rank_logging_its_shard_as_global_is_mp526_both_ways(tmp_path, mlf
 
 
 def test_a_contract_violation_fails_the_azure_step_with_the_local_message(tmp_path,
-                                                                          mlflow_server):
+                                                                          mlflow_server,
+                                                                          azureml):
     from parity_steps import parity_contract
 
     inputs = _data(tmp_path)
     _, _, local_problem = run_locally(parity_contract.spec, inputs, {"split": "train"},
                                       tmp_path / "local")
     there, candidate, outcome, errors = run_as_azure(
-        parity_contract.spec, inputs, {"split": "train"}, tmp_path / "azure", mlflow_server)
+        parity_contract.spec, inputs, {"split": "train"}, tmp_path / "azure", mlflow_server,
+        azureml)
     message = ("output 'report' does not match its contract: metric 'accuracy' was computed "
                "on split 'train' but metrics-report:parity-report requires split 'test'")
     assert local_problem.endswith(f"step 'tiny_report': {message}")
@@ -280,7 +347,7 @@ def test_a_contract_violation_fails_the_azure_step_with_the_local_message(tmp_pa
     store.close()
 
 
-def test_the_ddp_example_leaves_the_same_evidence_both_ways(tmp_path, mlflow_server):
+def test_the_ddp_example_leaves_the_same_evidence_both_ways(tmp_path, mlflow_server, azureml):
     pytest.importorskip("torch")
     from components.synthetic import make_dataset
     from pipelines.defect_classifier_ddp import defect_classifier_ddp
@@ -293,7 +360,7 @@ def test_the_ddp_example_leaves_the_same_evidence_both_ways(tmp_path, mlflow_ser
     assert problem is None
     there, azure_candidate, outcome, errors = run_as_azure(
         defect_classifier_ddp.spec, inputs, {"epochs": 2}, tmp_path / "azure", mlflow_server,
-        scale={"train_cnn": (1, 2)})
+        azureml, scale={"train_cnn": (1, 2)})
     assert outcome.status == "succeeded", (outcome.notes, errors)
     local, azure = bundle(here, local_candidate), bundle(there, azure_candidate)
     same_shape(azure, local)
