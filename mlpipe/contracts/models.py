@@ -96,6 +96,7 @@ class ModelSignature(Contract):
 
     kind = "model-signature"
     transport = AssetType.CUSTOM_MODEL
+    holds_examples = False
 
     name: str | None = None
     inputs: Any = None
@@ -227,6 +228,7 @@ class MLflowModel(ModelSignature):
 
     kind = "mlflow-model"
     transport = AssetType.MLFLOW_MODEL
+    holds_examples = False
 
 
 DEVICES = (None, "cpu", "cuda")
