@@ -8,8 +8,6 @@ import random
 import shutil
 from pathlib import Path
 
-import yaml
-
 from components.images import SIZE, read_pgm
 from mlpipe import Compute, Environment, Input, Output, Param, component
 from mlpipe.contracts import (
@@ -79,6 +77,8 @@ def train(examples: Input[EXAMPLES], labels: Input[LABELS],
           model: Output[MODEL], epochs: Param[int, 1:200] = 10,
           learning_rate: Param[float, 0.0001:1.0] = 0.5, seed: Param[int] = 13):
     """Fit a softmax classifier on the training split with plain SGD."""
+    import yaml  # the body's library: imported where the step runs, not by `mlpipe check`
+
     encoding = json.loads(Path(labels).read_text())
     data = _load(Path(examples) / "train", encoding)
     rng = random.Random(seed)

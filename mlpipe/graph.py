@@ -2,14 +2,14 @@
 
 Nested pipelines are flattened (step ids become ``outer.inner``) and every binding is
 resolved to where its value really comes from. Compiling never judges; checks do.
+networkx is imported when ``Graph.dag`` is first asked for, not by compiling or checking:
+importing it costs more than checking a pipeline (docs/performance.md).
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from mlpipe.spec import (
     Binding,
@@ -21,6 +21,9 @@ from mlpipe.spec import (
     PipelineSpec,
     StepSpec,
 )
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,20 +96,83 @@ class StepNode:
         return self.step.location
 
 
+class Links:
+    """The DAG's nodes and edges as compiling adds them (``add_node``/``add_edge`` as in
+    networkx), kept in networkx's order: nodes as added, each node's edges by target as first
+    linked, then by key. ``Graph.dag`` builds the networkx graph from them."""
+
+    __slots__ = ("nodes", "succ")
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, dict[str, Any]] = {}
+        self.succ: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+
+    def add_node(self, node: str, **attrs: Any) -> None:
+        self.nodes.setdefault(node, {}).update(attrs)
+        self.succ.setdefault(node, {})
+
+    def add_edge(self, u: str, v: str, key: str, **attrs: Any) -> None:
+        self.add_node(u)
+        self.add_node(v)
+        self.succ[u].setdefault(v, {}).setdefault(key, {}).update(attrs)
+
+    def edges(self) -> Iterator[tuple[str, str, str, dict[str, Any]]]:
+        for u, targets in self.succ.items():
+            for v, keyed in targets.items():
+                for key, data in keyed.items():
+                    yield u, v, key, data
+
+    def out_degree(self, node: str) -> int:
+        return sum(len(keyed) for keyed in self.succ.get(node, {}).values())
+
+    def is_acyclic(self) -> bool:
+        """Whether the edges form no cycle (Kahn's algorithm: linear in nodes and edges)."""
+        indegree = dict.fromkeys(self.succ, 0)
+        for targets in self.succ.values():
+            for v in targets:
+                indegree[v] += 1
+        ready = [n for n, d in indegree.items() if d == 0]
+        seen = 0
+        while ready:
+            node = ready.pop()
+            seen += 1
+            for v in self.succ[node]:
+                indegree[v] -= 1
+                if indegree[v] == 0:
+                    ready.append(v)
+        return seen == len(indegree)
+
+    def to_networkx(self) -> nx.MultiDiGraph:
+        import networkx as nx
+
+        dag = nx.MultiDiGraph()
+        dag.add_nodes_from(self.nodes.items())
+        dag.add_edges_from((u, v, key, data) for u, v, key, data in self.edges())
+        return dag
+
+
 @dataclass(slots=True)
 class Graph:
     """A compiled pipeline: the spec, the DAG and the resolved step nodes.
 
     DAG nodes are step ids (``prepare``, ``features.prepare``), ``in:NAME`` for pipeline
     inputs and ``out:NAME`` for pipeline outputs; each edge carries ``src_port`` and
-    ``dst_port``.
+    ``dst_port``. ``links`` holds them as plain data; ``dag`` is the same as a networkx
+    ``MultiDiGraph``, built on first use.
     """
 
     spec: PipelineSpec
-    dag: nx.MultiDiGraph
+    links: Links
     steps: dict[str, StepNode]
     outputs: dict[str, Endpoint]
     duplicates: list[tuple[PipelineSpec, str, list[StepSpec]]]
+    _dag: nx.MultiDiGraph | None = None
+
+    @property
+    def dag(self) -> nx.MultiDiGraph:
+        if self._dag is None:
+            self._dag = self.links.to_networkx()
+        return self._dag
 
     def step_nodes(self) -> Iterator[StepNode]:
         return iter(self.steps.values())
@@ -116,7 +182,7 @@ class Graph:
 
     def edges(self) -> Iterator[tuple[str, str, str, str]]:
         """Every connection as ``(source node, source port, target node, target port)``."""
-        for u, v, data in self.dag.edges(data=True):
+        for u, v, _key, data in self.links.edges():
             yield u, data["src_port"], v, data["dst_port"]
 
 
@@ -186,7 +252,7 @@ def compile_pipeline(spec: PipelineSpec) -> Graph:
         >>> sorted(graph.steps)
         ['evaluate', 'prepare', 'train']
     """
-    dag = nx.MultiDiGraph()
+    dag = Links()
     for inp in spec.inputs:
         dag.add_node(input_node(inp.name), kind="input", spec=inp)
     names = {i.name for i in spec.inputs}
@@ -223,7 +289,7 @@ def compile_pipeline(spec: PipelineSpec) -> Graph:
     return Graph(spec, dag, steps, outputs, duplicates)
 
 
-def _add_scope(scope: _Scope, dag: nx.MultiDiGraph, steps: dict[str, StepNode],
+def _add_scope(scope: _Scope, dag: Links, steps: dict[str, StepNode],
                duplicates: list) -> None:
     seen: dict[str, list[StepSpec]] = {}
     for step in scope.spec.steps:

@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import ast
 import builtins
-import importlib.util
 import inspect
 import os
 import sys
 import sysconfig
 from collections.abc import Iterator
 from dataclasses import dataclass
-from types import CodeType, FunctionType, ModuleType
+from types import CodeType, FunctionType
 
 from mlpipe.digests import digest_of
+from mlpipe.modules import module_file
 from mlpipe.spec import Location
 
 _PARSED: dict[str, tuple[tuple[int, int], ast.Module]] = {}
@@ -100,21 +100,30 @@ def function_source(fn: FunctionType) -> FunctionSource:
 
 # --- code digest --------------------------------------------------------------------------
 
-def _strip_docstrings(node: ast.AST) -> ast.AST:
-    for sub in ast.walk(node):
-        body = getattr(sub, "body", None)
-        if (isinstance(sub, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-                and body and isinstance(body[0], ast.Expr)
-                and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)):
-            sub.body = body[1:] or [ast.Pass()]
-    return node
+_DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def _dump(node: ast.AST) -> str:
-    # Parse a fresh copy: stripping must not change the cached tree.
-    clone = ast.parse(ast.unparse(node)) if not isinstance(node, ast.Module) else node
-    return ast.dump(_strip_docstrings(clone), annotate_fields=False, include_attributes=False)
+    """``ast.dump`` of ``node`` as a module of its own, without docstrings or positions.
+
+    The docstrings are cut out of the (cached) tree for the dump and put back after it: the
+    same text as dumping a fresh parse of ``ast.unparse(node)`` with them stripped, without
+    the unparse and parse (most of a code digest's time).
+    """
+    module = node if isinstance(node, ast.Module) else ast.Module([node], [])
+    cut = []
+    for sub in ast.walk(module):
+        body = getattr(sub, "body", None)
+        if (isinstance(sub, _DOCUMENTED) and body and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            cut.append((sub, body))
+            sub.body = body[1:] or [ast.Pass()]
+    try:
+        return ast.dump(module, annotate_fields=False, include_attributes=False)
+    finally:
+        for sub, body in reversed(cut):
+            sub.body = body
 
 
 def _names_used(node: ast.AST) -> set[str]:
@@ -186,14 +195,18 @@ def _is_local_file(path: str | None) -> bool:
 
 
 def _module_file(name: str) -> str | None:
-    module = sys.modules.get(name)
-    if isinstance(module, ModuleType):
-        return getattr(module, "__file__", None)
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError, AttributeError):
-        return None
-    return spec.origin if spec is not None else None
+    # found without importing it: a body's ``import torch.distributed`` must not import torch
+    return module_file(name)[0] or None
+
+
+def _maybe_local(name: str) -> bool:
+    """False when nothing under ``name``'s top-level package can be a local file: an installed
+    or standard library (or mlpipe), or nothing found. Saves looking up every name of
+    ``from numpy import a, b, c`` as a possible submodule."""
+    file, is_package = module_file(name.partition(".")[0])
+    if file is None:
+        return False
+    return (file == "" and is_package) or _is_local_file(file)
 
 
 def _imported_modules(stmt: ast.Import | ast.ImportFrom, package: str | None) -> Iterator[str]:
@@ -208,6 +221,9 @@ def _imported_modules(stmt: ast.Import | ast.ImportFrom, package: str | None) ->
         parts = package.split(".")
         parts = parts[: len(parts) - stmt.level + 1]
         base = ".".join([*parts, base] if base else parts)
+    if base and not _maybe_local(base):
+        yield base  # not local, whichever of its names are modules
+        return
     for alias in stmt.names:
         sub = f"{base}.{alias.name}" if base else alias.name
         yield sub if _module_file(sub) else base
@@ -215,7 +231,8 @@ def _imported_modules(stmt: ast.Import | ast.ImportFrom, package: str | None) ->
 
 def _package_of(path: str) -> str | None:
     for name, module in list(sys.modules.items()):
-        if getattr(module, "__file__", None) and os.path.abspath(module.__file__) == path:
+        file = getattr(module, "__file__", None)
+        if file and (file == path or (not os.path.isabs(file) and os.path.abspath(file) == path)):
             return name if path.endswith("__init__.py") else name.rpartition(".")[0]
     return None
 
@@ -227,6 +244,8 @@ def _local_import_digests(stmts: list[ast.stmt], path: str, seen: set[str]) -> d
         if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
             continue
         for name in _imported_modules(stmt, package):
+            if not _maybe_local(name):
+                continue
             file = _module_file(name)
             if _is_local_file(file):
                 found[name] = _module_digest(os.path.abspath(file), seen)
@@ -246,7 +265,7 @@ def _module_digest(path: str, seen: set[str]) -> str:
         return "cycle"
     seen.add(path)
     imports = [s for s in ast.walk(tree) if isinstance(s, (ast.Import, ast.ImportFrom))]
-    material = {"module": _dump(ast.parse(ast.unparse(tree))),
+    material = {"module": _dump(tree),
                 "imports": _local_import_digests(imports, path, seen)}
     digest = digest_of(material)
     _MODULE_DIGESTS[path] = (key, digest)

@@ -1,4 +1,7 @@
 """Compiling specs into the flattened DAG, with every binding resolved."""
+from hypothesis import given
+from hypothesis import strategies as st
+
 from fixtures.components import fit, load, passthrough, score, split_data
 from mlpipe import Input, Output, component, pipeline
 from mlpipe.checks import check_pipeline
@@ -89,3 +92,44 @@ def test_a_step_with_one_output_may_be_passed_whole():
     g, diagnostics = check_pipeline(whole_step.spec)
     assert g.steps["passthrough"].bindings["data"] == FromStep("one_out", "out")
     assert diagnostics == []
+
+
+def _networkx_order(g):
+    # what the checks saw when they walked a networkx MultiDiGraph built edge by edge
+    import networkx as nx
+
+    dag = nx.MultiDiGraph()
+    for node, attrs in g.links.nodes.items():
+        dag.add_node(node, **attrs)
+    for u, v, key, data in g.links.edges():
+        dag.add_edge(u, v, key=key, **data)
+    return [(u, v, k, d) for u, v, k, d in dag.edges(keys=True, data=True)]
+
+
+def test_links_keep_networkx_order_and_build_the_same_dag():
+    from pipelines.defect_classifier import defect_classifier
+
+    for spec in (training.spec, defect_classifier.spec):
+        g = compile_pipeline(spec)
+        assert g._dag is None  # nothing built networkx's graph yet
+        assert list(g.links.edges()) == _networkx_order(g)
+        assert list(g.dag.edges(keys=True, data=True)) == list(g.links.edges())
+        assert list(g.dag.nodes(data=True)) == list(g.links.nodes.items())
+        assert all(g.links.out_degree(n) == g.dag.out_degree(n) for n in g.dag.nodes)
+
+
+@given(st.integers(2, 12).flatmap(lambda n: st.tuples(
+    st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)),
+                         max_size=3 * n))))
+def test_is_acyclic_agrees_with_networkx(graph):
+    import networkx as nx
+
+    from mlpipe.graph import Links
+
+    n, edges = graph
+    links = Links()
+    for i in range(n):
+        links.add_node(f"n{i}")
+    for i, (u, v) in enumerate(edges):
+        links.add_edge(f"n{u}", f"n{v}", key=str(i))
+    assert links.is_acyclic() == nx.is_directed_acyclic_graph(links.to_networkx())

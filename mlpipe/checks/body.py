@@ -8,12 +8,12 @@ stay silent about it.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import os
 import sys
 import sysconfig
 from dataclasses import dataclass
 
+from mlpipe.modules import module_file
 from mlpipe.source import parse_file
 from mlpipe.spec import ComponentSpec
 
@@ -223,9 +223,9 @@ def uses_accelerator(facts: BodyFacts) -> bool | None:
             return True
         if top in sys.stdlib_module_names or top == "mlpipe":
             continue
-        file, is_package = _module_file(name)
+        file, is_package = module_file(name)
         if file is None:
-            if name == top or _module_file(top)[0] is None:
+            if name == top or module_file(top)[0] is None:
                 unknown = True  # not installed here: it could be anything
             continue  # `from pkg import name` where name is no module: pkg was looked at
         if not _is_local(file):
@@ -237,44 +237,3 @@ def uses_accelerator(facts: BodyFacts) -> bool | None:
         pkg = name if is_package else name.rpartition(".")[0]
         pending += list(_scan([tree], pkg or None)[0])
     return None if unknown else False
-
-
-def _module_file(name: str) -> tuple[str | None, bool]:
-    """The file of module ``name`` and whether it is a package, found without importing it:
-    from ``sys.modules``, else the top-level module's location and the folders below it."""
-    module = sys.modules.get(name)
-    if module is not None:
-        is_package = getattr(module, "__path__", None) is not None
-        return getattr(module, "__file__", None) or "", is_package
-    top, _, rest = name.partition(".")
-    loaded = sys.modules.get(top)
-    if loaded is not None:
-        paths = list(getattr(loaded, "__path__", None) or [])
-        origin = getattr(loaded, "__file__", None)
-    else:
-        try:
-            spec = importlib.util.find_spec(top)  # a top-level name: nothing is imported
-        except (ImportError, ValueError):
-            spec = None
-        if spec is None:
-            return None, False
-        paths = list(spec.submodule_search_locations or [])
-        origin = spec.origin
-    if not rest:
-        return origin or "", bool(paths)
-    for part in rest.split("."):
-        found = None
-        for folder in paths:
-            package = os.path.join(folder, part)
-            if os.path.isfile(os.path.join(package, "__init__.py")):
-                found = (os.path.join(package, "__init__.py"), [package])
-            elif os.path.isfile(package + ".py"):
-                found = (package + ".py", [])
-            elif os.path.isdir(package):
-                found = ("", [package])  # a namespace package
-            if found:
-                break
-        if found is None:
-            return None, False
-        origin, paths = found
-    return origin, bool(paths)

@@ -4,8 +4,6 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator
 
-import networkx as nx
-
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_edge, at_pipeline, at_step
 from mlpipe.codes import (
@@ -38,8 +36,10 @@ from mlpipe.spec import InputRole
 
 @check(DEPENDENCY_CYCLE)
 def cycles(graph: Graph) -> Iterator[Diagnostic]:
-    if nx.is_directed_acyclic_graph(graph.dag):
+    if graph.links.is_acyclic():
         return
+    import networkx as nx  # only to name a cycle's steps: a pipeline has none as a rule
+
     step_graph = graph.dag.subgraph(graph.steps)
     for component in nx.strongly_connected_components(step_graph):
         first = min(component)
@@ -211,13 +211,12 @@ def duplicate_names(graph: Graph) -> Iterator[Diagnostic]:
 
 @check(UNUSED_STEP_OUTPUTS)
 def unused_outputs(graph: Graph) -> Iterator[Diagnostic]:
-    dag = graph.dag
     for node in graph.step_nodes():
         outs = node.component.outputs
         if "#" in node.id:
             # a second step with a taken name: MP106 reports it, references reach the first
             continue
-        if outs and dag.out_degree(node.id) == 0:
+        if outs and graph.links.out_degree(node.id) == 0:
             names = ", ".join(p.name for p in outs)
             yield Diagnostic.of(
                 UNUSED_STEP_OUTPUTS, f"the outputs of step '{node.id}' ({names}) reach no step and "
@@ -229,7 +228,7 @@ def unused_outputs(graph: Graph) -> Iterator[Diagnostic]:
 @check(UNUSED_PIPELINE_INPUT)
 def unused_inputs(graph: Graph) -> Iterator[Diagnostic]:
     for inp in graph.spec.inputs:
-        if graph.dag.out_degree(input_node(inp.name)) == 0:
+        if graph.links.out_degree(input_node(inp.name)) == 0:
             yield Diagnostic.of(
                 UNUSED_PIPELINE_INPUT,
                 f"pipeline input {inp.name!r} is bound to no step and no output",

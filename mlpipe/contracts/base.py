@@ -223,18 +223,11 @@ def output_file_name(contract: Contract | type[Contract] | None, port: str) -> s
 def missing_requirements(contract: Contract | type[Contract]) -> list[tuple[str, str]]:
     """The modules ``contract``'s validation needs that cannot be imported here, each with
     how to install it. Finds them without importing them."""
-    import importlib.util
-    import sys
+    from mlpipe.modules import module_file
 
     missing = []
     for module, install in getattr(contract, "requires", ()):
-        if module in sys.modules:
-            found = sys.modules[module] is not None  # None: imports of it are blocked
-        else:
-            try:
-                found = importlib.util.find_spec(module) is not None
-            except (ImportError, ValueError):
-                found = False
+        found = module_file(module)[0] is not None
         if not found:
             missing.append((module, install))
     return missing
