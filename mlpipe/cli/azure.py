@@ -31,21 +31,27 @@ def compile_(target: str, out_dir: str, inputs: tuple[str, ...], default_compute
              code_root: str | None, validate: bool) -> None:
     """Check a pipeline, then write it as Azure ML CLI v2 YAML (pipeline job + components)."""
     from mlpipe.backends.azure.export import export_pipeline
+    from mlpipe.backends.azure.validate import Validation
     from mlpipe.diagnostics import has_errors, render_text
 
-    graph, diagnostics = load_graph(target)
-    if has_errors(diagnostics):
-        click.echo(render_text(diagnostics), err=True)
-        click.echo("error: nothing written; fix the errors above first", err=True)
-        sys.exit(EXIT_PROBLEMS)
-    export = export_pipeline(graph.spec, out_dir=out_dir, inputs=assignments(inputs, "--input"),
-                             default_compute=default_compute, code_root=code_root,
-                             check=False)  # checked and reported above
-    written = export.write(out_dir)
-    if validate:
-        from mlpipe.backends.azure.validate import validate_export
-
-        validate_export(out_dir)
+    # azure-ai-ml is imported in a forked process while the pipeline is traced and written
+    validation = Validation.start() if validate else None
+    try:
+        graph, diagnostics = load_graph(target)
+        if has_errors(diagnostics):
+            click.echo(render_text(diagnostics), err=True)
+            click.echo("error: nothing written; fix the errors above first", err=True)
+            sys.exit(EXIT_PROBLEMS)
+        export = export_pipeline(graph.spec, out_dir=out_dir,
+                                 inputs=assignments(inputs, "--input"),
+                                 default_compute=default_compute, code_root=code_root,
+                                 check=False)  # checked and reported above
+        written = export.write(out_dir)
+        if validation is not None:
+            validation.run(out_dir)
+    finally:
+        if validation is not None:
+            validation.close()
     click.echo(f"wrote {written[0]} and {len(written) - 1} component file(s) under "
                f"{written[0].parent / 'components'}"
                + (" (validated by azure-ai-ml)" if validate else ""))

@@ -1,16 +1,26 @@
-"""Offline validation of an export with azure-ai-ml itself: load every file, validate the job.
+"""Offline validation of an export with azure-ai-ml itself: every component file, and the
+pipeline job as its skeleton (one job of each form, ``skeleton``).
 
 The only module of the export path that imports azure-ai-ml (inside the function); it
 neither writes nor contacts Azure.
 """
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import logging
 import os
+import re
+import signal
+import sys
+import threading
 import warnings
 from pathlib import Path
 from typing import Any
 
+from mlpipe.backends.azure import yamlfile
+from mlpipe.backends.azure.skeleton import Skeleton, skeleton
 from mlpipe.errors import ExportError
 
 
@@ -38,20 +48,68 @@ def load_export(out_dir: str | os.PathLike[str], pipeline_file: str = "pipeline.
                           file=str(path)) from exc
 
 
-def validate_export(out_dir: str | os.PathLike[str], pipeline_file: str = "pipeline.yml") -> Any:
-    """Load ``out_dir/pipeline.yml`` and every component YAML with azure-ai-ml and run its
-    offline validation (what ``az ml job validate`` checks without a workspace).
+def validate_export(out_dir: str | os.PathLike[str], pipeline_file: str = "pipeline.yml"
+                    ) -> Skeleton:
+    """Validate ``out_dir/pipeline.yml`` and every component YAML with azure-ai-ml offline (what
+    ``az ml job validate`` checks without a workspace): each component file loaded and
+    validated once, and the pipeline job as its skeleton, one job of each form
+    (``skeleton``), which azure-ai-ml accepts exactly when it accepts the whole job.
+
+    Returns:
+        The skeleton validated (``stands_for``: which jobs each validated job stood for).
+
+    Raises:
+        ExportError: a file does not load, or validation reports problems (all of them).
+
+    Example:
+        >>> validate_export("build/").jobs
+        1000
+    """
+    _validate_components(out_dir)
+    path = Path(out_dir) / pipeline_file
+    try:
+        document = yamlfile.fast_load(path)
+    except Exception as exc:  # YAML errors, unreadable file
+        raise ExportError(f"azure-ai-ml cannot load {path}: {_first_line(exc)}",
+                          hint="this is a bug in the export if mlpipe wrote the file; report it",
+                          file=str(path)) from exc
+    if not isinstance(document, dict):
+        load_export(out_dir, pipeline_file)  # azure-ai-ml's own message for what it is
+        raise ExportError(f"azure-ai-ml cannot load {path}: not a pipeline job", file=str(path))
+    kept = skeleton(document)
+    _quiet_azure()
+    from azure.ai.ml import load_job
+
+    try:
+        job = load_job(io.StringIO(yamlfile.dump(kept.pipeline)), relative_origin=str(path))
+    except Exception as exc:
+        raise ExportError(f"azure-ai-ml cannot load {path}: {_first_line(exc)}"
+                          f"{_also(kept, str(exc))}",
+                          hint="this is a bug in the export if mlpipe wrote the file; report it",
+                          file=str(path)) from exc
+    _raise_if_failed(job._validate(), path, kept)
+    return kept
+
+
+def validate_export_fully(out_dir: str | os.PathLike[str], pipeline_file: str = "pipeline.yml"
+                          ) -> Any:
+    """What ``validate_export`` checks, the long way: azure-ai-ml loads and validates every
+    job of the pipeline (a second or more per hundred jobs). The tests hold the two equal.
 
     Returns:
         The loaded ``PipelineJob``.
 
     Raises:
         ExportError: a file does not load, or validation reports problems (all of them).
-
-    Example:
-        >>> validate_export("build/")
     """
     job = load_export(out_dir, pipeline_file)
+    _validate_components(out_dir)
+    _raise_if_failed(job._validate(), Path(out_dir) / pipeline_file)
+    return job
+
+
+def _validate_components(out_dir: str | os.PathLike[str]) -> None:
+    _quiet_azure()
     from azure.ai.ml import load_component
 
     for path in sorted((Path(out_dir) / "components").glob("*.yml")):
@@ -61,18 +119,141 @@ def validate_export(out_dir: str | os.PathLike[str], pipeline_file: str = "pipel
             raise ExportError(f"azure-ai-ml cannot load {path}: {_first_line(exc)}",
                               file=str(path)) from exc
         _raise_if_failed(component._validate(), path)
-    _raise_if_failed(job._validate(), Path(out_dir) / pipeline_file)
-    return job
 
 
-def _raise_if_failed(result: Any, path: Path) -> None:
+def _also(kept: Skeleton, text: str) -> str:
+    """Which other jobs share the form of the jobs ``text`` names (they fail alike)."""
+    names = [name for name, alike in kept.stands_for.items()
+             if len(alike) > 1 and re.search(rf"\b{re.escape(str(name))}\b", text)]
+    if not names:
+        return ""
+    shown = []
+    for name in names:
+        others = kept.stands_for[name][1:]
+        listed = ", ".join(map(str, others[:5])) + (f" and {len(others) - 5} more"
+                                                    if len(others) > 5 else "")
+        shown.append(f"{len(others)} more job(s) of {name}'s form: {listed}")
+    return " (the same holds for " + "; ".join(shown) + ")"
+
+
+def _raise_if_failed(result: Any, path: Path, kept: Skeleton | None = None) -> None:
     if result.passed:
         return
     problems = "; ".join(f"{e.get('path', '?')}: {e.get('message', '')}"
                          for e in result._to_dict().get("errors", []))
-    raise ExportError(f"azure-ai-ml's validation rejects {path}: {problems}", file=str(path))
+    also = _also(kept, problems) if kept is not None else ""
+    raise ExportError(f"azure-ai-ml's validation rejects {path}: {problems}{also}",
+                      file=str(path))
 
 
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+class Validation:
+    """``validate_export`` in a process forked before the pipeline is traced, so that
+    azure-ai-ml's import (about a second and a half) runs on another core meanwhile.
+
+    ``start()`` forks (on Linux, from a process without threads; elsewhere, or with
+    ``MLPIPE_FORKSERVER=0``, the validation runs in this process when asked). The child
+    imports azure-ai-ml, then waits for one request; it ignores Ctrl-C (this process handles
+    it) and ends when this process closes its end or dies. Whatever the child cannot answer
+    is validated here.
+
+    Example:
+        >>> validation = Validation.start()
+        >>> ...  # trace, check, write build/
+        >>> validation.run("build/").jobs
+        1000
+    """
+
+    def __init__(self, pid: int | None = None, request: int | None = None,
+                 reply: int | None = None) -> None:
+        self.pid, self._request, self._reply = pid, request, reply
+
+    @classmethod
+    def start(cls) -> Validation:
+        if (not sys.platform.startswith("linux") or os.environ.get("MLPIPE_FORKSERVER") == "0"
+                or threading.active_count() > 1):  # forking a threaded process is unsafe
+            return cls()
+        request_r, request_w = os.pipe()
+        reply_r, reply_w = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover (the child: measured by the compile tests' outcome)
+            code = 0
+            try:
+                os.close(request_w)
+                os.close(reply_r)
+                _serve(request_r, reply_w)
+            except BaseException:
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(request_r)
+        os.close(reply_w)
+        return cls(pid, request_w, reply_r)
+
+    def run(self, out_dir: str | os.PathLike[str], pipeline_file: str = "pipeline.yml"
+            ) -> dict[str, int]:
+        """Validate the written export (as ``validate_export``): ``{"jobs": how many,
+        "forms": how many validated}``, or its ExportError."""
+        answer = None
+        if self.pid is not None:
+            try:
+                os.write(self._request, json.dumps([os.fspath(out_dir), pipeline_file]).encode())
+                os.close(self._request)
+                self._request = None
+                answer = _read_all(self._reply)
+            except OSError:
+                answer = None
+            self.close()
+        if not answer:  # no child, or it died: here, then
+            return _summary(validate_export(out_dir, pipeline_file))
+        reply = json.loads(answer)
+        if "error" in reply:
+            raise ExportError(**reply["error"])
+        return reply
+
+    def close(self) -> None:
+        """Stop the child (if it still runs) and reap it."""
+        for fd in (self._request, self._reply):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._request = self._reply = None
+        if self.pid is not None:
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+            self.pid = None
+
+
+def _summary(kept: Skeleton) -> dict[str, int]:
+    return {"jobs": kept.jobs, "forms": len(kept.stands_for)}
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1 << 16):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _serve(request_fd: int, reply_fd: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _quiet_azure()
+    import azure.ai.ml  # noqa: F401  (the second and a half this process exists for)
+
+    request = _read_all(request_fd)
+    if not request:
+        return  # the command ended without asking (an error, or --no-validate)
+    out_dir, pipeline_file = json.loads(request)
+    try:
+        reply: dict[str, Any] = _summary(validate_export(out_dir, pipeline_file))
+    except ExportError as err:
+        reply = {"error": {"message": err.message, "hint": err.hint, "file": err.file,
+                           "line": err.line}}
+    os.write(reply_fd, json.dumps(reply).encode())

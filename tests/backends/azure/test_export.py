@@ -11,7 +11,7 @@ from backends.azure.structure import differences, loaded_form, written_form
 from fixtures.azure.pipeline import fit, fixture_pipeline
 from mlpipe.backends.azure.command import coerce_param, parse_step_argv, runtime_command
 from mlpipe.backends.azure.export import export_pipeline, write_export
-from mlpipe.backends.azure.validate import validate_export
+from mlpipe.backends.azure.validate import validate_export_fully
 from mlpipe.errors import ExportError, UsageError
 from mlpipe.spec import (
     InputRole,
@@ -30,7 +30,7 @@ TESTS = pathlib.Path(__file__).resolve().parents[2]
 
 
 def assert_round_trip(out: pathlib.Path) -> None:
-    job = validate_export(out)
+    job = validate_export_fully(out)
     assert differences(loaded_form(job), written_form(out / "pipeline.yml")) == []
     for path in sorted((out / "components").glob("*.yml")):
         assert differences(loaded_form(load_component(path)), written_form(path)) == [], path

@@ -9,7 +9,7 @@ from backends.azure.structure import differences, leaf_jobs
 from mlpipe import Input, Output, component, load_component, pipeline
 from mlpipe.artifacts import AssetType
 from mlpipe.backends.azure.export import write_export
-from mlpipe.backends.azure.validate import validate_export
+from mlpipe.backends.azure.validate import validate_export_fully
 from mlpipe.checks import check_pipeline
 from mlpipe.contracts import Contract
 from mlpipe.distribution import PyTorch
@@ -77,7 +77,7 @@ def test_what_mlpipe_cannot_represent_is_one_clear_load_error(name, message):
 def test_import_then_export_loads_to_the_same_structure(tmp_path):
     spec, _ = load_spec(str(YAML / "pipeline.yml"))
     write_export(spec, tmp_path, check=False)  # the round trip, whatever the checks say
-    exported = validate_export(tmp_path)
+    exported = validate_export_fully(tmp_path)
     assert differences(leaf_jobs(load_job(YAML / "pipeline.yml")), leaf_jobs(exported)) == []
 
 
@@ -180,7 +180,7 @@ def test_the_declaration_survives_export_and_reimport(tmp_path):
 
     spec, _ = load_spec(str(DDP / "pipeline_declared.yml"))
     write_export(spec, tmp_path)
-    exported = validate_export(tmp_path)
+    exported = validate_export_fully(tmp_path)
     assert differences(leaf_jobs(load_job(DDP / "pipeline_declared.yml")), leaf_jobs(exported),
                        ) == []
     again, _ = load_spec(str(tmp_path / "pipeline.yml"))
