@@ -11,6 +11,7 @@ from mlpipe.checks import (  # noqa: F401  (registration)
     contracts,
     distribution,
     parameters,
+    placement,
     structure,
 )
 from mlpipe.checks.registry import CHECKS, Check, check, published_codes, run_checks

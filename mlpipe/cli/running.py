@@ -14,6 +14,8 @@ from mlpipe.cli.base import (
     EXIT_PROBLEMS,
     TARGET,
     assignments,
+    code_set,
+    ignore_option,
     load_graph,
     main,
     open_evidence_store,
@@ -36,25 +38,28 @@ from mlpipe.errors import UsageError
 @click.option("--local-scale", "local_scale", multiple=True, metavar="STEP=NODESxPROCS",
               help="Local: launch a distributed step with fewer nodes/processes than declared "
                    "(recorded with its topology); e.g. train_cnn=2x2.")
+@ignore_option
 @azure_options
 def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...], run_target: str,
            no_reuse: bool, max_parallel: int | None, local_scale: tuple[str, ...],
-           **azure: str | None) -> None:
+           ignore: str | None, **azure: str | None) -> None:
     """Check a pipeline, run it (here, or on Azure ML), and record everything."""
+    ignored = code_set(ignore)
     if run_target == "azure":
         if no_reuse or max_parallel is not None or local_scale:
             raise UsageError("--no-reuse, --max-parallel and --local-scale apply to --target "
                              "local only",
                              hint="control reuse on Azure ML with @component(reuse=False)")
         submit_to_workspace(target, {**assignments(inputs, "--input"),
-                                     **assignments(params, "--param")}, **azure)
+                                     **assignments(params, "--param")}, ignore=ignored, **azure)
         return
     given = sorted(AZURE_FLAGS[k] for k, v in azure.items() if v is not None)
     if given:
         raise UsageError(f"{', '.join(given)} apply to --target azure only",
                          hint="add --target azure, or drop them to run here")
     _submit_local(target, assignments(inputs, "--input"), assignments(params, "--param"),
-                  no_reuse, max_parallel, _scales(assignments(local_scale, "--local-scale")))
+                  no_reuse, max_parallel, _scales(assignments(local_scale, "--local-scale")),
+                  ignored)
 
 
 def _scales(given: dict[str, str]) -> dict[str, tuple[int, int]]:
@@ -71,13 +76,15 @@ def _scales(given: dict[str, str]) -> dict[str, tuple[int, int]]:
 
 
 def _submit_local(target: str, inputs: dict[str, str], params: dict[str, str], no_reuse: bool,
-                  max_parallel: int | None, scale: dict[str, tuple[int, int]]) -> None:
+                  max_parallel: int | None, scale: dict[str, tuple[int, int]],
+                  ignored: set[str]) -> None:
     import signal
 
     from mlpipe.backends.local.executor import LocalExecutor
     from mlpipe.diagnostics import has_errors, render_text
 
     graph, diagnostics = load_graph(target)
+    diagnostics = [d for d in diagnostics if d.code not in ignored]
     if has_errors(diagnostics):
         click.echo(render_text(diagnostics), err=True)
         click.echo("error: the pipeline has check errors; nothing was run", err=True)
@@ -90,7 +97,8 @@ def _submit_local(target: str, inputs: dict[str, str], params: dict[str, str], n
     try:
         executor = LocalExecutor(max_parallel=max_parallel, reuse=not no_reuse,
                                  local_scale=scale)
-        result = executor.submit(graph, inputs=inputs, params=params, diagnostics=diagnostics)
+        result = executor.submit(graph, inputs=inputs, params=params, diagnostics=diagnostics,
+                                 ignore=ignored)
     except KeyboardInterrupt:
         click.echo("error: interrupted; the run is recorded as interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
