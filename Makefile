@@ -57,7 +57,7 @@ test-fast: $(VENV)/.installed-dev lint
 
 # ruff: lint and import order over everything we write (configured in pyproject.toml).
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check mlpipe tests benchmarks components pipelines
+	$(BIN)/ruff check mlpipe tests benchmarks components pipelines loopback
 
 # Definition + compile + checks against azure-ai-ml, and contract validation against plain reads.
 bench: $(VENV)/.installed-dev

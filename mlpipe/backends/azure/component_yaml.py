@@ -257,7 +257,13 @@ def read_command_component(doc: Any, path: str | os.PathLike[str], *, field_pref
             problems.add(where, doc, "distribution", parsed,
                          field=f"{field_prefix}distribution")
         else:
-            distribution = parsed
+            distribution = vocabulary.read_launch_tags(parsed, doc.get("tags"))
+            if isinstance(distribution, str):
+                problems.add(where, doc, "tags", distribution, field=f"{field_prefix}tags",
+                             hint="writers: rank0, sharded or a rank number; metrics: mean, "
+                                  "sum, min, max, rank0, partial or global; backend: nccl, "
+                                  "gloo or mpi (docs/azure.md)")
+                distribution = None
     instances, sku = read_resources(where, problems, doc, f"{field_prefix}resources")
     variables = doc.get("environment_variables") or {}
     code = doc.get("code")

@@ -452,7 +452,13 @@ class _Reader:
                 self.problems.add(where, node, "distribution", dist,
                                   field=f"{field}.distribution")
             else:
-                changes["distribution"] = dist
+                # the component's own declaration (from its tags) carries over, the job's adds
+                dist = vocabulary.read_launch_tags(dist, {
+                    **vocabulary.launch_tags(spec.distribution), **(node.get("tags") or {})})
+                if isinstance(dist, str):
+                    self.problems.add(where, node, "tags", dist, field=f"{field}.tags")
+                else:
+                    changes["distribution"] = dist
         variables = node.get("environment_variables")
         if isinstance(variables, dict) and variables and node.get("component") is not None:
             merged = dict(spec.environment_variables)

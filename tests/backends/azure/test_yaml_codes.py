@@ -61,7 +61,7 @@ def test_compile_refuses_a_code_root_the_component_module_cannot_be_imported_fro
     given = {"raw": "azureml:raw:1", "split": "azureml:split:1"}
     found = export_checks(spec, inputs=given, code_root=ROOT / "components")
     assert {(d.code, d.severity.value) for d in found} == {("MP606", "error")}
-    assert any(d.message == f"component 'prepare' runs components.defect:prepare, but module "
-                            f"'components.defect' cannot be imported from the code root "
-                            f"components" for d in found), [d.message for d in found]
+    assert any(d.message == "component 'prepare' runs components.defect:prepare, but module "
+                            "'components.defect' cannot be imported from the code root "
+                            "components" for d in found), [d.message for d in found]
     assert export_checks(spec, inputs=given, code_root=ROOT) == []
