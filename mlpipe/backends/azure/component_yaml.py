@@ -210,7 +210,20 @@ def read_environment(where: Where, problems: Problems, doc: Any, base: Path,
     """The environment a component or job names, its conda file made absolute."""
     if "environment" not in doc or doc["environment"] is None:
         return None
-    env = vocabulary.parse_environment(doc["environment"])
+    value = doc["environment"]
+    if isinstance(value, str) and value.startswith("file:"):
+        # an environment defined in its own YAML file, relative to this one
+        file = (base / value.removeprefix("file:")).resolve()
+        if not file.is_file():
+            problems.add(where, doc, "environment", f"no such file: {value} (looked for {file})",
+                         hint="give the environment YAML's path relative to this file",
+                         field=field)
+            return None
+        env = read_environment(Where(str(file)), problems,
+                               {"environment": yamlfile.load(file, "an environment YAML")},
+                               file.parent, "environment")
+        return env
+    env = vocabulary.parse_environment(value)
     if env is None:
         problems.add(where, doc, "environment", f"{doc['environment']!r} is not an environment "
                      f"Azure ML reads", hint="use azureml:NAME:VERSION, azureml:NAME@latest, "

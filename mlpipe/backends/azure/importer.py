@@ -23,6 +23,7 @@ from mlpipe.backends.azure.component_yaml import (
     read_azure_only_component,
     read_command_component,
     read_component,
+    read_environment,
     read_param,
     read_port,
     read_resources,
@@ -459,6 +460,11 @@ class _Reader:
                     self.problems.add(where, node, "tags", dist, field=f"{field}.tags")
                 else:
                     changes["distribution"] = dist
+        if node.get("environment") is not None and node.get("component") is not None:
+            env = read_environment(where, self.problems, node, Path(where.file).resolve().parent,
+                                   f"{field}.environment")
+            if env is not None:  # the job runs the component in another environment
+                changes["environment"] = env
         variables = node.get("environment_variables")
         if isinstance(variables, dict) and variables and node.get("component") is not None:
             merged = dict(spec.environment_variables)

@@ -222,6 +222,9 @@ class _Writer:
 
     def environment(self, holder: dict[str, Any], source: Path, rel: str) -> None:
         env = holder.get("environment")
+        if isinstance(env, str) and env.startswith("file:"):  # its own YAML file
+            holder["environment"] = "file:" + self.path(env.removeprefix("file:"), source, rel)
+            return
         if not isinstance(env, dict):
             return
         if isinstance(env.get("conda_file"), str):
