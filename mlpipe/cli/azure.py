@@ -59,7 +59,8 @@ def compile_(target: str, out_dir: str, inputs: tuple[str, ...], default_compute
     if warnings:
         click.echo(render_text(warnings), err=True)
     export = export_pipeline(graph.spec, out_dir=out_dir, inputs=given,
-                             default_compute=default_compute, code_root=code_root)
+                             default_compute=default_compute, code_root=code_root,
+                             check=False)  # checked and reported above
     written = export.write(out_dir)
     if validate:
         from mlpipe.backends.azure.validate import validate_export

@@ -92,7 +92,7 @@ def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsServi
     experiment = experiment or spec.name
     with tempfile.TemporaryDirectory(prefix="mlpipe-azure-") as tmp:
         export = write_export(spec, tmp, inputs=inputs, default_compute=default_compute,
-                              run_id=run_id, experiment=experiment)
+                              run_id=run_id, experiment=experiment, check=False)  # checked above
         job = load_export(tmp, export.job_file)
         service.check_access()
         if store is None:
