@@ -45,29 +45,52 @@ VALID = [r["path"] for r in ROWS if r["loads"] == "yes"]
 #: The warnings mlpipe reports on the pipelines azure-ai-ml loads, each reviewed as true.
 FINDINGS = {
     # MP112: the pipeline declares an input that no job reads
-    "pipeline_jobs/hello_pipeline_job_with_registries.yml": ["MP112"],
     "pipeline_jobs/helloworld_pipeline_job_defaults.yml": ["MP112"],
     "pipeline_jobs/helloworld_pipeline_job_no_paths.yml": ["MP112"],
-    "pipeline_jobs/helloworld_pipeline_job_with_component_output.yml": ["MP112"],
     "pipeline_jobs/helloworld_pipeline_job_with_default_component.yml": ["MP112"],
     "pipeline_jobs/helloworld_pipeline_job_with_sweep_node.yml": ["MP112", "MP112"],
     "pipeline_jobs/helloworld_pipeline_job_with_sweep_node_register_output.yml":
         ["MP112", "MP112"],
+    # MP801 too: an environment named without a version (@latest) moves between runs
+    "pipeline_jobs/hello_pipeline_job_with_registries.yml": ["MP112", "MP801"],
+    "pipeline_jobs/hello-pipeline-abc.yml": ["MP801"],
+    "pipeline_jobs/pipeline_job_init_finalize.yaml": ["MP801"],
+    "pipeline_jobs/serverless_compute/all_types/command/pipeline.yml": ["MP801"],
+    "pipeline_jobs/serverless_compute/pipeline_with_command.yml": ["MP801"],
+    "pipeline_jobs/serverless_compute/pipeline_with_queue_settings.yml": ["MP801"],
+    # MP802: data read from a URL or a datastore path, which can change behind the same text
+    "pipeline_jobs/helloworld_pipeline_job_data_options.yml": ["MP802"] * 7,
+    "pipeline_jobs/mixed_output_path_setting.yaml": ["MP802"],
+    "pipeline_jobs/node_output_path_setting.yaml": ["MP802"],
+    "pipeline_jobs/helloworld_pipeline_job_with_component_output.yml": ["MP112", "MP802"],
+    # MP803: an image with no tag or the tag latest, which is moved to newer builds
+    "pipeline_jobs/helloworld_pipeline_job_environment_variable.yml": ["MP803", "MP803"],
+    "pipeline_jobs/serverless_compute/all_types/sweep/node_serverless_compute.yml": ["MP803"],
+    "pipeline_jobs/serverless_compute/all_types/sweep/pipeline.yml": ["MP803"],
+    "pipeline_jobs/serverless_compute/none_pipeline_default_compute_valid/pipeline.yml":
+        ["MP803"],
     # MP604 too: job_in_number 10.01 feeds integer inputs; Azure ML reads it as 10
     "pipeline_jobs/helloworld_pipeline_job_inline_comps.yml": ["MP112", "MP604", "MP604"],
     # MP602: a declared pipeline output that no job binds (registered, but never written)
-    "pipeline_jobs/helloworld_pipeline_job_register_node_output_name_version.yaml": ["MP602"],
-    "pipeline_jobs/helloworld_pipeline_job_register_pipeline_and_node_output.yaml": ["MP602"],
+    "pipeline_jobs/helloworld_pipeline_job_register_node_output_name_version.yaml":
+        ["MP602", "MP802"],
+    "pipeline_jobs/helloworld_pipeline_job_register_pipeline_and_node_output.yaml":
+        ["MP602", "MP802"],
     "pipeline_jobs/helloworld_pipeline_job_register_pipeline_output_name_version.yaml":
-        ["MP602"],
+        ["MP602", "MP802"],
     "pipeline_jobs/helloworld_pipeline_job_with_command_job_with_inputs_outputs.yml":
-        ["MP112", "MP112", "MP602"],
+        ["MP112", "MP112", "MP602"] + ["MP802"] * 5,
     "pipeline_jobs/helloworld_pipeline_job_with_registered_component_output_binding_to_"
     "inline_job_input.yml": ["MP602", "MP602"],
     # MP513: distributed components (9, 16, 5 processes) with an output but no writer declared
     "pipeline_jobs/helloworld_pipeline_job_with_distribution_component.yml":
         ["MP513", "MP513", "MP513"],
-    # MP512: instance_count 2 on a component with no distribution: one node works, one idles
+}
+#: The errors: true too, and the reason `mlpipe compile` refuses the pipeline unless told
+#: `--ignore` them (the round trip below exports it regardless).
+ERRORS = {
+    # MP512: instance_count 2 on `echo Hello World` with no distribution: one node works,
+    # the other idles (the guides' "pay for four nodes, train on one")
     "pipeline_jobs/serverless_compute/none_pipeline_default_compute_valid/pipeline.yml":
         ["MP512", "MP512", "MP512", "MP512"],
 }
@@ -85,7 +108,8 @@ def _read(path: str):
 @pytest.mark.parametrize("path", VALID)
 def test_every_pipeline_azure_ai_ml_loads_is_read_and_checks_with_no_false_positive(path):
     _, diagnostics = _read(path)
-    assert [d for d in diagnostics if d.severity.value == "error"] == []
+    assert sorted(d.code for d in diagnostics if d.severity.value == "error") == sorted(
+        ERRORS.get(path, []))
     assert sorted(d.code for d in diagnostics if d.severity.value == "warning") == sorted(
         FINDINGS.get(path, []))
 
@@ -124,7 +148,7 @@ def _measure(path: str, out: pathlib.Path) -> Outcome:
     outcome.errors = sorted(d.code for d in diagnostics if d.severity.value == "error")
     outcome.warnings = sorted(d.code for d in diagnostics if d.severity.value == "warning")
     if loads:
-        export = write_export(spec, out)
+        export = write_export(spec, out, check=False)  # the errors are counted apart
         outcome.differences = field_differences(original, load_job(out / export.job_file))
     return outcome
 
@@ -156,7 +180,7 @@ def figure(outcomes: dict[str, Outcome]) -> str:
     read = [o for o in valid if o.refusal is None]
     clean = [o for o in read if not o.errors]
     same = [o for o in read if o.differences == []]
-    refused = [o for o in valid if o.refusal is not None]
+    refused = [o for o in valid if o.refusal is not None or o.errors]
     warnings = sorted(c for o in read for c in o.warnings)
     rejected = [o for o in outcomes.values() if not o.loads]
     rejected_refused = [o for o in rejected if o.refusal is not None]
@@ -177,8 +201,14 @@ def figure(outcomes: dict[str, Outcome]) -> str:
         + "), each reviewed as true and pinned per file in `tests/backends/azure/"
           "test_corpus.py`.",
     ]
+    if refused:
+        lines.append("")
     for o in refused:
-        lines.append(f"- refused: `{o.path}`: {o.refusal}")
+        why = o.refusal or (", ".join(f"{c} x{o.errors.count(c)}" for c in sorted(set(o.errors)))
+                            + f" (check errors: `mlpipe compile` refuses it unless given "
+                              f"`--ignore {','.join(sorted(set(o.errors)))}`; exported "
+                              f"regardless, it round-trips)")
+        lines.append(f"- refused: `{o.path}`: {why}")
     lines += ["", f"Of the {len(rejected)} that azure-ai-ml rejects, mlpipe reads "
                   f"{len(rejected) - len(rejected_refused)} (it reports what is wrong with "
                   f"them as findings) and refuses {len(rejected_refused)}:"]
