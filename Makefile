@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check
 
-.PHONY: demo test test-fast lint bench bench-local bench-azure bench-evidence golden clean
+.PHONY: demo test test-fast lint bench bench-local bench-azure bench-evidence bench-runtime golden clean
 
 # pip 23 cannot resolve azure-ai-ml's dependencies: upgrade pip inside the venv first.
 $(BIN)/python:
@@ -76,6 +76,11 @@ bench-azure: $(VENV)/.installed-dev
 # docs/performance.md).
 bench-evidence: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_evidence.py
+
+# The step runtime's cost to a step body: observation, the record, output digests (figures in
+# docs/performance.md).
+bench-runtime: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bench_runtime.py
 
 # Regenerate every golden file (tests/golden/: diagnostics, drawings, evidence bundles, Azure ML
 # YAML; the corpus figure in docs/azure.md, measured on ../shared/corpus) after an intended

@@ -272,6 +272,17 @@ MODULE_OUTSIDE_CODE_ROOT = _code(
     "A function component's module cannot be imported from the folder uploaded as its code, "
     "so its step would fail on Azure ML with ModuleNotFoundError.")
 
+# --- MP630-MP639: placement: what crosses compute kinds, what an environment must hold
+#     (mlpipe.checks.placement)
+MODEL_DEVICE_CROSSES_COMPUTE = _code(
+    "MP630", "model-device-crosses-compute", WARNING,
+    "A step on CPU-only compute loads a model trained on GPU compute whose contract does not say "
+    "its tensors are saved on the CPU.")
+ENVIRONMENT_WITHOUT_MLPIPE = _code(
+    "MP631", "environment-without-mlpipe", WARNING,
+    "A function step's environment has a conda file that does not list mlpipe, which its "
+    "command runs.")
+
 # --- MP700-MP709: findings of the evidence bundle (mlpipe.evidence.findings)
 CANDIDATE_NOT_EVALUATED = _code(
     "MP701", "candidate-not-evaluated", ERROR,

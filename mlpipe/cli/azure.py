@@ -156,10 +156,11 @@ def sync(run: str, fmt: str, workspace_name: str | None, resource_group: str | N
     """
     import json
 
-    from mlpipe.backends.azure.ingest import find_azure_run, record_sync
+    from mlpipe.backends.azure.ingest import find_azure_run, outputs_to_fetch, record_sync
     from mlpipe.backends.azure.service import MLClientService
     from mlpipe.backends.azure.sync import sync_run
     from mlpipe.evidence import open_store
+    from mlpipe.evidence.config import locate
 
     flags = {"subscription_id": subscription_id, "resource_group": resource_group,
              "workspace_name": workspace_name}
@@ -169,7 +170,9 @@ def sync(run: str, fmt: str, workspace_name: str | None, resource_group: str | N
             found = find_azure_run(s, run)
             run_id, job_name, options = found.id, found.options["job_name"], dict(found.options)
         workspace = _recorded_workspace(options, flags, config)
-        synced = sync_run(job_name, _service(MLClientService, workspace))
+        synced = sync_run(job_name, _service(MLClientService, workspace),
+                          fetch=outputs_to_fetch(options),
+                          into=locate().home / "downloads" / run_id)
         outcome = record_sync(store, run_id, synced)
     finally:
         store.close()

@@ -251,10 +251,21 @@ class Store:
                                    {"size": size, "file_count": file_count, "mutable": mutable})
 
     def artifact(self, digest: str, kind: str, size: int, file_count: int,
-                 location: str) -> m.Artifact:
-        return self._get_or_create(m.Artifact, {"digest": digest},
-                                   {"kind": kind, "size": size, "file_count": file_count,
-                                    "location": location})
+                 location: str, files: list[dict[str, Any]] | None = None) -> m.Artifact:
+        """The artifact with content ``digest`` (created with these values when new).
+
+        ``files``: each file's ``{name, size, sha256, blake3}`` where they are not at
+        ``location`` to hash (an Azure ML output); added to a known artifact that has none.
+        """
+        art = self._get_or_create(m.Artifact, {"digest": digest},
+                                  {"kind": kind, "size": size, "file_count": file_count,
+                                   "location": location, "files": files})
+        if files is not None and art.files is None:
+            with self.session() as s:
+                s.execute(update(m.Artifact).where(m.Artifact.id == art.id)
+                          .values(files=files))
+            art.files = files
+        return art
 
     # --- runs and step runs -----------------------------------------------------------------
 
