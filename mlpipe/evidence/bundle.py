@@ -241,6 +241,7 @@ def build(s: Session, candidate: m.CandidateRow, *, hash_model: bool = True) -> 
         "pipeline": {"name": run.pipeline_name, "digest": run.pipeline_digest},
         "code": None if run.code_revision is None else {
             "commit": run.code_revision.commit, "dirty": run.code_revision.dirty},
+        "ci": (run.options or {}).get("ci"),
         "snapshots": snapshots,
         "steps": steps,
         "artifacts": [artifacts[d] for d in sorted(artifacts)],

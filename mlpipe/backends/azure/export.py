@@ -273,7 +273,7 @@ def export_pipeline(spec: PipelineSpec, *, out_dir: str | os.PathLike[str] = "."
                     inputs: Mapping[str, Any] | None = None, default_compute: str | None = None,
                     code_root: str | os.PathLike[str] | None = None,
                     run_id: str | None = None, experiment: str | None = None,
-                    check: bool = True) -> Export:
+                    check: bool = True, tags: Mapping[str, str] | None = None) -> Export:
     """Azure ML CLI v2 documents for ``spec``: ``pipeline.yml`` and one file per component.
 
     Args:
@@ -287,6 +287,7 @@ def export_pipeline(spec: PipelineSpec, *, out_dir: str | os.PathLike[str] = "."
         experiment: the Azure ML experiment name; the pipeline's name by default.
         check: run every check first and refuse a pipeline with an error, as ``mlpipe
             compile`` does (False when the caller has checked it already).
+        tags: more tags for the job (``submit`` adds the CI provenance, ``mlpipe.ci.*``).
 
     Returns:
         An ``Export``; ``export.write(out_dir)`` writes it.
@@ -304,7 +305,8 @@ def export_pipeline(spec: PipelineSpec, *, out_dir: str | os.PathLike[str] = "."
     if check:
         _refuse_check_errors(spec)
     try:
-        return _export(spec, out_dir, inputs, default_compute, code_root, run_id, experiment)
+        return _export(spec, out_dir, inputs, default_compute, code_root, run_id, experiment,
+                       tags)
     except UsageError as err:  # a value that does not fit its parameter, say
         raise ExportError(err.message, hint=err.hint, file=err.file, line=err.line) from None
 
@@ -366,10 +368,11 @@ def _refuse_check_errors(spec: PipelineSpec) -> None:
 
 def _export(spec: PipelineSpec, out_dir: str | os.PathLike[str], inputs: Any,
             default_compute: str | None, code_root: Any, run_id: str | None,
-            experiment: str | None) -> Export:
+            experiment: str | None, more_tags: Mapping[str, str] | None = None) -> Export:
     given = dict(inputs or {})
     if spec.origin is not None:
-        return _as_read(spec, Path(out_dir), given, default_compute, run_id, experiment)
+        return _as_read(spec, Path(out_dir), given, default_compute, run_id, experiment,
+                        more_tags)
     ctx = _Context(Path(out_dir), None if code_root is None else Path(code_root))
     unknown = sorted(set(given) - {i.name for i in spec.inputs})
     if unknown:
@@ -393,7 +396,7 @@ def _export(spec: PipelineSpec, out_dir: str | os.PathLike[str], inputs: Any,
         tags["mlpipe.candidate"] = canonical_json(spec.candidate.to_dict())
     if run_id:
         tags["mlpipe.run_id"] = run_id
-    job["tags"] = tags
+    job["tags"] = {**tags, **(more_tags or {})}
     if default_ref:
         job["settings"] = {"default_compute": default_ref}
     job_inputs = {}
@@ -475,11 +478,12 @@ def _module_file_under(root: Path, module: str) -> Path | None:
 
 def _as_read(spec: PipelineSpec, out_dir: Path, given: dict[str, Any],
              default_compute: str | None, run_id: str | None,
-             experiment: str | None) -> Export:
+             experiment: str | None, more_tags: Mapping[str, str] | None = None) -> Export:
     """A pipeline read from Azure ML YAML, written back as it was read (see ``writeback``)."""
     tags = {"mlpipe.pipeline": spec.name, "mlpipe.pipeline_digest": spec.digest}
     if run_id:
         tags["mlpipe.run_id"] = run_id
+    tags.update(more_tags or {})
     job, files = writeback.written_back(spec, out_dir, given, default_compute, tags, experiment)
     notes = []
     only = sorted({f"{s.name} ({s.target.azure_only})" for s in _leaf_steps(spec)

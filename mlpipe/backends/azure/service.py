@@ -317,8 +317,22 @@ class MLClientService:
         self._service_url()
 
     def create(self, job: Any, experiment: str) -> dict[str, Any]:
-        created = self._call("submit the pipeline job", self.client.jobs.create_or_update, job,
-                             experiment_name=experiment)
+        import contextlib
+        import io
+        import sys
+
+        # azure-ai-ml prints a color reset and blank lines to stderr after each code upload,
+        # even with show_progress=False; pass on only what says something.
+        printed = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(printed):
+                created = self._call("submit the pipeline job",
+                                     self.client.jobs.create_or_update, job,
+                                     experiment_name=experiment)
+        finally:
+            said = re.sub(r"\x1b\[[0-9;]*m", "", printed.getvalue()).strip()
+            if said:
+                print(said, file=sys.stderr)
         return job_payload(created)
 
     def get(self, name: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from mlpipe.backends.azure.workspace import Workspace
 from mlpipe.checks import check_pipeline
 from mlpipe.diagnostics import Diagnostic, has_errors
 from mlpipe.errors import MlpipeError, UsageError
+from mlpipe.evidence.ci import ci_provenance, ci_tags
 from mlpipe.evidence.store import Store, new_id
 from mlpipe.spec import PipelineSpec
 
@@ -34,11 +35,13 @@ class SubmittedRun:
     pipeline: str
     pipeline_digest: str
     workspace: Workspace
+    ci: dict[str, str | None] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "job_name": self.job_name, "studio_url": self.studio_url,
                 "status": self.status, "experiment": self.experiment, "pipeline": self.pipeline,
-                "pipeline_digest": self.pipeline_digest, "workspace": self.workspace.arm_id}
+                "pipeline_digest": self.pipeline_digest, "workspace": self.workspace.arm_id,
+                "ci": self.ci}
 
 
 class ChecksFailed(UsageError):
@@ -90,9 +93,11 @@ def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsServi
         raise ChecksFailed(diagnostics)
     run_id = run_id or new_id("r", 5)
     experiment = experiment or spec.name
+    ci = ci_provenance()
     with tempfile.TemporaryDirectory(prefix="mlpipe-azure-") as tmp:
         export = write_export(spec, tmp, inputs=inputs, default_compute=default_compute,
-                              run_id=run_id, experiment=experiment, check=False)  # checked above
+                              run_id=run_id, experiment=experiment, check=False,  # checked above
+                              tags=ci_tags(ci))
         job = load_export(tmp, export.job_file)
         service.check_access()
         if store is None:
@@ -102,7 +107,7 @@ def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsServi
 
             record.begin_azure_run(store, graph, run_id=run_id, workspace=workspace,
                                    experiment=experiment, inputs=inputs,
-                                   default_compute=default_compute)
+                                   default_compute=default_compute, ci=ci)
             try:
                 created = parse_job(service.create(job, experiment))
             except BaseException as exc:
@@ -113,4 +118,4 @@ def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsServi
                 raise
             record.mark_submitted(store, run_id, created)
     return SubmittedRun(run_id, created.name, created.studio_url, created.status, experiment,
-                        spec.name, spec.digest, workspace)
+                        spec.name, spec.digest, workspace, ci)

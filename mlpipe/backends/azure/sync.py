@@ -171,7 +171,8 @@ def parse_run(payload: dict[str, Any]) -> JobRecord:
         created_at=payload.get("createdUtc"), tags=tags, outputs=outputs,
         output_types=output_types, reused_node=props.get(REUSED_NODE),
         started_at=payload.get("startTimeUtc"), finished_at=payload.get("endTimeUtc"),
-        message=error.get("message") if isinstance(error, dict) else None)
+        message=(error.get("message") if isinstance(error, dict) else None)
+        or payload.get("cancelationReason"))
 
 
 def parse_metrics(payload: dict[str, Any]) -> dict[str, float]:
@@ -300,20 +301,32 @@ def _single(path: Path) -> Path:
 
 
 def _leaf_jobs(name: str, service: Any, prefix: str, fetch: dict[str, set[str]],
-               into: Path | None) -> list[JobRecord]:
+               into: Path | None, details: bool = True) -> list[JobRecord]:
     steps = []
     for child in service.children(name):
         record = parse_run(child)
         node = prefix + (record.node or record.name)
         if (record.job_type or "").lower() == "pipeline":
             # mlpipe flattens nested pipelines: their steps are "outer.inner"
-            steps += _leaf_jobs(record.name, service, node + ".", fetch, into)
+            steps += _leaf_jobs(record.name, service, node + ".", fetch, into, details)
+            continue
+        if not details:
+            steps.append(replace(record, node=node))
             continue
         record = replace(_with_record(_with_mlflow(record, service), service), node=node)
         if into is not None and fetch.get(node):
             record = _download(record, service, fetch[node], into)
         steps.append(record)
     return steps
+
+
+def job_progress(job_name: str, service: Any) -> SyncedRun:
+    """The pipeline job and its steps' statuses as they stand, without MLflow metrics, step
+    records or downloads (what a client following the job polls; ``sync_run`` reads
+    everything)."""
+    pipeline = parse_job(service.get(job_name))
+    steps = _leaf_jobs(job_name, service, "", {}, None, details=False)
+    return SyncedRun(pipeline, sorted(steps, key=lambda s: s.node or s.name))
 
 
 def sync_run(job_name: str, service: Any, *, fetch: dict[str, set[str]] | None = None,
