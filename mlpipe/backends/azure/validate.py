@@ -24,8 +24,15 @@ from mlpipe.backends.azure.skeleton import Skeleton, skeleton
 from mlpipe.errors import ExportError
 
 
-def _quiet_azure() -> None:
-    # azure-ai-ml prints "experimental class" notices on import; they are not the user's concern.
+def quiet_azure_ai_ml() -> None:
+    """Import azure-ai-ml and keep its notices ("Class X: This is an experimental class ...",
+    printed when it builds its schemas) off the user's terminal; its errors still show.
+
+    azure-ai-ml sets its logger to INFO with its own stderr handler when it is imported, so
+    the level is set after the import, not before.
+    """
+    import azure.ai.ml  # noqa: F401  (its import installs the handler quieted below)
+
     logging.getLogger("azure.ai.ml").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore", module=r"azure\.ai\.ml.*")
 
@@ -36,7 +43,7 @@ def load_export(out_dir: str | os.PathLike[str], pipeline_file: str = "pipeline.
     Raises:
         ExportError: azure-ai-ml rejects a file, with its message.
     """
-    _quiet_azure()
+    quiet_azure_ai_ml()
     from azure.ai.ml import load_job
 
     path = Path(out_dir) / pipeline_file
@@ -77,7 +84,7 @@ def validate_export(out_dir: str | os.PathLike[str], pipeline_file: str = "pipel
         load_export(out_dir, pipeline_file)  # azure-ai-ml's own message for what it is
         raise ExportError(f"azure-ai-ml cannot load {path}: not a pipeline job", file=str(path))
     kept = skeleton(document)
-    _quiet_azure()
+    quiet_azure_ai_ml()
     from azure.ai.ml import load_job
 
     try:
@@ -109,7 +116,7 @@ def validate_export_fully(out_dir: str | os.PathLike[str], pipeline_file: str = 
 
 
 def _validate_components(out_dir: str | os.PathLike[str]) -> None:
-    _quiet_azure()
+    quiet_azure_ai_ml()
     from azure.ai.ml import load_component
 
     for path in sorted((Path(out_dir) / "components").glob("*.yml")):
@@ -139,11 +146,14 @@ def _also(kept: Skeleton, text: str) -> str:
 def _raise_if_failed(result: Any, path: Path, kept: Skeleton | None = None) -> None:
     if result.passed:
         return
-    problems = "; ".join(f"{e.get('path', '?')}: {e.get('message', '')}"
-                         for e in result._to_dict().get("errors", []))
+    errors = result._to_dict().get("errors", [])
+    problems = "; ".join(f"{e.get('path', '?')}: {e.get('message', '')}" for e in errors)
+    hint = None
+    if any(e.get("message") == "Compute not set" for e in errors):
+        hint = "the job names no compute: pass --compute NAME (a cluster, or serverless)"
     also = _also(kept, problems) if kept is not None else ""
     raise ExportError(f"azure-ai-ml's validation rejects {path}: {problems}{also}",
-                      file=str(path))
+                      file=str(path), hint=hint)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -244,7 +254,7 @@ def _read_all(fd: int) -> bytes:
 
 def _serve(request_fd: int, reply_fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _quiet_azure()
+    quiet_azure_ai_ml()
     import azure.ai.ml  # noqa: F401  (the second and a half this process exists for)
 
     request = _read_all(request_fd)

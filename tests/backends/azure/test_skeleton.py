@@ -26,7 +26,7 @@ from mlpipe.backends.azure import yamlfile
 from mlpipe.backends.azure.export import write_export
 from mlpipe.backends.azure.skeleton import job_form, skeleton
 from mlpipe.backends.azure.validate import Validation, validate_export, validate_export_fully
-from mlpipe.backends.azure.validate import _quiet_azure as quiet
+from mlpipe.backends.azure.validate import quiet_azure_ai_ml as quiet
 from mlpipe.errors import ExportError
 from pipelines.defect_classifier import defect_classifier
 from pipelines.defect_classifier_ddp import defect_classifier_ddp
@@ -359,3 +359,31 @@ def test_a_validation_whose_process_died_runs_here(tmp_path):
         os.kill(validation.pid, 9)
     assert validation.run(out) == {"jobs": 6, "forms": 4}
     assert validation.pid is None
+
+
+# --- third-party YAML: every corpus pipeline mlpipe reads and writes back -----------------------
+
+def _corpus_pipelines() -> list[str]:
+    from backends.azure import test_corpus
+
+    return test_corpus.VALID if test_corpus.CORPUS is not None else []
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _corpus_pipelines(), reason="the third-party corpus is absent: "
+                    "../shared/corpus/azure-ai-ml-test-configs (or MLPIPE_CORPUS)")
+@pytest.mark.parametrize("path", _corpus_pipelines())
+def test_corpus_exports_validate_alike_whole_and_as_skeletons(path, tmp_path):
+    from backends.azure.test_corpus import CORPUS
+    from mlpipe.errors import MlpipeError
+    from mlpipe.loader import load_spec
+
+    try:
+        spec, _ = load_spec(str(CORPUS / path))
+    except MlpipeError:
+        pytest.skip("mlpipe refuses to read it (test_corpus.py counts the refusals)")
+    export = write_export(spec, tmp_path, check=False)
+    if export.job_file != "pipeline.yml":
+        pytest.skip("a command job, not a pipeline job")
+    whole, kept = _verdicts(tmp_path)
+    assert whole == kept
