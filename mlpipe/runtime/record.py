@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
 import threading
 import time
@@ -34,6 +33,12 @@ SAVE_EVERY_S = 1.0
 #: Layers a failure is attributed to (docs/step-record.md, "failure").
 LAYERS = ("input-contract", "step-code", "launch", "output-completeness", "output-contract",
           "runtime")
+
+
+def _hostname() -> str:
+    import socket  # here, not at import: every component module imports the runtime
+
+    return socket.gethostname()
 
 
 def now() -> str:
@@ -112,7 +117,7 @@ class RankPart:
         self.dirty = False
         self.data: dict[str, Any] = {
             "format": f"{FORMAT}.rank", "version": VERSION, **who,
-            "host": socket.gethostname(), "pid": os.getpid(),
+            "host": _hostname(), "pid": os.getpid(),
             "python": sys.version.split()[0], "started_at": now(), "finished_at": None,
             "status": "running", "failure": None, "launch": None, "inputs": {},
             "metrics": [], "reductions": [], "consumed": [], "population": [],
