@@ -19,6 +19,7 @@ import blake3
 
 ALGO = "blake3"
 _MMAP_FROM = 1 << 20          # files this large are hashed from a memory map, multithreaded
+_SMALL_READ = 1 << 16         # a file shorter than this is read in one os.read
 _RACY_SECONDS = 2.0           # a file modified this recently may change again within its mtime
 _FOLDER_HEADER = b"mlpipe-folder-v1\n"
 
@@ -119,6 +120,21 @@ class StatCache:
                           if p == root or p.startswith(prefix)})
         return found
 
+    def knows(self, root: str) -> bool:
+        """Whether any file at or under ``root`` is remembered (one indexed lookup)."""
+        prefix = root + os.sep
+        with self._lock:
+            if any(p == root or p.startswith(prefix) for p in self._pending):
+                return True
+            if self._db is None:
+                return False
+            try:
+                return self._db.execute(
+                    "SELECT 1 FROM stat WHERE path = ? OR (path >= ? AND path < ?) LIMIT 1",
+                    (root, prefix, root + chr(ord(os.sep) + 1))).fetchone() is not None
+            except sqlite3.Error:
+                return False
+
     def folder(self, root: str) -> FolderEntry | None:
         """The remembered digest of folder ``root`` with the listing it was taken from."""
         with self._lock:
@@ -208,28 +224,104 @@ def snapshot(path: str | os.PathLike[str], cache: StatCache | None = None) -> Sn
         if cache is not None and fresh:
             cache.remember(fresh)
         return Snapshot(f"{ALGO}:{digest}", st.st_size, 1, "file")
-    rows, paths = _walk(root)
-    listing = ""
-    if cache is not None:
-        # the fingerprint of the stat listing: equal to a remembered one, nothing changed
-        listing = blake3.blake3(pickle.dumps(rows, protocol=5)).hexdigest()
-        hit = cache.folder(root)
-        if hit is not None and hit[0] == listing:
+    if cache is None:
+        return _hash_folder(sorted(_names(root)))[0]
+    hit = cache.folder(root)
+    if hit is None and not cache.knows(root):  # nothing of it remembered: read every file
+        listed = _names(root)
+        order = sorted(range(len(listed)), key=listed.__getitem__)
+        files = [listed[i] for i in order]
+        result, sorted_rows, digests = _hash_folder(files, stat=True)
+        rows = [None] * len(order)  # back in the order the file system lists them
+        for i, row in zip(order, sorted_rows):
+            rows[i] = row
+        listing = _listing(rows)
+        fresh = {path: (*row[1:], digest)
+                 for (_, path), row, digest in zip(files, sorted_rows, digests)
+                 if row[2] < settled and row[3] < settled}
+    else:
+        rows, paths = _walk(root)
+        listing = _listing(rows)
+        if hit is not None and hit[0] == listing:  # the same stat listing: nothing changed
             return Snapshot(hit[1], hit[2], hit[3], "folder")
-    known = cache.tree(root) if cache is not None else {}
-    fresh = {}
-    manifest = blake3.blake3(_FOLDER_HEADER)
-    size = 0
-    for row, abspath in sorted(zip(rows, paths)):
-        digest = _digest_of(abspath, row, known, fresh, settled)
-        manifest.update(f"{row[0]}\0{row[1]}\0{digest}\n".encode())
-        size += row[1]
-    result = Snapshot(f"{ALGO}:{manifest.hexdigest()}", size, len(rows), "folder")
-    if cache is not None:
-        whole = all(r[2] < settled and r[3] < settled for r in rows)
-        cache.remember(fresh, {root: (listing, result.digest, size, len(rows))}
-                       if whole else None)
+        known = cache.tree(root)
+        fresh = {}
+        manifest = blake3.blake3(_FOLDER_HEADER)
+        size = 0
+        for row, abspath in sorted(zip(rows, paths)):
+            digest = _digest_of(abspath, row, known, fresh, settled)
+            manifest.update(f"{row[0]}\0{row[1]}\0{digest}\n".encode())
+            size += row[1]
+        result = Snapshot(f"{ALGO}:{manifest.hexdigest()}", size, len(rows), "folder")
+    whole = all(r[2] < settled and r[3] < settled for r in rows)
+    cache.remember(fresh, {root: (listing, result.digest, result.size, len(rows))}
+                   if whole else None)
     return result
+
+
+def _listing(rows: list[Row]) -> str:
+    """The fingerprint of a folder's stat listing (rows in the order the file system lists
+    them): equal to a remembered one, nothing in the folder changed."""
+    return blake3.blake3(pickle.dumps(rows, protocol=5)).hexdigest()
+
+
+def _names(root: str) -> list[tuple[str, str]]:
+    """Every file under ``root`` as (relative posix path, absolute path), in the order the file
+    system lists them (as ``_walk``); no stat."""
+    found: list[tuple[str, str]] = []
+    stack = [("", root)]
+    while stack:
+        rel, folder = stack.pop()
+        with os.scandir(folder) as it:
+            for entry in it:
+                if entry.is_dir():
+                    stack.append((f"{rel}{entry.name}/", entry.path))
+                elif entry.is_file():
+                    found.append((rel + entry.name, entry.path))
+    return found
+
+
+def _hash_folder(files: list[tuple[str, str]], *, stat: bool = False
+                 ) -> tuple[Snapshot, list[Row], list[str]]:
+    """The snapshot of a folder holding ``files`` (sorted (relative path, absolute path)
+    pairs), every file read whole, with each file's digest and, with ``stat``, its row (the
+    open file's stat). One tight loop: this is most of what many small files cost."""
+    b3, read, close, open_, fstat = blake3.blake3, os.read, os.close, os.open, os.fstat
+    lines: list[str] = []
+    rows: list[Row] = []
+    digests: list[str] = []
+    total = 0
+    for rel, path in files:
+        fd = open_(path, _READ_FLAGS)
+        try:
+            if stat:
+                st = fstat(fd)
+                rows.append((rel, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+            data = read(fd, _SMALL_READ)
+            size = len(data)
+            if size < _SMALL_READ:
+                digest = b3(data).hexdigest()
+            else:  # a larger file
+                size = fstat(fd).st_size
+                if size >= _MMAP_FROM:
+                    digest = hash_file(path, size)
+                else:
+                    hasher = b3(data)
+                    size = len(data)
+                    while chunk := read(fd, 1 << 20):
+                        hasher.update(chunk)
+                        size += len(chunk)
+                    digest = hasher.hexdigest()
+        finally:
+            close(fd)
+        if stat:
+            size = rows[-1][1]  # the manifest records the stat size, as the cache does
+        lines.append(f"{rel}\0{size}\0{digest}\n")
+        digests.append(digest)
+        total += size
+    manifest = blake3.blake3(_FOLDER_HEADER)
+    manifest.update("".join(lines).encode())
+    return Snapshot(f"{ALGO}:{manifest.hexdigest()}", total, len(files), "folder"), rows, digests
 
 
 def _digest_of(abspath: str, row: Row, known: dict[str, Entry], fresh: dict[str, Entry],

@@ -5,6 +5,8 @@ import os
 import time
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mlpipe.backends.local.cas import ArtifactStore
 from mlpipe.digests import snapshot as snap_mod
@@ -117,3 +119,57 @@ def test_a_folder_with_a_just_written_file_is_not_remembered_whole(folder, tmp_p
     (folder / "fresh.txt").write_text("now")
     snapshot(folder, cache)
     assert cache.folder(str(folder)) is None
+
+
+def _reference(root) -> str:
+    # the folder digest as documented: a sorted manifest of path, size and file digest
+    import blake3
+
+    lines = []
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            path = os.path.join(folder, name)
+            rel = os.path.relpath(path, root).replace(os.sep, "/")
+            with open(path, "rb") as fh:
+                data = fh.read()
+            lines.append((rel, len(data), blake3.blake3(data).hexdigest()))
+    manifest = blake3.blake3(b"mlpipe-folder-v1\n")
+    for rel, size, digest in sorted(lines):
+        manifest.update(f"{rel}\0{size}\0{digest}\n".encode())
+    return "blake3:" + manifest.hexdigest()
+
+
+SIZES = [0, 1, 4096, (1 << 16) - 1, 1 << 16, (1 << 16) + 1, 200_000, (1 << 20) + 3]
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(files=st.dictionaries(
+    st.lists(st.from_regex(r"[a-z0-9_.-]{1,8}", fullmatch=True).filter(
+        lambda n: n not in (".", "..")), min_size=1, max_size=3).map("/".join),
+    st.sampled_from(SIZES), min_size=1, max_size=12))
+def test_every_route_gives_the_documented_digest(tmp_path_factory, files):
+    # no cache (verify, outputs), a cold cache (a first run's inputs), a warm one (answered
+    # from the stat listing) and a warm one after a change (per-file lookups)
+    root = tmp_path_factory.mktemp("tree")
+    written = set()
+    for rel, size in sorted(files.items()):
+        path = root / rel
+        try:  # a name already taken by a file or a folder is left out
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(os.urandom(size))
+        except (FileExistsError, IsADirectoryError, NotADirectoryError):
+            continue
+        written.add(rel)
+    _age(root)
+    expected = _reference(root)
+    assert snapshot(root).digest == expected
+    cache = StatCache(root.parent / f"{root.name}.sqlite")
+    assert snapshot(root, cache).digest == expected
+    cache.flush()
+    assert snapshot(root, cache).digest == expected
+    first = root / sorted(written)[0]
+    first.write_bytes(first.read_bytes() + b"!")
+    _age(root)
+    expected = _reference(root)
+    assert snapshot(root, cache).digest == expected == snapshot(root).digest
