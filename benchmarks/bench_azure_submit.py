@@ -28,6 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from goals import Goals  # noqa: E402
+
 COMPONENTS = '''
 from mlpipe import Compute, Environment, Input, Output, Param, component
 
@@ -112,7 +114,7 @@ def measure(n: int, folder: Path, loopback: dict) -> dict:
     return {"n": n, "total_s": total, "mlpipe_s": mlpipe_own, **parts}
 
 
-def main(sizes: list[int]) -> None:
+def main(sizes: list[int], goals: Goals) -> None:
     logging.getLogger("azure").setLevel(logging.CRITICAL)
     warnings.filterwarnings("ignore")
     server = subprocess.Popen([sys.executable, "-m", "loopback.azureml"], cwd=ROOT,
@@ -141,7 +143,20 @@ def main(sizes: list[int]) -> None:
               f"{r['mlpipe_s'] / r['total_s']:.0%} |")
     print(f"\nloopback service (all sizes): {stats['requests']} requests, "
           f"{stats['answering_s']:.2f} s answering; {stats['by_kind']}")
+    for r in rows:
+        # "mlpipe's share small", read as at most a tenth of the submission
+        goals.check(f"mlpipe's own share of submitting {r['n']:,} steps",
+                    r["mlpipe_s"] / r["total_s"], "<=", 0.10, unit="of the wall time",
+                    detail=f"{r['mlpipe_s']:.2f} s of {r['total_s']:.2f} s")
+    goals.save()
 
 
 if __name__ == "__main__":
-    main([int(a) for a in sys.argv[1:]] or [100, 1000])
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sizes", type=int, nargs="*")
+    parser.add_argument("--quick", action="store_true", help="30 steps only")
+    Goals.add_argument(parser)
+    args = parser.parse_args()
+    main(args.sizes or ([30] if args.quick else [100, 1000]), Goals.from_args(args))

@@ -16,6 +16,7 @@ import sys
 import time
 
 import networkx as nx
+from goals import Goals
 
 from mlpipe import Input, Output, component, pipeline
 from mlpipe.checks import check_pipeline
@@ -107,9 +108,12 @@ def timed(fn, *args, repeat: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="10 and 100 steps only")
+    parser.add_argument("--quick", action="store_true",
+                        help="10, 100 and 1,000 steps; azure-ai-ml up to 100")
+    Goals.add_argument(parser)
     args = parser.parse_args()
-    sizes = [10, 100] if args.quick else [10, 100, 1000, 5000]
+    goals = Goals.from_args(args)
+    sizes = [10, 100, 1000] if args.quick else [10, 100, 1000, 5000]
     azure_max = 100 if args.quick else 1000
     rows = []
     for shape in ("chain", "fan-out/fan-in"):
@@ -132,6 +136,14 @@ def main() -> None:
         ratio = f"{azure / ours:.0f}×" if azure is not None else "—"
         print(f"| {shape} | {n:,} | {ours * 1e3:.1f} ms | {ours / n * 1e6:.0f} µs | {az} | {ratio} "
               f"| {base * 1e3:.2f} ms | {ours / base:.0f}× |")
+    for shape, n, ours, _base, azure in rows:
+        if n == 1000:
+            goals.check(f"build + compile + check, {shape}, 1,000 steps", ours, "<=", 0.2,
+                        unit="s")
+        if n == azure_max and azure is not None:
+            goals.check(f"build + compile + check, {shape}, {n:,} steps, against azure-ai-ml's "
+                        f"build + validate", azure / ours, ">=", 100, unit="x faster")
+    goals.save()
 
 
 if __name__ == "__main__":

@@ -7,6 +7,11 @@ interpreter, best of 7, imports included). The baseline is the tree of a git com
 folder and run from there with the same interpreter, alternating with this tree so that load
 on the machine hits both alike. Run: ``.venv/bin/python benchmarks/bench_check.py``.
 Prints a Markdown table for docs/performance.md.
+
+Issue 13's goals, measured in both forms (``--quick`` measures only them): ``mlpipe check`` of
+each example pipeline at most 0.3 s whole process (printed with its ratio to ``mlpipe
+--version``, the floor, measured alternately in the same run), and no library a step body
+imports (torch, numpy, yaml, ...) imported by the check.
 """
 from __future__ import annotations
 
@@ -19,10 +24,27 @@ import tempfile
 import time
 from pathlib import Path
 
+from goals import Goals
+
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINES = ("pipelines/defect_classifier.py", "pipelines/defect_classifier_ddp.py")
 #: main before issue 11's checks landed (the layers merge it was built on)
 DEFAULT_BASELINE = "5607034"
+GOAL_S = 0.3
+#: What the example bodies import (and the heavy libraries a check must never need).
+BODY_LIBRARIES = ("torch", "numpy", "yaml", "pyarrow", "networkx", "sqlalchemy", "azure",
+                  "mlflow", "pint", "jsonschema")
+PROBE = r"""
+import json, sys
+sys.argv = ["mlpipe", "check", sys.argv[1]]
+from mlpipe.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+print(json.dumps(sorted({m.split(".")[0] for m in sys.modules} & set(sys.argv[2:]))),
+      file=sys.stderr)
+"""
 
 IN_PROCESS = r"""
 import sys, time
@@ -48,7 +70,44 @@ def _env(tree: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(tree)
     env.pop("MLPIPE_HOME", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: modules load from bytecode
     return env
+
+
+def version(tree: Path) -> float:
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "mlpipe.cli", "--version"], cwd=tree, env=_env(tree),
+                   capture_output=True, check=True)
+    return time.perf_counter() - t0
+
+
+def imported(pipeline: str) -> list[str]:
+    """The body libraries (and heavy ones) a fresh `mlpipe check PIPELINE` imported."""
+    import json
+
+    probe = PROBE.replace("sys.argv[2:]", repr(list(BODY_LIBRARIES)))
+    done = subprocess.run([sys.executable, "-c", probe, pipeline], cwd=ROOT, env=_env(ROOT),
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stderr.strip().splitlines()[-1])
+
+
+def goals_of_check(goals: Goals, runs: int) -> list[tuple[str, float, float]]:
+    """Issue 13's goals: each example's `mlpipe check` against `mlpipe --version`."""
+    rows = []
+    for pipeline in PIPELINES:
+        command(ROOT, pipeline)  # warm: bytecode, page cache
+        ours, floor = [], []
+        for _ in range(runs):
+            floor.append(version(ROOT))
+            ours.append(command(ROOT, pipeline))
+        rows.append((pipeline, min(ours), min(floor)))
+        goals.check(f"`mlpipe check {pipeline}`, whole process", min(ours), "<=", GOAL_S,
+                    unit="s", detail=f"{min(ours) / min(floor):.2f}x `mlpipe --version` "
+                                     f"({min(floor):.3f} s)")
+        found = imported(pipeline)
+        goals.check(f"libraries of step bodies imported by `mlpipe check {pipeline}`",
+                    len(found), "<=", 0, unit="modules", detail=", ".join(found))
+    return rows
 
 
 def in_process(tree: Path, pipeline: str, repeat: int) -> float:
@@ -71,7 +130,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--baseline", default=DEFAULT_BASELINE, help="git commit to compare")
     parser.add_argument("--runs", type=int, default=7, help="fresh-interpreter runs each")
+    parser.add_argument("--quick", action="store_true",
+                        help="only issue 13's goals (no baseline commit)")
+    Goals.add_argument(parser)
     args = parser.parse_args()
+    goals = Goals.from_args(args)
+    print("| pipeline | `mlpipe check` | `mlpipe --version` | ratio |")
+    print("|---|---:|---:|---:|")
+    for pipeline, ours, floor in goals_of_check(goals, args.runs):
+        print(f"| {pipeline} | {ours:.3f} s | {floor:.3f} s | {ours / floor:.2f}x |")
+    goals.save()
+    if args.quick:
+        return
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-check-") as tmp:
         base = export_tree(args.baseline, Path(tmp))

@@ -19,6 +19,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
+from goals import Goals
 
 from mlpipe.contracts import Column, SplitManifest, TabularSchema, validate
 
@@ -61,7 +62,13 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--manifest-rows", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--quick", action="store_true",
+                        help="100,000 rows and 10,000 manifest rows, best of 2 (no goal)")
+    Goals.add_argument(parser)
     args = parser.parse_args()
+    if args.quick:
+        args.rows, args.manifest_rows, args.repeat = 100_000, 10_000, 2
+    Goals.from_args(args).save()  # no goal of its own: the ratios are reported
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         table = make_table(args.rows)

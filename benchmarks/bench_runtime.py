@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from goals import Goals
+
 
 def best(fn, repeat: int) -> float:
     times = []
@@ -39,7 +41,13 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=2000)
     parser.add_argument("--metrics", type=int, default=20000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--quick", action="store_true",
+                        help="500 files, 5,000 metrics, best of 2 (no goal)")
+    Goals.add_argument(parser)
     args = parser.parse_args()
+    if args.quick:
+        args.files, args.metrics, args.repeat = 500, 5000, 2
+    Goals.from_args(args).save()  # no goal of its own: the ratios are reported
 
     from mlpipe.digests.snapshot import snapshot
     from mlpipe.runtime import observe, record
