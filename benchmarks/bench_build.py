@@ -55,7 +55,9 @@ def mlpipe_build_and_check(steps: list[tuple[int, ...]]) -> int:
             handles.append(stage(**{p: handles[s].out for p, s in zip("ab", sources)}))
         return {"last": handles[-1].out}
     graph, diagnostics = check_pipeline(generated.spec)
-    assert not [d for d in diagnostics if d.severity.value == "error"], diagnostics[:3]
+    # MP113: this script's own component is defined in __main__ (the check still runs)
+    assert not [d for d in diagnostics if d.severity.value == "error" and d.code != "MP113"], \
+        diagnostics[:3]
     return len(graph.steps)
 
 

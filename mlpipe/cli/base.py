@@ -77,6 +77,15 @@ def open_evidence_store(*, create: bool = True):
     return open_store(create=create)
 
 
+def open_evidence_reader():
+    """The configured evidence store, open for the commands that only read (``Reader``: plain
+    SQL, no ORM); a store that does not exist is reported, not made."""
+    from mlpipe.evidence.config import locate
+    from mlpipe.evidence.reader import Reader
+
+    return Reader.open(locate().url)
+
+
 def assignments(values: tuple[str, ...], flag: str) -> dict[str, str]:
     """``("a=1", "b=x")`` -> ``{"a": "1", "b": "x"}``; a malformed pair is a UsageError."""
     from mlpipe.backends.local.inputs import split_assignments

@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from mlpipe.cli.base import EXIT_PROBLEMS, main, open_evidence_store
+from mlpipe.cli.base import EXIT_PROBLEMS, main, open_evidence_reader
 
 
 @main.command()
@@ -19,13 +19,11 @@ from mlpipe.cli.base import EXIT_PROBLEMS, main, open_evidence_store
               show_default=True, help="json: for scripts (docs/json.md).")
 def candidates(limit: int, fmt: str) -> None:
     """List model candidates, newest first."""
-    from mlpipe.evidence.queries import candidate_rows
     from mlpipe.evidence.summaries import candidates_document
     from mlpipe.evidence.views import candidates_table
 
-    store = open_evidence_store(create=False)
-    with store.session() as s:
-        rows = candidate_rows(s, limit=limit)
+    with open_evidence_reader() as s:
+        rows = s.candidate_rows(limit=limit)
         if fmt == "json":
             import json
 

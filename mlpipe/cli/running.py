@@ -19,7 +19,7 @@ from mlpipe.cli.base import (
     ignore_option,
     load_graph,
     main,
-    open_evidence_store,
+    open_evidence_reader,
 )
 from mlpipe.errors import UsageError
 
@@ -154,13 +154,11 @@ def _json(document: dict[str, Any]) -> None:
 @FORMAT
 def runs(pipeline: str | None, limit: int, fmt: str) -> None:
     """List recorded runs, newest first."""
-    from mlpipe.evidence.queries import pipeline_runs
     from mlpipe.evidence.summaries import runs_document
     from mlpipe.evidence.views import runs_table
 
-    store = open_evidence_store(create=False)
-    with store.session() as s:
-        found = pipeline_runs(s, pipeline, limit=limit)
+    with open_evidence_reader() as s:
+        found = s.pipeline_runs(pipeline, limit=limit)
         if fmt == "json":
             _json(runs_document(found))
         else:
@@ -179,8 +177,7 @@ def show(run: str, why_step: str | None, fmt: str) -> None:
 
     if why_step and fmt == "json":
         raise UsageError("--why has no JSON form", hint="drop --format json, or --why")
-    store = open_evidence_store(create=False)
-    with store.session() as s:
+    with open_evidence_reader() as s:
         found = get_run(s, run)
         if fmt == "json":
             _json(run_document(s, found))
@@ -197,8 +194,7 @@ def diff(run_a: str, run_b: str, fmt: str) -> None:
     from mlpipe.evidence.summaries import diff_document
     from mlpipe.evidence.views import diff_runs, get_run
 
-    store = open_evidence_store(create=False)
-    with store.session() as s:
+    with open_evidence_reader() as s:
         a, b = get_run(s, run_a), get_run(s, run_b)
         if fmt == "json":
             _json(diff_document(s, a, b))

@@ -11,7 +11,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from mlpipe.errors import UsageError
+from mlpipe.errors import StoreError, UsageError
 
 _MARKERS = ("mlpipe.toml", "pyproject.toml", ".git")
 
@@ -75,6 +75,14 @@ class Location:
     @property
     def stat_cache(self) -> Path:
         return self.home / "statcache.sqlite"
+
+
+def missing_store(path: str) -> StoreError:
+    """The error of a command that only reads when there is no SQLite store at ``path``: a
+    mistyped location must not look like "nothing was ever run"."""
+    return StoreError(f"no evidence store at {path}: nothing has been recorded there yet",
+                      hint="run a pipeline with `mlpipe submit` first, or point "
+                           "MLPIPE_STORE_URL at the store you mean")
 
 
 def locate(start: str | os.PathLike[str] | None = None) -> Location:

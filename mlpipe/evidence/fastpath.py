@@ -12,7 +12,7 @@ import sqlite3
 from urllib.parse import quote
 
 #: Must equal ``mlpipe.evidence.migrate.HEAD`` (a test keeps them in step).
-SCHEMA_HEAD = "0003_i17"
+SCHEMA_HEAD = "0004_i13"
 
 
 def read_sealed(url: str, ref: str) -> tuple[str, bytes] | None:
@@ -38,9 +38,12 @@ def read_sealed(url: str, ref: str) -> tuple[str, bytes] | None:
         head = conn.execute("SELECT version_num FROM alembic_version").fetchone()
         if head is None or head[0] != SCHEMA_HEAD:
             return None
+        if not ref:
+            return None
+        # a prefix as an indexed range (ids are ASCII), not substr() over every candidate
         ids = [r[0] for r in conn.execute(
-            "SELECT id FROM candidates WHERE id = ? UNION SELECT id FROM candidates "
-            "WHERE substr(id, 1, ?) = ? LIMIT 3", (ref, len(ref), ref))]
+            "SELECT id FROM candidates WHERE id >= ? AND id < ? ORDER BY id LIMIT 3",
+            (ref, ref[:-1] + chr(ord(ref[-1]) + 1)))]
         if ref in ids:
             ids = [ref]
         if len(ids) != 1:

@@ -94,7 +94,8 @@ class Run(Base):
 
     __tablename__ = "runs"
     __table_args__ = (Index("ix_runs_pipeline_started", "pipeline_name", "started_at"),
-                      Index("ix_runs_status", "status"))
+                      Index("ix_runs_status", "status"),
+                      Index("ix_runs_started", "started_at", "id"))
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
     pipeline_name: Mapped[str] = mapped_column(String(200))
     pipeline_digest: Mapped[str] = mapped_column(ForeignKey("pipeline_specs.digest"))
@@ -220,6 +221,7 @@ class CandidateRow(Base):
     """A model candidate a successful run registered."""
 
     __tablename__ = "candidates"
+    __table_args__ = (Index("ix_candidates_created", "created_at", "id"),)
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id"), index=True)
     name: Mapped[Optional[str]] = mapped_column(String(200))

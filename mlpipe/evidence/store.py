@@ -23,6 +23,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mlpipe.errors import StoreError
 from mlpipe.evidence import models as m
+from mlpipe.evidence.config import missing_store
+from mlpipe.evidence.liveness import alive as _alive
+from mlpipe.evidence.liveness import process_token
 from mlpipe.evidence.migrate import auto_upgrade_enabled, ensure_schema
 
 BUSY_TIMEOUT_MS = 60_000
@@ -38,37 +41,11 @@ def new_id(prefix: str, nbytes: int = 6) -> str:
     return f"{prefix}-{secrets.token_hex(nbytes)}"
 
 
-def process_token(pid: int) -> str | None:
-    """When process ``pid`` started (clock ticks since boot), so a reused pid is told apart."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[1].split()
-        return fields[19].decode()
-    except (OSError, IndexError):
-        return None
-
-
-def _alive(pid: int | None, token: str | None) -> bool:
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    current = process_token(pid)
-    return token is None or current is None or current == token
-
-
 def _sqlite_engine(url: str, *, create: bool = True) -> Engine:
     parsed = make_url(url)
     if parsed.database and parsed.database != ":memory:":
         if not create and not Path(parsed.database).exists():
-            raise StoreError(f"no evidence store at {parsed.database}: nothing has been "
-                             f"recorded there yet",
-                             hint="run a pipeline with `mlpipe submit` first, or point "
-                                  "MLPIPE_STORE_URL at the store you mean")
+            raise missing_store(parsed.database)
         try:
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

@@ -2,18 +2,14 @@
 
 The shapes are documented in docs/json.md and pinned by tests/test_json_output.py: keys are
 added, never renamed or removed, and every key is present (null where a fact is unknown).
-Read-only; the facts come from ``queries`` and ``views``.
+Read-only; the facts come from the ``reader`` and ``views``.
 """
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
-
-from mlpipe.evidence import models as m
-from mlpipe.evidence.queries import run_steps
+from mlpipe.evidence.reader import Candidate, Reader, Run
 from mlpipe.evidence.views import run_differences
 
 #: The version of these shapes, in every document's ``"format"`` (``mlpipe.runs/1``).
@@ -28,7 +24,7 @@ def _took(start: datetime | None, end: datetime | None) -> float | None:
     return None if start is None or end is None else round((end - start).total_seconds(), 3)
 
 
-def run_summary(run: m.Run) -> dict[str, Any]:
+def run_summary(run: Run) -> dict[str, Any]:
     """One run, as ``mlpipe runs --format json`` lists it."""
     opts = run.options or {}
     azure = run.target == "azure"
@@ -44,15 +40,15 @@ def run_summary(run: m.Run) -> dict[str, Any]:
     }
 
 
-def runs_document(runs: list[m.Run]) -> dict[str, Any]:
+def runs_document(runs: list[Run]) -> dict[str, Any]:
     """``mlpipe runs --format json``."""
     return {"format": f"mlpipe.runs/{VERSION}", "runs": [run_summary(r) for r in runs]}
 
 
-def run_document(s: Session, run: m.Run) -> dict[str, Any]:
+def run_document(s: Reader, run: Run) -> dict[str, Any]:
     """``mlpipe show RUN --format json``: the run, its inputs, its steps and candidates."""
     steps = []
-    for sr in run_steps(s, run.id):
+    for sr in s.run_steps(run.id):
         planned = ((run.options or {}).get("steps") or {}).get(sr.step) or {}
         steps.append({
             "step": sr.step, "status": sr.status, "step_run_id": sr.id,
@@ -64,8 +60,7 @@ def run_document(s: Session, run: m.Run) -> dict[str, Any]:
             "metrics": [{"name": x.name, "value": x.value, "scope": x.scope, "rank": x.rank,
                          "population": x.population} for x in sr.metrics],
         })
-    candidates = s.scalars(select(m.CandidateRow).where(m.CandidateRow.run_id == run.id)
-                           .order_by(m.CandidateRow.created_at)).all()
+    candidates = s.candidates_of_run(run.id)
     return {
         "format": f"mlpipe.run/{VERSION}", **run_summary(run),
         "params": dict(run.params or {}),
@@ -79,15 +74,15 @@ def run_document(s: Session, run: m.Run) -> dict[str, Any]:
     }
 
 
-def candidates_document(rows: list[tuple[m.CandidateRow, str, str]]) -> dict[str, Any]:
-    """``mlpipe candidates --format json`` (rows from ``queries.candidate_rows``)."""
+def candidates_document(rows: list[Candidate]) -> dict[str, Any]:
+    """``mlpipe candidates --format json`` (rows from ``Reader.candidate_rows``)."""
     return {"format": f"mlpipe.candidates/{VERSION}", "candidates": [
-        {"candidate_id": c.id, "name": c.name, "pipeline": pipeline, "run_id": c.run_id,
-         "created_at": _iso(c.created_at), "model_digest": digest}
-        for c, pipeline, digest in rows]}
+        {"candidate_id": c.id, "name": c.name, "pipeline": c.pipeline, "run_id": c.run_id,
+         "created_at": _iso(c.created_at), "model_digest": c.model_digest}
+        for c in rows]}
 
 
-def diff_document(s: Session, a: m.Run, b: m.Run) -> dict[str, Any]:
+def diff_document(s: Reader, a: Run, b: Run) -> dict[str, Any]:
     """``mlpipe diff A B --format json``: both runs and what differs, by section."""
     found = run_differences(s, a, b)
     return {"format": f"mlpipe.diff/{VERSION}", "run_a": run_summary(a),

@@ -1,18 +1,23 @@
 """Text views of the store for the CLI: the runs table, one run, why a step ran, two runs' diff.
 
-Read-only, and rendering only: the facts come from ``queries``.
+Read-only, and rendering only: the facts come from the ``reader`` (plain records, no ORM: a
+command that shows the store starts as fast as mlpipe does).
 """
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
-
 from mlpipe.digests import digest_of
 from mlpipe.errors import UsageError
-from mlpipe.evidence import models as m
-from mlpipe.evidence.queries import find_run, previous_step_run, run_steps
+from mlpipe.evidence.reader import (
+    EXECUTED,
+    FAILED,
+    INTERRUPTED,
+    REUSED,
+    Candidate,
+    Reader,
+    Run,
+)
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -30,7 +35,7 @@ def _secs(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}s"
 
 
-def runs_table(runs: list[m.Run]) -> str:
+def runs_table(runs: list[Run]) -> str:
     """One line per run: id, pipeline, status, target, started, duration."""
     if not runs:
         return "no runs recorded yet"
@@ -40,27 +45,27 @@ def runs_table(runs: list[m.Run]) -> str:
     return _table(["RUN", "PIPELINE", "STATUS", "TARGET", "STARTED (UTC)", "TOOK"], rows)
 
 
-def candidates_table(rows: list[tuple[m.CandidateRow, str, str]]) -> str:
-    """One line per candidate (from ``queries.candidate_rows``): id, name, pipeline, run,
+def candidates_table(rows: list[Candidate]) -> str:
+    """One line per candidate (from ``Reader.candidate_rows``): id, name, pipeline, run,
     created, model digest."""
     if not rows:
         return "no candidates recorded yet"
     return _table(["CANDIDATE", "NAME", "PIPELINE", "RUN", "CREATED (UTC)", "MODEL"],
-                  [[c.id, c.name or "-", pipeline, c.run_id,
-                    c.created_at.strftime("%Y-%m-%d %H:%M:%S"), digest[:26]]
-                   for c, pipeline, digest in rows])
+                  [[c.id, c.name or "-", c.pipeline, c.run_id,
+                    c.created_at.strftime("%Y-%m-%d %H:%M:%S"), c.model_digest[:26]]
+                   for c in rows])
 
 
-def get_run(s: Session, ref: str) -> m.Run:
+def get_run(s: Reader, ref: str) -> Run:
     """The run ``ref`` names (an id or a unique prefix), or a UsageError."""
-    run = find_run(s, ref)
+    run = s.find_run(ref)
     if run is None:
         raise UsageError(f"no run {ref!r} in the evidence store",
                          hint="list runs with `mlpipe runs`")
     return run
 
 
-def show_run(s: Session, run: m.Run) -> str:
+def show_run(s: Reader, run: Run) -> str:
     """A run's header, inputs and a table of its steps with status, reuse and duration."""
     lines = [f"run {run.id}  pipeline {run.pipeline_name!r}  {run.status}",
              f"  target {run.target}  started {_when(run.started_at)} UTC  by "
@@ -85,43 +90,42 @@ def show_run(s: Session, run: m.Run) -> str:
     if run.message:
         lines.append(f"  note: {run.message}")
     rows = []
-    for sr in run_steps(s, run.id):
+    for sr in s.run_steps(run.id):
         rows.append([sr.step, sr.status, sr.reused_from_id or "-", _secs(sr.duration),
                      f"{sr.component.name}@{sr.component.version}", sr.id])
     lines += ["", _table(["STEP", "STATUS", "REUSED FROM", "TOOK", "COMPONENT", "STEP RUN"],
                          rows)]
-    notes = [(sr.step, sr.topology.get("note")) for sr in run_steps(s, run.id)
+    notes = [(sr.step, sr.topology.get("note")) for sr in s.run_steps(run.id)
              if sr.topology and sr.topology.get("note")]
-    notes += [(sr.step, sr.message) for sr in run_steps(s, run.id)
-              if sr.message and (sr.status in (m.FAILED, m.EXECUTED, m.INTERRUPTED)
-                                 or (sr.status == m.REUSED and not sr.reused_from_id))]
+    notes += [(sr.step, sr.message) for sr in s.run_steps(run.id)
+              if sr.message and (sr.status in (FAILED, EXECUTED, INTERRUPTED)
+                                 or (sr.status == REUSED and not sr.reused_from_id))]
     if notes:
         lines.append("")
         lines += [f"  {step}: {text}" for step, text in notes]
-    candidates = s.scalars(select(m.CandidateRow).where(m.CandidateRow.run_id == run.id)).all()
-    for cand in candidates:
-        lines.append(f"candidate {cand.id}  model {cand.model.digest[:26]}")
+    for cand in s.candidates_of_run(run.id):
+        lines.append(f"candidate {cand.id}  model {cand.model_digest[:26]}")
     return "\n".join(lines)
 
 
-def why(s: Session, run: m.Run, step: str) -> str:
+def why(s: Reader, run: Run, step: str) -> str:
     """Why ``step`` of ``run`` was reused or re-run: key parts that differ from its last run."""
-    sr = next((x for x in run_steps(s, run.id) if x.step == step), None)
+    sr = next((x for x in s.run_steps(run.id) if x.step == step), None)
     if sr is None:
-        steps = ", ".join(x.step for x in run_steps(s, run.id)) or "none"
+        steps = ", ".join(x.step for x in s.run_steps(run.id)) or "none"
         raise UsageError(f"run {run.id} has no step {step!r} (steps: {steps})",
                          hint="give one of those step names to --why")
     head = f"step {step} of run {run.id}: {sr.status}"
-    if sr.status == m.REUSED:
+    if sr.status == REUSED:
         origin = sr.reused_from
         return (f"{head} from step run {origin.id} (run {origin.run_id}): every part of the "
                 f"cache key matched\n  key {sr.cache_key}")
     if sr.key_material is None:
         return f"{head}; no cache key was recorded ({sr.message or 'never started'})"
     lines = [head]
-    if sr.message and sr.status == m.EXECUTED:
+    if sr.message and sr.status == EXECUTED:
         lines.append(f"  {sr.message}")
-    before = previous_step_run(s, sr)
+    before = s.previous_step_run(sr)
     if before is None:
         lines.append("  no earlier run of this step: nothing to reuse")
         return "\n".join(lines)
@@ -132,7 +136,7 @@ def why(s: Session, run: m.Run, step: str) -> str:
     else:
         reason = ("it was not reusable: " + before.message) if before.message else (
             "its outputs were no longer in the artifact store or no longer matched their "
-            "digests" if before.status == m.EXECUTED else f"it ended {before.status}")
+            "digests" if before.status == EXECUTED else f"it ended {before.status}")
         lines.append(f"    the cache key is identical; {reason}")
     return "\n".join(lines)
 
@@ -168,9 +172,9 @@ def _show(value: Any, present: bool) -> str:
     return repr(value) if not isinstance(value, dict) else digest_of(value)[:19]
 
 
-def _step_facts(s: Session, run: m.Run) -> dict[str, dict[str, Any]]:
+def _step_facts(s: Reader, run: Run) -> dict[str, dict[str, Any]]:
     facts = {}
-    for sr in run_steps(s, run.id):
+    for sr in s.run_steps(run.id):
         origin = sr.reused_from if sr.reused_from_id else sr
         facts[sr.step] = {
             "status": sr.status if not sr.reused_from_id else f"reused from {sr.reused_from_id}",
@@ -192,7 +196,7 @@ DIFF_SECTIONS = (("pipeline", "pipeline"), ("code_revision", "code revision"),
                  ("metrics", "metrics"))
 
 
-def run_differences(s: Session, a: m.Run, b: m.Run) -> dict[str, list[dict[str, Any]]]:
+def run_differences(s: Reader, a: Run, b: Run) -> dict[str, list[dict[str, Any]]]:
     """What differs between runs ``a`` and ``b``, by section (``DIFF_SECTIONS``): each a list
     of ``{"what", "before", "after"}`` with the full values (None where absent).
 
@@ -203,7 +207,7 @@ def run_differences(s: Session, a: m.Run, b: m.Run) -> dict[str, list[dict[str, 
     def item(what: str, before: Any, after: Any) -> dict[str, Any]:
         return {"what": what, "before": before, "after": after}
 
-    def code(r: m.Run) -> dict[str, Any] | None:
+    def code(r: Run) -> dict[str, Any] | None:
         return None if r.code_revision is None else {"commit": r.code_revision.commit,
                                                      "dirty": r.code_revision.dirty}
 
@@ -232,7 +236,7 @@ def run_differences(s: Session, a: m.Run, b: m.Run) -> dict[str, list[dict[str, 
     return out
 
 
-def diff_runs(s: Session, a: m.Run, b: m.Run) -> str:
+def diff_runs(s: Reader, a: Run, b: Run) -> str:
     """What differs between two runs: code, environment, data, parameters, reuse, metrics."""
     out = [f"--- {a.id} ({a.pipeline_name}, {a.status})", f"+++ {b.id} ({b.pipeline_name}, "
                                                              f"{b.status})"]

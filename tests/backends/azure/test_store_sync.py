@@ -20,6 +20,7 @@ from mlpipe.cli import azure as cli_azure
 from mlpipe.cli import main
 from mlpipe.errors import AzureError, UsageError
 from mlpipe.evidence import models as m
+from mlpipe.evidence.reader import Reader
 from mlpipe.evidence.store import Store
 from mlpipe.evidence.views import diff_runs, show_run
 from mlpipe.loader import load_spec
@@ -226,7 +227,8 @@ def test_sync_records_steps_reuse_outputs_metrics_times_and_the_candidate(store,
         cand, = s.scalars(select(m.CandidateRow).where(m.CandidateRow.run_id == run.run_id))
         assert cand.id == done.candidate_id and cand.model.id == model.id
         assert cand.evaluation.location == f"{OUTPUTS}/{job.child('evaluate').name}/report/"
-        shown = show_run(s, row)
+    with Reader.open(store.engine.url.render_as_string(hide_password=False)) as r:
+        shown = show_run(r, r.get_run(run.run_id))
     assert f"azure job {job.name} (Completed)  https://ml.azure.test/runs/{job.name}" in shown
     assert "input raw = azureml:defect-images:1  (reference; content not hashed)" in shown
     assert f"prepare: reused Azure ML job {original.name}" in shown
@@ -284,8 +286,9 @@ def test_reuse_names_the_step_run_of_the_recorded_original(store, azureml, servi
         assert reused.message == (f"reused Azure ML job {first.child('prepare').name} "
                                   f"(pipeline job {first.name})")
         assert reused.metrics == [] and {x.name for x in original.metrics} == {"images"}
+    with Reader.open(store.engine.url.render_as_string(hide_password=False)) as r:
         assert f"prepare: executed -> reused from {original.id}" in diff_runs(
-            s, s.get(m.Run, run_a.run_id), s.get(m.Run, run_b.run_id))
+            r, r.get_run(run_a.run_id), r.get_run(run_b.run_id))
 
 
 def test_sync_finds_the_run_by_id_prefix_or_job_name(store, azureml, service, spec):

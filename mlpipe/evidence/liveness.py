@@ -1,0 +1,30 @@
+"""Whether the process that recorded a run is still alive: its pid, and when it started (so a
+reused pid is told apart). Reads /proc and signals nothing but 0; imports nothing heavy (the
+read-only commands ask it before deciding whether the store needs repairs)."""
+from __future__ import annotations
+
+import os
+
+
+def process_token(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot), so a reused pid is told apart."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        return fields[19].decode()
+    except (OSError, IndexError):
+        return None
+
+
+def alive(pid: int | None, token: str | None) -> bool:
+    """Whether process ``pid`` (started at ``token``, when known) still runs."""
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    current = process_token(pid)
+    return token is None or current is None or current == token
