@@ -28,7 +28,8 @@ from mlpipe.backends.local.stepproc import (
     execute,
     tail,
 )
-from mlpipe.diagnostics import Diagnostic
+from mlpipe.checks import run_checks
+from mlpipe.diagnostics import ChecksFailed, Diagnostic, has_errors
 from mlpipe.digests.snapshot import StatCache, snapshot
 from mlpipe.environments import environment_identity
 from mlpipe.errors import StepFailed, UsageError
@@ -97,15 +98,29 @@ class LocalExecutor:
 
     def submit(self, graph: Graph, *, inputs: dict[str, str], params: dict[str, Any],
                diagnostics: Sequence[Diagnostic] = ()) -> RunResult:
-        """Run ``graph`` (already checked) with the given pipeline inputs and parameters.
+        """Check ``graph`` and run it with the given pipeline inputs and parameters.
 
-        ``diagnostics`` are the check results (warnings, info) recorded with the run.
+        Every graph check runs here, whoever calls: a pipeline with a check error is refused
+        before anything is recorded. What the checks report (warnings, info), with
+        ``diagnostics``, is recorded with the run.
+
+        Args:
+            graph: the compiled pipeline.
+            inputs: pipeline input -> local path.
+            params: pipeline parameter -> value.
+            diagnostics: problems found before the graph existed, e.g. while reading Azure ML
+                YAML (MP6xx); the graph checks are not to be passed here.
 
         Raises:
+            ChecksFailed: check errors (nothing is run or recorded).
             UsageError: bad inputs or parameters (nothing is recorded).
             StoreError: the evidence store cannot be opened or written.
             StepFailed: a step failed; everything recorded up to then stays recorded.
         """
+        found = [*diagnostics, *run_checks(graph)]
+        if has_errors(found):
+            raise ChecksFailed(found, "the pipeline has check errors; nothing was run",
+                               hint=None)
         paths, values = inputs_mod.resolve(graph.spec, inputs, params)
         scaled = scaled_components(graph, self.local_scale)
         store = Store.open(self.location.url)
@@ -113,7 +128,7 @@ class LocalExecutor:
         try:
             _sweep_work(store, self.location.work)
             run = _Run(self, graph, store, cache, paths, values)
-            run.diagnostics, run.scaled = list(diagnostics), scaled
+            run.diagnostics, run.scaled = found, scaled
             return run.go()
         finally:
             cache.close()
