@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check
 
-.PHONY: demo test test-fast lint bench bench-local bench-azure bench-evidence golden clean
+.PHONY: demo test test-fast lint typecheck bench bench-local bench-azure bench-evidence golden clean
 
 # pip 23 cannot resolve azure-ai-ml's dependencies: upgrade pip inside the venv first.
 $(BIN)/python:
@@ -48,7 +48,7 @@ demo: $(VENV)/.installed-base
 
 # The whole suite; the store tests also run against a throw-away PostgreSQL server on loopback
 # when PostgreSQL is installed (.ci/with-postgres; .ci/run installs it from Debian's packages).
-test: $(VENV)/.installed-dev $(VENV)/.installed-torch lint
+test: $(VENV)/.installed-dev $(VENV)/.installed-torch lint typecheck
 	.ci/with-postgres $(BIN)/python -m pytest
 
 # The fast half: everything not marked slow (no subprocess-heavy, distributed or PostgreSQL tests).
@@ -58,6 +58,10 @@ test-fast: $(VENV)/.installed-dev lint
 # ruff: lint and import order over everything we write (configured in pyproject.toml).
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check mlpipe tests benchmarks components pipelines
+
+# pyright over the example components and pipelines, read as a user's code: zero errors.
+typecheck: $(VENV)/.installed-torch
+	$(BIN)/pyright
 
 # Definition + compile + checks against azure-ai-ml, and contract validation against plain reads.
 bench: $(VENV)/.installed-dev

@@ -10,17 +10,31 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Annotated
 
-from mlpipe import Compute, Environment, Input, Output, Param, PyTorch, component
+from mlpipe import (
+    Compute,
+    Environment,
+    Input,
+    MLflowModelFolder,
+    Output,
+    Param,
+    PyTorch,
+    Range,
+    UriFile,
+    UriFolder,
+    component,
+)
 
 
 @component(name="train_cnn", version="3.0.0", environment=Environment("defect-gpu", version="7"),
            compute=Compute("gpu-cluster", sku="Standard_NC24rs_v3"), instances=2,
            distribution=PyTorch(processes_per_node=4, backend="nccl", writers={"model": "rank0"},
                                 metrics={"train_loss": "mean", "train_accuracy": "mean"}))
-def train_cnn(examples: Input["uri_folder"], labels: Input["uri_file"],
-              model: Output["mlflow_model"], epochs: Param[int, 1:500] = 40,
-              learning_rate: Param[float, 0.0001:1.0] = 0.01, seed: Param[int] = 13):
+def train_cnn(examples: Input[UriFolder], labels: Input[UriFile],
+              model: Output[MLflowModelFolder], epochs: Annotated[int, Range(1, 500)] = 40,
+              learning_rate: Annotated[float, Range(0.0001, 1.0)] = 0.01,
+              seed: Param[int] = 13):
     """Data-parallel CNN training: each rank trains on its shard, DDP averages the gradients,
     rank 0 saves the model."""
     import math
@@ -89,8 +103,8 @@ def train_cnn(examples: Input["uri_folder"], labels: Input["uri_file"],
 
 @component(name="evaluate_cnn", version="1.0.0", environment=Environment("defect-gpu", version="7"),
            compute=Compute("cpu-cluster", sku="Standard_D4s_v3"))
-def evaluate_cnn(model: Input["mlflow_model"], examples: Input["uri_folder"],
-                 labels: Input["uri_file"], report: Output["uri_file"]):
+def evaluate_cnn(model: Input[MLflowModelFolder], examples: Input[UriFolder],
+                 labels: Input[UriFile], report: Output[UriFile]):
     """Accuracy of the CNN on the whole test split, per class and overall (one process)."""
     import torch
     from torch import nn
