@@ -6,6 +6,7 @@ import sys
 import click
 
 from mlpipe.cli.base import EXIT_CLEAN, EXIT_PROBLEMS, TARGET, load_graph, main
+from mlpipe.errors import UsageError
 
 
 def _codes(value: str | None) -> set[str]:
@@ -23,21 +24,47 @@ def _codes(value: str | None) -> set[str]:
 
 
 @main.command()
-@click.argument("target", metavar=TARGET)
+@click.argument("target", metavar=TARGET, required=False)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="How to print the diagnostics.")
 @click.option("--select", metavar="CODES", help="Report only these codes (comma-separated).")
 @click.option("--ignore", metavar="CODES", help="Do not report these codes (comma-separated).")
-def check(target: str, fmt: str, select: str | None, ignore: str | None) -> None:
+@click.option("--explain", metavar="CODE",
+              help="Print what a code checks, why it matters, an example and the fix "
+                   "(MP301 or artifact-kind-mismatch), and check nothing.")
+def check(target: str | None, fmt: str, select: str | None, ignore: str | None,
+          explain: str | None) -> None:
     """Compile a pipeline and run every check; exit 1 if any error is found."""
     from mlpipe.diagnostics import has_errors, render_json, render_text
 
+    if explain is not None:
+        click.echo(_explain(explain), nl=False)
+        return
+    if target is None:
+        raise UsageError("check needs a TARGET (FILE.py[:function] or pipeline.yml)",
+                         hint="give the pipeline to check, or --explain CODE")
     selected, ignored = _codes(select), _codes(ignore)
     _, diagnostics = load_graph(target)
     diagnostics = [d for d in diagnostics if (not selected or d.code in selected)
                    and d.code not in ignored]
     click.echo(render_json(diagnostics) if fmt == "json" else render_text(diagnostics))
     sys.exit(EXIT_PROBLEMS if has_errors(diagnostics) else EXIT_CLEAN)
+
+
+def _explain(code: str) -> str:
+    import difflib
+
+    from mlpipe.codes import CODES, explain
+
+    try:
+        return explain(code)
+    except KeyError:
+        names = [*CODES, *(c.name for c in CODES.values())]
+        close = ([] if code.strip().upper().startswith("MP")
+                 else difflib.get_close_matches(code.strip(), names, n=3))
+        raise UsageError(f"no published code {code!r}",
+                         hint=(f"did you mean {', '.join(close)}? " if close else "")
+                         + "codes are listed in docs/checks.md") from None
 
 
 @main.command()
