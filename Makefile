@@ -85,7 +85,8 @@ bench-evidence: $(VENV)/.installed-dev
 # YAML) after an intended change of an output format; review the diff before committing.
 golden: $(VENV)/.installed-dev
 	MLPIPE_UPDATE_GOLDEN=1 $(BIN)/python -m pytest -q tests/test_cli.py \
-	    tests/test_drawing.py tests/evidence/test_bundle.py tests/backends/azure/test_golden.py
+	    tests/test_drawing.py tests/checks/test_fixtures.py tests/evidence/test_bundle.py \
+	    tests/backends/azure/test_golden.py
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .hypothesis
