@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check
 
-.PHONY: demo test test-fast lint typecheck bench bench-local bench-azure bench-evidence golden clean
+.PHONY: demo test test-fast lint typecheck tutorial bench bench-local bench-azure bench-evidence golden clean
 
 # pip 23 cannot resolve azure-ai-ml's dependencies: upgrade pip inside the venv first.
 $(BIN)/python:
@@ -57,7 +57,7 @@ test-fast: $(VENV)/.installed-dev lint
 
 # ruff: lint and import order over everything we write (configured in pyproject.toml).
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check mlpipe tests benchmarks components pipelines
+	$(BIN)/ruff check mlpipe tests benchmarks components pipelines scripts
 
 # pyright over the example components and pipelines, read as a user's code: zero errors.
 typecheck: $(VENV)/.installed-torch
@@ -80,6 +80,10 @@ bench-azure: $(VENV)/.installed-dev
 # docs/performance.md).
 bench-evidence: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_evidence.py
+
+# docs/tutorial.md and README's transcript, by running every command they show.
+tutorial: $(VENV)/.installed-torch
+	$(BIN)/python scripts/gen_tutorial.py
 
 # Regenerate every golden file (tests/golden/: diagnostics, drawings, evidence bundles, Azure ML
 # YAML) after an intended change of an output format; review the diff before committing.

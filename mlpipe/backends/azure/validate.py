@@ -15,9 +15,12 @@ from mlpipe.errors import ExportError
 
 
 def _quiet_azure() -> None:
-    # azure-ai-ml prints "experimental class" notices on import; they are not the user's concern.
-    logging.getLogger("azure.ai.ml").setLevel(logging.ERROR)
+    # azure-ai-ml prints "experimental class" notices while loading; they are not the user's
+    # concern. Its import sets its logger to INFO, so the level is set after importing it.
     warnings.filterwarnings("ignore", module=r"azure\.ai\.ml.*")
+    import azure.ai.ml  # noqa: F401
+
+    logging.getLogger("azure.ai.ml").setLevel(logging.ERROR)
 
 
 def load_export(out_dir: str | os.PathLike[str], pipeline_file: str = "pipeline.yml") -> Any:
