@@ -57,7 +57,7 @@ test-fast: $(VENV)/.installed-dev lint
 
 # ruff: lint and import order over everything we write (configured in pyproject.toml).
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check mlpipe tests benchmarks components pipelines scripts
+	$(BIN)/ruff check mlpipe tests benchmarks components pipelines scripts loopback
 
 # pyright over the example components and pipelines, read as a user's code: zero errors.
 typecheck: $(VENV)/.installed-torch

@@ -1,6 +1,9 @@
 """The visual-defect classifier's distributed trainer: PyTorch DDP and a small CNN on the 8x8
 images. The same code runs on CPUs with gloo (mlpipe's local launcher) and on GPUs with NCCL
-(Azure ML). torch is imported inside the step bodies only, so this module loads without it.
+(Azure ML): the step takes the backend and device its launch declared from the runtime
+(``backend()``, ``device()``) instead of guessing. The model is saved with the device its
+tensors were on (``saved_device`` in MLmodel) and evaluated on CPU compute with
+``map_location``. torch is imported inside the step bodies only, so this module loads without it.
 
 Run one step by hand under the local launcher:
     python -m components.defect_ddp EXAMPLES LABELS MODEL [--epochs N]
@@ -47,17 +50,17 @@ def train_cnn(examples: Input[UriFolder], labels: Input[UriFile],
     from components.images import SIZE, read_pgm
     from mlpipe.runtime import (
         all_reduce_metric,
+        backend,
         is_writer,
-        local_rank,
         mark_written,
         shard,
         world_size,
     )
+    from mlpipe.runtime import device as runtime_device
 
-    cuda = torch.cuda.is_available()
     if world_size() > 1:
-        dist.init_process_group("nccl" if cuda else "gloo", init_method="env://")
-    device = torch.device(f"cuda:{local_rank()}" if cuda else "cpu")
+        dist.init_process_group(backend(), init_method="env://")
+    device = runtime_device()
     encoding = json.loads(Path(labels).read_text())
     root = Path(examples) / "train"
     ids = sorted(f"{p.parent.name}/{p.name}" for p in root.glob("*/*.pgm")
@@ -94,7 +97,8 @@ def train_cnn(examples: Input[UriFolder], labels: Input[UriFile],
         torch.save(net.state_dict(), out / "model.pt")
         (out / "labels.json").write_text(json.dumps(encoding))
         (out / "MLmodel").write_text("flavors:\n  pytorch:\n    model_data: model.pt\n"
-                                     "model_format: defect-cnn\n")
+                                     "model_format: defect-cnn\n"
+                                     f"metadata:\n  saved_device: {device.type}\n")
         mark_written("model")
     if world_size() > 1:
         dist.barrier()
@@ -110,7 +114,7 @@ def evaluate_cnn(model: Input[MLflowModelFolder], examples: Input[UriFolder],
     from torch import nn
 
     from components.images import SIZE, read_pgm
-    from mlpipe.runtime import log_metric
+    from mlpipe.runtime import device, log_metric
 
     encoding = json.loads(Path(labels).read_text())
     saved = json.loads((Path(model) / "labels.json").read_text())
@@ -119,11 +123,14 @@ def evaluate_cnn(model: Input[MLflowModelFolder], examples: Input[UriFolder],
     net = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                         nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.Flatten(),
                         nn.Linear(16 * (SIZE // 2) ** 2, len(encoding)))
-    net.load_state_dict(torch.load(Path(model) / "model.pt"))
+    # the model may have been trained on GPU compute; this step's compute may have none
+    here = device()
+    net.load_state_dict(torch.load(Path(model) / "model.pt", map_location=here))
+    net.to(here)
     files = sorted(p for p in (Path(examples) / "test").glob("*/*.pgm")
                    if p.parent.name in encoding)
-    x = torch.tensor([read_pgm(p) for p in files]).view(-1, 1, SIZE, SIZE)
-    y = torch.tensor([encoding[p.parent.name] for p in files])
+    x = torch.tensor([read_pgm(p) for p in files]).view(-1, 1, SIZE, SIZE).to(here)
+    y = torch.tensor([encoding[p.parent.name] for p in files]).to(here)
     with torch.no_grad():
         hit = net(x).argmax(1) == y
     metrics = {"accuracy": {"value": hit.float().mean().item() if len(files) else 0.0,

@@ -112,11 +112,13 @@ class Component(Generic[F]):
     """
 
     def __init__(self, fn: F, spec: ComponentSpec | Callable[[], ComponentSpec],
-                 params: tuple[ParamSpec, ...] | None = None) -> None:
+                 params: tuple[ParamSpec, ...] | None = None,
+                 fields: dict[str, Any] | None = None) -> None:
         self.fn: F = fn
         self._spec = spec if isinstance(spec, ComponentSpec) else None
         self._build = None if isinstance(spec, ComponentSpec) else spec
         self._params = params
+        self._fields = fields
         functools.update_wrapper(self, fn)
 
     @property
@@ -130,6 +132,13 @@ class Component(Generic[F]):
         if self._spec is not None or self._params is None:
             return self.spec.param(name)
         return next((p for p in self._params if p.name == name), None)
+
+    def declared(self, field: str) -> Any:
+        """One declared ComponentSpec field (``inputs``, ``outputs``, ``distribution``...)
+        without building ``spec`` (the step runtime reads its ports this way)."""
+        if self._spec is not None or self._fields is None:
+            return getattr(self.spec, field)
+        return self._fields[field]
 
     def __call__(self, *args: Any, **kwargs: Any) -> "StepHandle":
         where = caller(sys._getframe(1))
@@ -189,7 +198,7 @@ def component(fn: FunctionType | None = None, *, name: str | None = None, versio
     def wrap(f: FunctionType) -> Component:
         fields = _component_fields(f, options)
         return Component(f, lambda: ComponentSpec(**fields, code_digest=code_digest(f)),
-                         fields["params"])
+                         fields["params"], fields)
 
     return wrap(fn) if fn is not None else wrap
 

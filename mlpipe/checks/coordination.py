@@ -1,8 +1,8 @@
-"""After a distributed step: did its workers really coordinate? Reads the per-rank records and
-metric lines the runtime left in the step directory and judges coverage, overlap, writers and
+"""After a distributed step: did its workers really coordinate? Reads the ranks' parts of the
+step record the runtime left (docs/step-record.md) and judges coverage, overlap, writers and
 metric scope. Reads files only; never launches or changes anything. Shared by every backend
-that runs distributed steps (the local launcher today), so its findings mean the same thing
-whichever backend ran the step.
+that runs distributed steps (the local launcher, and ``sync`` for an Azure ML job's record),
+so its findings mean the same thing whichever backend ran the step.
 """
 from __future__ import annotations
 
@@ -55,19 +55,22 @@ class CoordinationReport:
                 "findings": [d.to_json() for d in self.findings]}
 
 
-def _records(step_dir: Path) -> dict[int, dict[str, Any]]:
-    found: dict[int, dict[str, Any]] = {}
-    for path in sorted((step_dir / "coordination").glob("rank-*.json")):
-        data = json.loads(path.read_text())
-        found[int(data["rank"])] = data
+def _records(parts: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    return {int(p["rank"]): p for p in parts
+            if isinstance(p.get("rank"), int) and p.get("role", "worker") == "worker"}
+
+
+def _read_parts(step_dir: Path) -> list[dict[str, Any]]:
+    """The ranks' parts in a record folder (``rank-<R>.json``; unreadable ones skipped)."""
+    found = []
+    for path in sorted(step_dir.glob("rank-*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError):
+            continue
+        if isinstance(data, dict):
+            found.append(data)
     return found
-
-
-def _metric_lines(step_dir: Path) -> list[dict[str, Any]]:
-    path = step_dir / "metrics.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def _few(ids: set[str] | list[str], n: int = 3) -> str:
@@ -76,7 +79,7 @@ def _few(ids: set[str] | list[str], n: int = 3) -> str:
     return ", ".join(repr(i) for i in shown) + (f" and {more} more" if more > 0 else "")
 
 
-def check_coordination(step_dir: str | Path, *, world_size: int,
+def check_coordination(step_dir: str | Path | list[dict[str, Any]], *, world_size: int,
                        distribution: Distribution | None = None,
                        step: str | None = None) -> CoordinationReport:
     """Judge the coordination records one distributed step left behind.
@@ -96,8 +99,8 @@ def check_coordination(step_dir: str | Path, *, world_size: int,
         >>> report.ok, report.covered, report.population
         (True, 210, 210)
     """
-    step_dir = Path(step_dir)
-    records = _records(step_dir)
+    parts = step_dir if isinstance(step_dir, list) else _read_parts(Path(step_dir))
+    records = _records(parts)
     where = {"step": step}
     findings: list[Diagnostic] = []
     missing = sorted(set(range(world_size)) - set(records))
@@ -143,7 +146,7 @@ def check_coordination(step_dir: str | Path, *, world_size: int,
 
     writers: dict[str, list[int]] = {}
     for r, rec in sorted(records.items()):
-        for name in rec.get("wrote", []):
+        for name in rec.get("marked_written", []):
             writers.setdefault(name, []).append(r)
     for name, ranks in sorted(writers.items()):
         policy = distribution.writer_policy(name) if distribution else None
@@ -164,7 +167,7 @@ def check_coordination(step_dir: str | Path, *, world_size: int,
                 hint="guard the save with mlpipe.runtime.is_writer(...)", port=name, **where))
 
     metrics: dict[str, dict[str, Any]] = {}
-    for line in _metric_lines(step_dir):
+    for line in (x for r in records.values() for x in r.get("metrics") or []):
         m = metrics.setdefault(line["name"], {"scopes": set(), "global_ranks": set()})
         m["scopes"].add(line["scope"])
         if line["scope"] == "global":

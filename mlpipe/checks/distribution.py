@@ -250,7 +250,19 @@ def ownership(graph: Graph) -> Iterator[Diagnostic]:
                     **at_step(node, name))
         if dist.world_size(c.instances) > 1:
             missing = [p.name for p in c.outputs if dist.writer_policy(p.name) is None]
-            if missing:
+            if missing and c.command is not None:
+                # a command component (Azure ML YAML): declared in its tags, so a correct
+                # azureml-examples DDP component is warned about, not refused
+                yield Diagnostic.of(
+                    OUTPUT_WRITER_UNDECLARED,
+                    f"step '{node.id}' runs {dist.world_size(c.instances)} processes "
+                    f"but its component declares no writer for output(s) "
+                    f"{', '.join(repr(m) for m in missing)}",
+                    hint=f"declare it in the component's YAML: tags: {{mlpipe.writers."
+                         f"{missing[0]}: rank0}} (rank 0 saves), sharded (every rank saves "
+                         f"its own part) or a rank number", severity=Severity.WARNING,
+                    **at_step(node, missing[0]))
+            elif missing:
                 yield Diagnostic.of(
                     OUTPUT_WRITER_UNDECLARED,
                     f"step '{node.id}' runs {dist.world_size(c.instances)} processes "

@@ -1,8 +1,9 @@
 """Azure ML commands: compile (CLI v2 YAML), sync into the evidence store, and the Azure
 target of submit.
 
-azure-ai-ml is imported inside the commands; ``_service`` is the one seam tests replace with a
-named fake of the Azure service.
+azure-ai-ml is imported inside the commands. ``_credential`` is the one seam the tests replace:
+they hand the real ``MLClientService`` a static token credential for the loopback Azure ML
+service instead of azure-identity's DefaultAzureCredential.
 """
 from __future__ import annotations
 
@@ -99,9 +100,14 @@ def submit_to_workspace(target: str, values: dict[str, str], *, experiment: str 
     click.echo(f"follow it with: mlpipe sync {run.run_id}")
 
 
+def _credential():
+    # None: azure-identity's DefaultAzureCredential. The tests put a static token credential
+    # here for the loopback Azure ML service (nothing else of the service is replaced).
+    return None
+
+
 def _service(factory, workspace):
-    # The one seam the CLI tests replace with a named fake of the Azure service.
-    return factory(workspace)
+    return factory(workspace, credential=_credential())
 
 
 def _recorded_workspace(options: dict, flags: dict[str, str | None], config: str | None):

@@ -23,6 +23,12 @@ _RACY_SECONDS = 2.0           # a file modified this recently may change again w
 _FOLDER_HEADER = b"mlpipe-folder-v1\n"
 
 
+def folder_manifest_header() -> bytes:
+    """The first bytes of every folder manifest (the step runtime digests outputs the same way:
+    ``mlpipe.runtime.finish.content``)."""
+    return _FOLDER_HEADER
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """What a path held: ``digest`` (``blake3:<hex>``), total bytes, file count, kind."""

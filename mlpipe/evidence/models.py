@@ -152,6 +152,9 @@ class StepRun(Base):
     finished_at: Mapped[Optional[datetime]] = mapped_column(DateTime)
     log_path: Mapped[Optional[str]] = mapped_column(Text)
     message: Mapped[Optional[str]] = mapped_column(Text)
+    #: The step record the runtime left, as stored (``mlpipe.runtime.record.stored``;
+    #: docs/step-record.md); None for a step that left none (reused, skipped, script).
+    record: Mapped[Optional[dict[str, Any]]]
 
     run: Mapped[Run] = relationship(back_populates="steps")
     component: Mapped[ComponentVersion] = relationship()
@@ -177,6 +180,9 @@ class Artifact(Base):
     size: Mapped[int] = mapped_column(BigInteger)
     file_count: Mapped[int] = mapped_column(Integer)
     location: Mapped[str] = mapped_column(Text)
+    #: Each file's ``{"name", "size", "sha256", "blake3"}`` where the files are not at
+    #: ``location`` to hash (an Azure ML output, from its step record); else None.
+    files: Mapped[Optional[list[Any]]]
 
 
 class StepArtifact(Base):

@@ -291,9 +291,13 @@ class Store:
     def finish_step_run(self, step_run_id: str, *, status: str, message: str | None = None,
                         cacheable: bool | None = None, topology: dict[str, Any] | None = None,
                         outputs: dict[str, m.Artifact] | None = None,
-                        metrics: list[dict[str, Any]] | None = None) -> None:
-        """Close a step run with its status, produced artifacts and logged metrics."""
+                        metrics: list[dict[str, Any]] | None = None,
+                        record: dict[str, Any] | None = None) -> None:
+        """Close a step run with its status, produced artifacts, logged metrics and the step
+        record its runtime left."""
         values: dict[str, Any] = {"status": status, "finished_at": utcnow(), "message": message}
+        if record is not None:
+            values["record"] = record
         if cacheable is not None:
             values["cacheable"] = cacheable
         if topology is not None:
@@ -359,18 +363,21 @@ class Store:
     def complete_step_run(self, step_run_id: str, *, status: str, message: str | None,
                           cacheable: bool, topology: dict[str, Any],
                           outputs: dict[str, tuple[str, str, int, int, str]],
-                          metrics: list[dict[str, Any]]) -> dict[str, m.Artifact]:
+                          metrics: list[dict[str, Any]],
+                          record: dict[str, Any] | None = None) -> dict[str, m.Artifact]:
         """Close an executed step run in one transaction: file its output artifacts (kept as
-        they are when the store already knows the digest), link them, add its metrics.
+        they are when the store already knows the digest), link them, add its metrics and
+        keep its step record.
 
         Args:
             outputs: port -> ``(digest, kind, size, file_count, location)``.
+            record: the step record as stored (``mlpipe.runtime.record.stored``).
 
         Returns:
             Port -> the artifact recorded for it (detached rows).
         """
         values = {"status": status, "finished_at": utcnow(), "message": message,
-                  "cacheable": cacheable, "topology": topology}
+                  "cacheable": cacheable, "topology": topology, "record": record}
 
         def work(conn: Connection) -> dict[str, m.Artifact]:
             arts = _artifacts(conn, outputs)
@@ -406,7 +413,7 @@ class _Statements:
     def close_step_run(self):
         return (update(m.StepRun).where(m.StepRun.id == bindparam("step_run_id"))
                 .values({c: bindparam(c) for c in ("status", "finished_at", "message",
-                                                   "cacheable", "topology")}))
+                                                   "cacheable", "topology", "record")}))
 
     @functools.cached_property
     def insert_link(self):

@@ -3,6 +3,7 @@
 Never imports the DSL, the graph, the checks, a backend or the store; never imports torch at
 import time.
 """
+from mlpipe.runtime.devices import backend, device
 from mlpipe.runtime.distributed import (
                                         all_reduce_metric,
                                         is_writer,
@@ -16,5 +17,5 @@ from mlpipe.runtime.distributed import (
 )
 from mlpipe.runtime.metrics import log_metric
 
-__all__ = ["all_reduce_metric", "is_writer", "local_rank", "log_metric", "mark_written",
-           "node_rank", "rank", "record_consumed", "shard", "world_size"]
+__all__ = ["all_reduce_metric", "backend", "device", "is_writer", "local_rank", "log_metric",
+           "mark_written", "node_rank", "rank", "record_consumed", "shard", "world_size"]

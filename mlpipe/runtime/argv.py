@@ -1,5 +1,6 @@
 """The command line of an exported step, read inside the step (``python -m mlpipe.runtime.step
---component MOD:FN --input NAME=PATH ... --output ... --param ...``), and typed parameter values.
+--component MOD:FN --input NAME=PATH ... --output ... --param ... --record DIR``), and typed
+parameter values.
 
 Written by ``mlpipe.backends.azure.command.runtime_command``; sees only errors and spec.
 """
@@ -28,6 +29,7 @@ class StepArgs:
     inputs: dict[str, str] = field(default_factory=dict)
     outputs: dict[str, str] = field(default_factory=dict)
     params: dict[str, str] = field(default_factory=dict)
+    record: str | None = None
 
 
 class _Parser(argparse.ArgumentParser):
@@ -49,11 +51,12 @@ def parse_step_argv(argv: list[str]) -> StepArgs:
     parser = _Parser(prog=RUNTIME_MODULE, add_help=False)
     parser.add_argument("--component", required=True)
     parser.add_argument("--digest")
+    parser.add_argument("--record")
     for flag in ("input", "output", "param"):
         parser.add_argument(f"--{flag}", action="append", default=[])
     ns = parser.parse_args(argv)
     return StepArgs(ns.component, ns.digest, _pairs(ns.input, "--input"),
-                    _pairs(ns.output, "--output"), _pairs(ns.param, "--param"))
+                    _pairs(ns.output, "--output"), _pairs(ns.param, "--param"), ns.record)
 
 
 def _pairs(items: list[str], flag: str) -> dict[str, str]:

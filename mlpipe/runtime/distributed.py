@@ -1,6 +1,7 @@
 """Inside a distributed step: who am I (rank, world), do I write this output, which examples are
-mine, and a metric all-reduced before it is logged as global. Also the coordination record each
-rank leaves in ``$MLPIPE_STEP_DIR/coordination/rank-<RANK>.json`` for the post-step check.
+mine, and a metric all-reduced before it is logged as global. The coordination facts (ids
+consumed, outputs marked written, reductions) go into this rank's part of the step record
+(``mlpipe.runtime.record``) for the post-step check.
 
 Reads only the variables the launcher (Azure ML or mlpipe's local one) sets; imports torch only
 inside ``all_reduce_metric``.
@@ -11,10 +12,10 @@ import json
 import os
 import random
 from collections.abc import Hashable, Sequence
-from pathlib import Path
 from typing import Any, TypeVar
 
 from mlpipe.errors import DistributedError
+from mlpipe.runtime import record as step_record
 from mlpipe.runtime.metrics import log_metric
 
 T = TypeVar("T", bound=Hashable)
@@ -110,31 +111,10 @@ def is_writer(output: str | None = None) -> bool:
 
 # --- the coordination record ---------------------------------------------------------------
 
-_RECORD: dict[str, Any] = {"consumed": [], "wrote": [], "population": []}
-_SEEN: dict[str, set] = {"consumed": set(), "wrote": set(), "population": set()}
-
-
-def _save() -> None:
-    step_dir = os.environ.get("MLPIPE_STEP_DIR")
-    if not step_dir:
-        return
-    folder = Path(step_dir) / "coordination"
-    folder.mkdir(parents=True, exist_ok=True)
-    me = rank()
-    record = {"rank": me, "world_size": world_size(), "local_rank": local_rank(),
-              "node_rank": node_rank(), **_RECORD}
-    tmp = folder / f".rank-{me}.json.tmp"
-    tmp.write_text(json.dumps(record))
-    os.replace(tmp, folder / f"rank-{me}.json")
-
-
 def _add(key: str, values: Sequence[Any]) -> None:
-    seen, out = _SEEN[key], _RECORD[key]
-    for v in values:
-        s = str(v)
-        if s not in seen:
-            seen.add(s)
-            out.append(s)
+    part = step_record.current()
+    if part is not None:
+        part.add_ids(key, values)
 
 
 def record_consumed(ids: Sequence[Hashable], *, population: Sequence[Hashable] = ()) -> None:
@@ -144,13 +124,11 @@ def record_consumed(ids: Sequence[Hashable], *, population: Sequence[Hashable] =
     """
     _add("consumed", ids)
     _add("population", population)
-    _save()
 
 
 def mark_written(output: str) -> None:
     """Record that this rank wrote ``output`` (for the single-writer check)."""
-    _add("wrote", [output])
-    _save()
+    _add("marked_written", [output])
 
 
 def shard(ids: Sequence[T], *, seed: int | None = None, record: bool = True) -> list[T]:
@@ -225,6 +203,10 @@ def all_reduce_metric(name: str, value: float, *, op: str = "mean",
                "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX}[op]
         dist.all_reduce(tensor, op=red)
         result = tensor.item() / size if op == "mean" else tensor.item()
+    part = step_record.current()
+    if part is not None:
+        part.add_reduction({"name": name, "op": op, "world_size": size, "value": result,
+                            "rank": rank(), "at": step_record.now()})
     if rank() == 0:
         log_metric(name, result, scope="global", population=population, reduced_over=size)
     return result

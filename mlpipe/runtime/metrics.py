@@ -1,21 +1,22 @@
-"""Metric logging inside a step: one JSON line per value in ``$MLPIPE_STEP_DIR/metrics.jsonl``.
+"""Metric logging inside a step: each value goes into this rank's part of the step record
+(``metrics``: ``{"name", "value", "scope", "rank", "population", "reduced_over", "at"}``) and,
+when an MLflow tracking URI is active, to MLflow with mlpipe's tags (``mlpipe.runtime.tracking``).
 
-The line protocol (shared with the local executor and the evidence store) is exactly
-``{"name", "value", "scope", "rank", "population"}``. Nothing here aggregates across ranks;
-``mlpipe.runtime.distributed.all_reduce_metric`` does that before logging.
+Nothing here aggregates across ranks; ``mlpipe.runtime.distributed.all_reduce_metric`` does
+that before logging. Never imports mlflow itself.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import warnings
-from pathlib import Path
 from typing import Any
 
+from mlpipe.runtime import record as step_record
+from mlpipe.runtime import tracking
+
 SCOPES = ("global", "partial")
-STEP_DIR_ENV = "MLPIPE_STEP_DIR"
-METRICS_FILE = "metrics.jsonl"
+STEP_DIR_ENV = step_record.RECORD_DIR_ENV
 
 
 def log_metric(name: str, value: float, *, scope: str = "global",
@@ -37,7 +38,8 @@ def log_metric(name: str, value: float, *, scope: str = "global",
 
     Returns:
         The record (also when nothing is written: outside a step, e.g. when a step body is
-        unit-tested on its own, it warns and records nothing).
+        unit-tested on its own, it warns and records nothing in a step record; it still goes
+        to MLflow when a tracking URI is set).
 
     Example:
         >>> log_metric("accuracy", 0.93, scope="global", population="test")["scope"]
@@ -55,13 +57,11 @@ def log_metric(name: str, value: float, *, scope: str = "global",
               "population": population}
     if reduced_over is not None:
         record["reduced_over"] = int(reduced_over)
-    step_dir = os.environ.get(STEP_DIR_ENV)
-    if not step_dir:
+    tracking.log(record)
+    part = step_record.current()
+    if part is None:
         warnings.warn(f"log_metric({name!r}) outside an mlpipe step: not recorded",
                       RuntimeWarning, stacklevel=2)
         return record
-    path = Path(step_dir) / METRICS_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(record) + "\n")
+    part.add_metric(record)
     return record

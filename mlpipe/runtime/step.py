@@ -1,10 +1,13 @@
 """The step entry point: ``python -m mlpipe.runtime.step REQUEST.json`` (the local executor)
-or ``python -m mlpipe.runtime.step --component MOD:FN --input NAME=PATH ...`` (an exported
-Azure ML command; see ``mlpipe.runtime.argv``).
+or ``python -m mlpipe.runtime.step --component MOD:FN --input NAME=PATH ... --record DIR`` (an
+exported Azure ML command; see ``mlpipe.runtime.argv``). Both run the same step runtime.
 
-Imports the component's module, binds inputs, outputs and parameters, and calls the plain
-function. A failure prints the traceback (into the step's log) and writes ``error.json`` in
-``$MLPIPE_STEP_DIR``. Must not import the graph, checks, backends or the evidence store.
+Imports the component's module, validates its input contracts, binds inputs, outputs and
+parameters, and calls the plain function while watching its file access; then records this
+rank's part of the step record and, on rank 0, finishes the step (outputs present, output
+contracts, content digests: ``mlpipe.runtime.finish``). A failure prints one message (a
+traceback for a failure of the step's own code) and exits non-zero. Must not import the graph,
+checks, backends or the evidence store.
 """
 from __future__ import annotations
 
@@ -15,7 +18,10 @@ import sys
 import traceback
 from typing import Any
 
-ERROR_FILE = "error.json"
+from mlpipe.runtime import finish, observe, record, tracking
+
+#: The executor's scratch folder of a step (ignored by the observation), when it has one.
+SCRATCH_ENV = "MLPIPE_SCRATCH"
 
 
 def _resolve(target: str) -> Any:
@@ -39,9 +45,58 @@ def _params(component: Any, values: dict[str, Any]) -> dict[str, Any]:
     return bound
 
 
+def _declared(component: Any, field: str) -> Any:
+    reader = getattr(component, "declared", None)
+    if reader is not None:
+        return reader(field)
+    spec = getattr(component, "spec", None)
+    return getattr(spec, field, None) if spec is not None else None
+
+
+def _ports(component: Any, field: str) -> list[finish.Port]:
+    return [finish.Port(p.name, getattr(p.kind, "value", str(p.kind)), p.contract)
+            for p in _declared(component, field) or ()]
+
+
+def _launch_env(distribution: Any) -> None:
+    """Hand the body its declared launch: writer policy and backend, as the local launcher
+    does (on Azure ML nothing else sets them)."""
+    from mlpipe.runtime.devices import BACKEND_VAR
+    from mlpipe.runtime.distributed import WRITERS_VAR
+
+    if distribution is None:
+        return
+    writers = dict(getattr(distribution, "writers", ()) or ())
+    os.environ.setdefault(WRITERS_VAR, json.dumps(writers or {"*": "rank0"}))
+    backend = getattr(distribution, "backend", None)
+    if backend:
+        os.environ.setdefault(BACKEND_VAR, backend)
+
+
+_LAUNCH_FUNCTIONS = {"init_process_group", "_env_rendezvous_handler", "_create_c10d_store",
+                     "rendezvous", "_new_process_group_helper"}
+
+
+def _layer(exc: BaseException) -> str:
+    """The layer a failure of the body belongs to: ``launch`` when the process group could
+    not form (initialisation, rendezvous, collectives without a group), else ``step-code``."""
+    from mlpipe.errors import DistributedError
+
+    if isinstance(exc, DistributedError):
+        return "launch"
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if "torch/distributed/" in code.co_filename.replace(os.sep, "/") and \
+                code.co_name in _LAUNCH_FUNCTIONS:
+            return "launch"
+        tb = tb.tb_next
+    return "step-code"
+
+
 def run(request: dict[str, Any]) -> None:
-    """Run one step as ``request`` describes (keys: function, sys_path, inputs, outputs,
-    params)."""
+    """Run one step's body as ``request`` describes (keys: function, sys_path, inputs,
+    outputs, params), without the record or any validation (see :func:`execute`)."""
     for entry in reversed(request.get("sys_path", [])):
         if entry not in sys.path:
             sys.path.insert(0, entry)
@@ -87,7 +142,9 @@ def request_from_argv(args: list[str]) -> dict[str, Any]:
               f"but was compiled as {parsed.digest}; the code or its declaration changed",
               file=sys.stderr)
     return {"function": parsed.component, "sys_path": [], "inputs": parsed.inputs,
-            "outputs": parsed.outputs, "params": params}
+            "outputs": parsed.outputs, "params": params, "record": parsed.record,
+            "digest": spec.digest if spec is not None else None,
+            "compiled_digest": parsed.digest}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,27 +164,100 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print("usage: python -m mlpipe.runtime.step REQUEST.json\n"
               "       python -m mlpipe.runtime.step --component MOD:FN [--input NAME=PATH] "
-              "[--output NAME=PATH] [--param NAME=VALUE]", file=sys.stderr)
+              "[--output NAME=PATH] [--param NAME=VALUE] [--record DIR]", file=sys.stderr)
         return 2
     return execute(request)
 
 
 def execute(request: dict[str, Any]) -> int:
-    """Run ``request`` (see :func:`run`) as a step process does; its exit status.
+    """Run ``request`` as a step process does and record it; its exit status.
 
-    A failure prints the traceback and writes ``error.json`` in ``$MLPIPE_STEP_DIR``. The
-    fork server calls this in each forked step.
+    ``request`` (the local executor's ``request.json``, or what an exported command line
+    says): ``function``, ``sys_path``, ``inputs``, ``outputs``, ``params`` and optionally
+    ``record`` (the record folder; else ``$MLPIPE_STEP_DIR``), ``digest`` (the component's
+    spec digest) and ``compiled_digest``. Without a record folder the body runs with its
+    inputs validated, and nothing is recorded. The fork server calls this in each forked step.
     """
+    if request.get("record"):
+        os.environ[record.RECORD_DIR_ENV] = os.path.abspath(request["record"])
+        os.makedirs(os.environ[record.RECORD_DIR_ENV], exist_ok=True)
+    record.reset()
+    part = record.current()
+    started = record.now()
+    inputs_checked: dict[str, Any] = {}
+    outputs: list[finish.Port] = []
+    observer: observe.Observer | None = None
+    failure: dict[str, Any] | None = None
+    code = 0
+    rank = record.identity()["rank"]
     try:
-        run(request)
+        for entry in reversed(request.get("sys_path", [])):
+            if entry not in sys.path:
+                sys.path.insert(0, entry)
+        component = _resolve(request["function"])
+        fn = getattr(component, "fn", component)
+        outputs = _ports(component, "outputs")
+        _launch_env(_declared(component, "distribution"))
+        kwargs = {**request["inputs"], **request["outputs"],
+                  **_params(component, request["params"])}
+        inputs_checked = finish.check_inputs(_ports(component, "inputs"), request["inputs"])
+        if part is not None:
+            part.update(inputs=inputs_checked)
+        if part is not None and observe.enabled():
+            observer = observe.Observer(observe.Filter(
+                request["inputs"], request["outputs"],
+                scratch=[record.folder(), os.environ.get(SCRATCH_ENV)]))
+            observer.start()
+        try:
+            fn(**kwargs)
+        finally:
+            if observer is not None:
+                observer.stop()
+    except finish._WithResults as exc:  # an input that does not match its contract
+        inputs_checked = exc.results
+        failure = exc.failure.to_json(rank)
+        print(f"mlpipe: {failure['message']}", file=sys.stderr)
+        code = 1
     except BaseException as exc:  # the step's own failure, reported to the executor
         traceback.print_exc()
-        step_dir = os.environ.get("MLPIPE_STEP_DIR")
-        if step_dir:
-            with open(os.path.join(step_dir, ERROR_FILE), "w", encoding="utf-8") as fh:
-                json.dump({"type": type(exc).__name__, "message": str(exc)}, fh)
-        return 130 if isinstance(exc, KeyboardInterrupt) else 1
-    return 0
+        failure = {"layer": _layer(exc), "type": type(exc).__name__,
+                   "message": f"{type(exc).__name__}: {exc}", "port": None, "rank": rank}
+        code = 130 if isinstance(exc, KeyboardInterrupt) else 1
+    state = tracking.close(failed=failure is not None)
+    if part is None:
+        # no record folder: the outputs are still checked, nothing is written
+        if code == 0 and rank == 0:
+            step = finish.finish(None, me=record.identity(), outputs=outputs,
+                                 paths=request["outputs"], header={}, failure=None)
+            if step["failure"] is not None:
+                print(f"mlpipe: {step['failure']['message']}", file=sys.stderr)
+                code = 1
+        return code
+    seen = observer.result() if observer is not None else observe.unobserved(
+        "switched off (MLPIPE_OBSERVE=0)" if not observe.enabled() else
+        "the step failed before its body ran")
+    part.update(status="failed" if failure else "succeeded", failure=failure,
+                finished_at=record.now(), inputs=inputs_checked, tracking=state, **seen)
+    record.merge_children(part)
+    part.flush()
+    if rank != 0 or part.data["role"] != "worker":
+        return code
+    from mlpipe.version import __version__
+
+    header = {"mlpipe_version": __version__, "python": sys.version.split()[0],
+              "component": request["function"], "component_digest": request.get("digest"),
+              "compiled_digest": request.get("compiled_digest"), "started_at": started,
+              "inputs": inputs_checked}
+    try:
+        step = finish.finish(record.folder(), me=part.data, outputs=outputs,
+                             paths=request["outputs"], header=header, failure=failure)
+    except OSError as exc:
+        print(f"mlpipe: the step record could not be written: {exc}", file=sys.stderr)
+        return code or 1
+    if step["failure"] is not None and code == 0:
+        print(f"mlpipe: {step['failure']['message']}", file=sys.stderr)
+        code = 1
+    return code
 
 
 if __name__ == "__main__":

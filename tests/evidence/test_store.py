@@ -119,13 +119,13 @@ def test_a_newer_schema_is_refused(store_url):
         conn.execute(text("UPDATE alembic_version SET version_num = '9999'"))
     store.close()
     with pytest.raises(StoreError, match=r"schema revision '9999', newer than this mlpipe "
-                                         r"knows \(head '0002'\)"):
+                                         rf"knows \(head '{HEAD}'\)"):
         Store.open(store_url)
 
 
 def test_an_old_schema_names_the_upgrade_command_when_auto_upgrade_is_off(tmp_path):
     url = f"sqlite:///{tmp_path / 's.sqlite'}"
-    with pytest.raises(StoreError, match=r"has schema revision None; this mlpipe needs '0002'"
+    with pytest.raises(StoreError, match=rf"has schema revision None; this mlpipe needs '{HEAD}'"
                                          r"\n  help: run `mlpipe store upgrade`"):
         Store.open(url, auto_upgrade=False)
     Store.open(url, auto_upgrade=True)
@@ -175,7 +175,7 @@ def test_import_mlpipe_and_help_do_not_import_sqlalchemy():
     assert "sqlalchemy" not in helped.stderr
 
 
-def test_a_store_at_revision_0001_upgrades_to_0002_keeping_its_rows(tmp_path):
+def test_a_store_at_revision_0001_upgrades_to_the_head_keeping_its_rows(tmp_path):
     from alembic import command
     from alembic.config import Config
     from sqlalchemy import create_engine, inspect
@@ -191,7 +191,7 @@ def test_a_store_at_revision_0001_upgrades_to_0002_keeping_its_rows(tmp_path):
                           "('sha256:p', 'p', '{}')"))
     engine.dispose()
     store = Store.open(url)
-    assert current_revision(store.engine) == "0002"
+    assert current_revision(store.engine) == HEAD
     with store.session() as s:
         assert s.get(m.PipelineSpecRow, "sha256:p").name == "p"
     columns = {c["name"] for c in inspect(store.engine).get_columns("metrics")}
@@ -233,3 +233,25 @@ def test_a_relative_sqlite_path_in_mlpipe_toml_is_relative_to_the_project(tmp_pa
     (tmp_path / "mlpipe.toml").write_text('[store]\nurl = "sqlite:///evidence/s.sqlite"\n')
     (tmp_path / "sub").mkdir()
     assert locate(str(tmp_path / "sub")).url == f"sqlite:///{tmp_path}/evidence/s.sqlite"
+
+
+def test_a_store_at_revision_0002_gains_step_records_keeping_its_rows(tmp_path):
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import create_engine, inspect, select
+
+    url = f"sqlite:///{tmp_path / 'old.sqlite'}"
+    engine = create_engine(url)
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0002")
+        conn.execute(text("INSERT INTO artifacts (digest, kind, size, file_count, location) "
+                          "VALUES ('blake3:a', 'uri_file', 1, 1, '/x')"))
+    engine.dispose()
+    store = Store.open(url)
+    with store.session() as s:
+        art = s.scalars(select(m.Artifact)).one()
+        assert (art.digest, art.files) == ("blake3:a", None)
+    assert "record" in {c["name"] for c in inspect(store.engine).get_columns("step_runs")}

@@ -14,6 +14,7 @@ from mlpipe.runtime import (
     log_metric,
     mark_written,
     rank,
+    record,
     shard,
     world_size,
 )
@@ -26,19 +27,17 @@ LAUNCH = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "NODE_RANK", "TF_CONFIG", "OMPI_CO
 def clean(monkeypatch):
     for name in LAUNCH:
         monkeypatch.delenv(name, raising=False)
-    for key in distributed._RECORD:
-        distributed._RECORD[key] = []
-        distributed._SEEN[key] = set()
+    record.reset()
+    yield
+    record.reset()
 
 
 def as_rank(monkeypatch, r, n, step_dir=None):
     monkeypatch.setenv("RANK", str(r))
     monkeypatch.setenv("WORLD_SIZE", str(n))
+    record.reset()  # each simulated rank is a process of its own
     if step_dir is not None:
         monkeypatch.setenv("MLPIPE_STEP_DIR", str(step_dir))
-    for key in distributed._RECORD:
-        distributed._RECORD[key] = []
-        distributed._SEEN[key] = set()
 
 
 def test_defaults_outside_a_launch():
@@ -89,6 +88,7 @@ def test_coordination_passes_for_correct_sharding(monkeypatch, tmp_path):
             mark_written("model")
         log_metric("loss_rank", 0.5 + r, scope="partial")
     _ranks(monkeypatch, tmp_path, 3, body)
+    record.reset()
     report = check_coordination(tmp_path, world_size=3, distribution=PyTorch(writers="rank0"))
     assert report.ok and report.findings == ()
     assert (report.population, report.covered, report.writers) == (10, 10, {"model": (0,)})
@@ -101,6 +101,7 @@ def _codes(report):
 def test_every_rank_reading_everything_is_independent_copies(monkeypatch, tmp_path):
     ids = [f"e{i}" for i in range(10)]
     _ranks(monkeypatch, tmp_path, 2, lambda r: distributed.record_consumed(ids, population=ids))
+    record.reset()
     report = check_coordination(tmp_path, world_size=2)
     assert not report.ok and _codes(report) == ["MP522"]
     assert "all 2 ranks consumed the whole data set (10 examples)" in report.findings[0].message
@@ -113,6 +114,7 @@ def test_overlap_gap_writers_and_global_metrics_are_findings(monkeypatch, tmp_pa
         mark_written("shards")
         log_metric("accuracy", 0.9 - r / 10, scope="global")
     _ranks(monkeypatch, tmp_path, 2, body)
+    record.reset()
     report = check_coordination(tmp_path, world_size=3,
                                 distribution=PyTorch(writers={"model": "rank0",
                                                               "shards": "sharded"}))
@@ -129,17 +131,25 @@ def test_overlap_gap_writers_and_global_metrics_are_findings(monkeypatch, tmp_pa
 
 def test_a_write_by_the_wrong_rank(monkeypatch, tmp_path):
     _ranks(monkeypatch, tmp_path, 2, lambda r: r == 1 and mark_written("model"))
+    record.reset()
     report = check_coordination(tmp_path, world_size=2)
     assert [d.message for d in report.findings if d.code == "MP525"] == [
         "output 'model' was written by rank 1, but its writer is rank 0 (policy 'rank0')"]
 
 
-def test_log_metric_writes_the_shared_line_protocol(monkeypatch, tmp_path):
+def _metric_lines(folder, r):
+    record.reset()
+    return json.loads((folder / f"rank-{r}.json").read_text())["metrics"]
+
+
+def test_log_metric_goes_into_the_ranks_part_of_the_record(monkeypatch, tmp_path):
     as_rank(monkeypatch, 3, 4, tmp_path)
     log_metric("loss", 1.5, scope="partial", population="shard 3")
-    line = json.loads((tmp_path / "metrics.jsonl").read_text())
+    [line] = _metric_lines(tmp_path, 3)
+    assert line.pop("at").startswith("20")
     assert line == {"name": "loss", "value": 1.5, "scope": "partial", "rank": 3,
                     "population": "shard 3"}
+    as_rank(monkeypatch, 3, 4, tmp_path)
     with pytest.raises(ValueError, match="metric 'loss' has scope 'local'; use 'global' or 'partial'"):
         log_metric("loss", 1.0, scope="local")
     with pytest.raises(ValueError, match="metric 'loss' has value nan; log a finite number"):
@@ -149,7 +159,7 @@ def test_log_metric_writes_the_shared_line_protocol(monkeypatch, tmp_path):
 def test_all_reduce_metric_needs_a_process_group(monkeypatch, tmp_path):
     as_rank(monkeypatch, 0, 1, tmp_path)
     assert all_reduce_metric("loss", 2.0) == 2.0
-    assert json.loads((tmp_path / "metrics.jsonl").read_text())["scope"] == "global"
+    assert _metric_lines(tmp_path, 0)[0]["scope"] == "global"
     as_rank(monkeypatch, 0, 2, tmp_path)
     with pytest.raises(DistributedError, match=r"all_reduce_metric\('loss'\) runs in a world of "
                                                r"2 processes but no torch.distributed process "

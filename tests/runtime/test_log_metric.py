@@ -1,17 +1,27 @@
-"""log_metric inside a step: one JSON line per call, with scope and rank."""
+"""log_metric inside a step: one entry per call in the rank's part of the record, with scope
+and rank."""
 import json
 
 import pytest
 
-from mlpipe.runtime import log_metric
+from mlpipe.runtime import log_metric, record
 
 
-def test_log_metric_appends_a_json_line(tmp_path, monkeypatch):
+@pytest.fixture(autouse=True)
+def fresh_part():
+    record.reset()
+    yield
+    record.reset()
+
+
+def test_log_metric_adds_an_entry_to_the_ranks_part(tmp_path, monkeypatch):
     monkeypatch.setenv("MLPIPE_STEP_DIR", str(tmp_path))
     monkeypatch.setenv("RANK", "3")
     log_metric("accuracy", 0.5, scope="partial", population="shard 3")
     log_metric("loss", 2)
-    lines = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    record.reset()
+    lines = json.loads((tmp_path / "rank-3.json").read_text())["metrics"]
+    assert all(line.pop("at") for line in lines)
     assert lines == [{"name": "accuracy", "value": 0.5, "scope": "partial", "rank": 3,
                       "population": "shard 3"},
                      {"name": "loss", "value": 2.0, "scope": "global", "rank": 3,

@@ -1,4 +1,5 @@
 """The exported command form of the step entry point runs the component body for real."""
+import json
 import os
 import shlex
 import subprocess
@@ -17,7 +18,8 @@ def _filled(tmp_path, digest: str | None = None) -> list[str]:
     if digest:
         command = command.replace(prepare.spec.digest, digest)
     values = {"inputs.raw": raw, "inputs.split": split, "outputs.examples": tmp_path / "examples",
-              "outputs.labels": tmp_path / "labels.json", "inputs.seed": 7}
+              "outputs.labels": tmp_path / "labels.json", "inputs.seed": 7,
+              "outputs.mlpipe_record": tmp_path / "record"}
     for key, value in values.items():
         command = command.replace("${{" + key + "}}", str(value))
     return [sys.executable, *shlex.split(command)[1:]]
@@ -29,6 +31,7 @@ def test_exported_command_line_runs_the_body(tmp_path):
     assert done.stderr == ""
     assert (tmp_path / "labels.json").is_file()
     assert {p.name for p in (tmp_path / "examples").iterdir()} == {"train", "val", "test"}
+    assert json.loads((tmp_path / "record" / "step.json").read_text())["status"] == "succeeded"
 
 
 def test_code_that_changed_since_compile_is_warned(tmp_path):

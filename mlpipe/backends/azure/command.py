@@ -5,6 +5,10 @@ environment (which must therefore have mlpipe installed)::
 
     python -m mlpipe.runtime.step --component MODULE:QUALNAME --digest SHA256
         --input NAME=PATH ... --output NAME=PATH ... --param NAME=VALUE ...
+        --record ${{outputs.mlpipe_record}}
+
+The step record (docs/step-record.md) travels back in ``mlpipe_record``, an output the export
+adds to every function component; ``sync`` downloads it.
 
 Azure ML substitutes ``${{inputs.X}}``/``${{outputs.X}}`` before the command starts; an
 optional input or parameter sits in ``$[[...]]`` so Azure ML drops it when it is not given.
@@ -15,6 +19,9 @@ from __future__ import annotations
 
 from mlpipe.runtime.argv import RUNTIME_MODULE, StepArgs, coerce_param, parse_step_argv
 from mlpipe.spec import ComponentSpec
+
+#: The output the export adds to every function component for its step record.
+RECORD_PORT = "mlpipe_record"
 
 
 def runtime_command(spec: ComponentSpec) -> str:
@@ -38,6 +45,7 @@ def runtime_command(spec: ComponentSpec) -> str:
     for param in spec.params:
         optional = not param.required and param.default is None
         parts.append(_optional(f'--param "{param.name}=${{{{inputs.{param.name}}}}}"', optional))
+    parts.append(f'--record "${{{{outputs.{RECORD_PORT}}}}}"')
     return " ".join(parts)
 
 
@@ -45,4 +53,5 @@ def _optional(text: str, optional: bool) -> str:
     return f"$[[{text}]]" if optional else text
 
 
-__all__ = ["RUNTIME_MODULE", "StepArgs", "coerce_param", "parse_step_argv", "runtime_command"]
+__all__ = ["RECORD_PORT", "RUNTIME_MODULE", "StepArgs", "coerce_param", "parse_step_argv",
+           "runtime_command"]

@@ -174,6 +174,12 @@ def read_command_component(doc: Any, path: str | os.PathLike[str], *, field_pref
         distribution = vocabulary.parse_distribution(doc["distribution"])
         if isinstance(distribution, str):
             raise where.fail(doc, "distribution", distribution, field=f"{field_prefix}distribution")
+        distribution = vocabulary.read_launch_tags(distribution, doc.get("tags"))
+        if isinstance(distribution, str):
+            raise where.fail(doc, "tags", distribution, field=f"{field_prefix}tags",
+                             hint="writers: rank0, sharded or a rank number; metrics: mean, "
+                                  "sum, min, max, rank0, partial or global; backend: nccl, "
+                                  "gloo or mpi (docs/azure.md)")
     instances, sku = read_resources(where, doc, f"{field_prefix}resources")
     variables = doc.get("environment_variables") or {}
     code = doc.get("code")

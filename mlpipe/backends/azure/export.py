@@ -19,7 +19,12 @@ from typing import Any
 
 from mlpipe.artifacts import AssetType
 from mlpipe.backends.azure import vocabulary, yamlfile
-from mlpipe.backends.azure.command import RUNTIME_MODULE, coerce_param, runtime_command
+from mlpipe.backends.azure.command import (
+    RECORD_PORT,
+    RUNTIME_MODULE,
+    coerce_param,
+    runtime_command,
+)
 from mlpipe.contracts.base import contract_label, contract_spec
 from mlpipe.digests import canonical_json
 from mlpipe.errors import ExportError, UsageError
@@ -111,6 +116,15 @@ class _Context:
             doc["inputs"] = inputs
         if spec.outputs:
             doc["outputs"] = {p.name: _port_entry(p) for p in spec.outputs}
+        if spec.function is not None:
+            if spec.output(RECORD_PORT) is not None or spec.input(RECORD_PORT) is not None:
+                raise ExportError(f"component {spec.name!r} has a port named {RECORD_PORT!r}, "
+                                  f"which the export reserves for the step record",
+                                  hint="rename the port", **_where(spec))
+            doc.setdefault("outputs", {})[RECORD_PORT] = {
+                "type": "uri_folder",
+                "description": "mlpipe's step record: validation, metrics, coordination, "
+                               "output digests (docs/step-record.md)"}
         code = self.code_of(spec, rel)
         if code is not None:
             doc["code"] = code
@@ -392,6 +406,7 @@ def _component_tags(spec: ComponentSpec) -> dict[str, str]:
     for port in (*spec.inputs, *spec.outputs):
         if port.contract is not None:
             tags[f"mlpipe.contract.{port.name}"] = canonical_json(contract_spec(port.contract))
+    tags.update(vocabulary.launch_tags(spec.distribution, record=spec.function is not None))
     return tags
 
 

@@ -303,7 +303,7 @@ class _Reader:
         doc = {k: v for k, v in node.items() if k in ("command", "code", "environment",
                                                       "distribution", "resources",
                                                       "is_deterministic", "display_name",
-                                                      "description")}
+                                                      "description", "tags")}
         doc["name"] = name
         base = read_command_component(yamlfile.Mapping(doc), path, field_prefix=f"{field}.",
                                       name=name)
@@ -317,6 +317,10 @@ class _Reader:
                            default_compute: Compute | None, field: str) -> ComponentSpec:
         changes: dict[str, Any] = {}
         compute = vocabulary.parse_compute(node.get("compute")) or spec.compute or default_compute
+        if compute is not None and compute.sku is None and spec.compute is not None \
+                and spec.compute.sku is not None:
+            # the component's resources.instance_type stays the VM size on the job's cluster
+            compute = Compute(compute.name, spec.compute.sku)
         instances, sku = read_resources(where, node, f"{field}.resources")
         if sku is not None:
             compute = Compute(compute.name if compute else None, sku)
@@ -328,6 +332,11 @@ class _Reader:
             dist = vocabulary.parse_distribution(node["distribution"])
             if isinstance(dist, str):
                 raise where.fail(node, "distribution", dist, field=f"{field}.distribution")
+            # the component's own declaration (from its tags) carries over, the job's adds
+            dist = vocabulary.read_launch_tags(dist, {
+                **vocabulary.launch_tags(spec.distribution), **(node.get("tags") or {})})
+            if isinstance(dist, str):
+                raise where.fail(node, "tags", dist, field=f"{field}.tags")
             changes["distribution"] = dist
         variables = node.get("environment_variables")
         if variables and node.get("component") is not None:

@@ -1,5 +1,6 @@
-"""Reading Azure ML's answers: job and child-job REST payloads and MLflow run payloads,
-parsed into plain records (status, reuse, outputs, metrics, times) for the evidence store.
+"""Reading Azure ML's answers: pipeline-job (``JobBase``), child-job (run history ``Run``) and
+MLflow run payloads, parsed into plain records (status, reuse, outputs, metrics, times) for the
+evidence store.
 
 Parsing, and the walk over a pipeline job's children; the fetching is ``service``'s and the
 recording is ``ingest``'s. Never imports azure-ai-ml or the store.
@@ -19,6 +20,11 @@ REUSED_PIPELINE = ("azureml.reusedpipelinerunid", "azureml.reusedpipeline")
 REUSED_NODE = "azureml.reusednodeid"
 NODE_ID = "azureml.nodeid"
 TERMINAL = {"Completed", "Failed", "Canceled", "NotResponding"}
+#: The run property that marks a child run as a nested pipeline (a pipeline component node).
+SUBGRAPH = ("runSource", "SubGraphCloud")
+#: Run history's output types for models, as Azure ML job output types.
+MODEL_TYPES = {"MLFlowModel": "mlflow_model", "CustomModel": "custom_model",
+               "TritonModel": "triton_model"}
 #: The MLflow run tags by which a step marks a metric's scope and population
 #: (``mlpipe.scope.NAME = partial``); a metric without one is global.
 SCOPE_TAG, POPULATION_TAG = "mlpipe.scope.", "mlpipe.population."
@@ -48,6 +54,8 @@ class JobRecord:
     reused_node: str | None = None
     started_at: str | None = None
     finished_at: str | None = None
+    #: The status message of a failed job (its error), where Azure ML gives one.
+    message: str | None = None
 
     @property
     def finished(self) -> bool:
@@ -75,9 +83,10 @@ class SyncedRun:
 
 def _require(payload: Any, key: str, what: str) -> Any:
     if not isinstance(payload, dict) or key not in payload:
+        shape = "run history Run" if key == "runId" else "JobBase resource"
         raise AzureError(f"Azure ML returned a {what} without {key!r}",
-                         hint="the service answer is not a JobBase resource; report it with "
-                              "the payload")
+                         hint=f"the service answer is not a {shape}; report it with the "
+                              f"payload")
     return payload[key]
 
 
@@ -112,6 +121,44 @@ def parse_job(payload: dict[str, Any]) -> JobRecord:
         reused_pipeline=next((run_props[k] for k in REUSED_PIPELINE if k in run_props), None),
         created_at=(payload.get("systemData") or {}).get("createdAt"), tags=tags,
         outputs=outputs, output_types=output_types, reused_node=run_props.get(REUSED_NODE))
+
+
+def parse_run(payload: dict[str, Any]) -> JobRecord:
+    """A JobRecord from a run-history ``Run`` payload (how Azure ML lists a pipeline's child
+    jobs: ``GET .../runs/NAME/children``). The node is the run's display name (Azure ML's
+    ``azureml.nodeid`` is an opaque id); a child run with ``runSource: SubGraphCloud`` is a
+    nested pipeline, recorded with job type ``Pipeline``.
+
+    Example:
+        >>> parse_run({"runId": "3f2c", "displayName": "train", "status": "Failed",
+        ...            "error": {"error": {"message": "exit code 1"}}}).message
+        'exit code 1'
+    """
+    name = _require(payload, "runId", "child job")
+    props = {str(k): v for k, v in (payload.get("properties") or {}).items()}
+    tags = {str(k): str(v) for k, v in (payload.get("tags") or {}).items()}
+    nested = props.get(SUBGRAPH[0]) == SUBGRAPH[1]
+    outputs, output_types = {}, {}
+    for port, ref in (payload.get("outputs") or {}).items():
+        outputs[port] = ref.get("assetId") if isinstance(ref, dict) else None
+        kind = ref.get("type") if isinstance(ref, dict) else None
+        if kind:
+            output_types[port] = MODEL_TYPES.get(str(kind), str(kind))
+    compute = (payload.get("compute") or {}).get("target") or payload.get("target")
+    error = ((payload.get("error") or {}).get("error") or {})
+    studio = ((payload.get("services") or {}).get("Studio") or {}).get("endpoint")
+    reused_from = props.get(REUSED_RUN)
+    return JobRecord(
+        name=name, job_type="Pipeline" if nested else "Command", status=payload.get("status"),
+        display_name=payload.get("displayName"), experiment=payload.get("experimentId"),
+        studio_url=studio, node=payload.get("displayName") or props.get(NODE_ID),
+        compute=compute, reused=str(props.get(REUSED_FLAG, "")).lower() == "true"
+        or reused_from is not None, reused_from=reused_from,
+        reused_pipeline=next((props[k] for k in REUSED_PIPELINE if k in props), None),
+        created_at=payload.get("createdUtc"), tags=tags, outputs=outputs,
+        output_types=output_types, reused_node=props.get(REUSED_NODE),
+        started_at=payload.get("startTimeUtc"), finished_at=payload.get("endTimeUtc"),
+        message=error.get("message") if isinstance(error, dict) else None)
 
 
 def parse_metrics(payload: dict[str, Any]) -> dict[str, float]:
@@ -168,13 +215,14 @@ def _with_mlflow(record: JobRecord, service: Any) -> JobRecord:
     # A reused step logged its metrics in the run it reused.
     source = service.metrics(record.reused_from) if record.reused_from else own
     return replace(record, metrics=parse_metrics(source), metric_info=parse_metric_info(source),
-                   started_at=started, finished_at=finished)
+                   started_at=started or record.started_at,
+                   finished_at=finished or record.finished_at)
 
 
 def _leaf_jobs(name: str, service: Any, prefix: str) -> list[JobRecord]:
     steps = []
     for child in service.children(name):
-        record = parse_job(child)
+        record = parse_run(child)
         node = prefix + (record.node or record.name)
         if (record.job_type or "").lower() == "pipeline":
             # mlpipe flattens nested pipelines: their steps are "outer.inner"

@@ -152,3 +152,64 @@ def _only(value: dict[str, Any], allowed: set[str]) -> None:
     if extra:
         raise ValueError(f"has field {extra[0]!r}, which mlpipe does not read "
                          f"(it reads {', '.join(sorted(allowed))})")
+
+
+# --- the launch declaration in tags (writer policy, metric aggregation, backend) ------------
+
+WRITERS_TAG, METRICS_TAG, BACKEND_TAG = "mlpipe.writers", "mlpipe.metrics.", "mlpipe.backend"
+#: The record output: every rank writes its own part, so its policy is always ``sharded``.
+_RECORD_WRITERS = ("mlpipe_record", "sharded")
+
+
+def launch_tags(dist: Distribution | None, *, record: bool = False) -> dict[str, str]:
+    """The component tags that carry what CLI v2 YAML has no field for: the writer policy of
+    each output (``mlpipe.writers.NAME`` — ``mlpipe.writers`` for every output), the
+    aggregation of each metric (``mlpipe.metrics.NAME``) and the collective backend
+    (``mlpipe.backend``). Values are text: ``rank0``, ``sharded``, a rank number; ``mean``,
+    ``sum``, ``min``, ``max``, ``rank0``, ``partial``, ``global``; ``nccl``, ``gloo``, ``mpi``.
+
+    Example:
+        >>> launch_tags(PyTorch(4, writers={"model": "rank0"}, metrics={"loss": "mean"}))
+        {'mlpipe.writers.model': 'rank0', 'mlpipe.metrics.loss': 'mean'}
+    """
+    if dist is None or not hasattr(dist, "writers"):
+        return {}
+    tags: dict[str, str] = {}
+    for name, policy in dist.writers:
+        tags[WRITERS_TAG if name == "*" else f"{WRITERS_TAG}.{name}"] = str(policy)
+    for name, metric in dist.metrics:
+        tags[f"{METRICS_TAG}{name}"] = (metric.reduce or metric.scope)
+    if getattr(dist, "backend", None):
+        tags[BACKEND_TAG] = dist.backend
+    if record:
+        tags[f"{WRITERS_TAG}.{_RECORD_WRITERS[0]}"] = _RECORD_WRITERS[1]
+    return tags
+
+
+def read_launch_tags(dist: Distribution, tags: Any) -> Distribution | str:
+    """``dist`` with the writer policies, metric aggregations and backend its tags declare
+    (see :func:`launch_tags`); the text of what is wrong with a tag otherwise."""
+    import dataclasses
+
+    if not isinstance(tags, dict):
+        return dist
+    writers = dict(getattr(dist, "writers", ()))
+    metrics = dict(getattr(dist, "metrics", ()))
+    changes: dict[str, Any] = {}
+    for key, value in tags.items():
+        key, text = str(key), str(value).strip()
+        if key == WRITERS_TAG or key.startswith(WRITERS_TAG + "."):
+            name = "*" if key == WRITERS_TAG else key[len(WRITERS_TAG) + 1:]
+            writers[name] = int(text) if text.isdigit() else text
+        elif key.startswith(METRICS_TAG):
+            metrics[key[len(METRICS_TAG):]] = text
+        elif key == BACKEND_TAG:
+            if not hasattr(dist, "backend"):
+                return f"tag {key!r} declares a backend, which only a pytorch distribution has"
+            changes["backend"] = text
+    if not hasattr(dist, "writers"):
+        return dist
+    try:
+        return dataclasses.replace(dist, writers=writers, metrics=metrics, **changes)
+    except (TypeError, ValueError) as exc:
+        return f"tags declare {exc}"

@@ -377,7 +377,8 @@ class _Run:
                       {k: v.artifact.digest for k, v in bound.items()}, params,
                       self.ex.location.work / run_id / node.id.replace("/", "_"),
                       self.ex.location.logs / run_id / f"{node.id}.log",
-                      os.getcwd(), [p for p in sys.path if p])
+                      os.getcwd(), [p for p in sys.path if p], pipeline=self.graph.spec.name,
+                      run_id=run_id)
         return step_run_id, job
 
     def _start_fork_server(self, run_id: str) -> None:
@@ -408,7 +409,7 @@ class _Run:
                         "local_scale": declared_topology(job.component)}
         if not outcome.ok:
             self.store.finish_step_run(step_run_id, status=m.FAILED, message=outcome.message,
-                                       topology=topology)
+                                       topology=topology, record=outcome.record)
             self.result.failures.append(outcome.message or f"step {sid!r} failed")
             self.result.steps[sid] = m.FAILED
             self.failed_log[sid] = job.log
@@ -421,7 +422,7 @@ class _Run:
             outputs={port: (snap.digest, job.component.output(port).kind.value, snap.size,
                             snap.file_count, str(location))
                      for port, (snap, location) in outcome.outputs.items()},
-            metrics=outcome.metrics)
+            metrics=outcome.metrics, record=outcome.record)
         arts = {port: _Produced(art, art.location) for port, art in filed.items()}
         self.produced[sid] = arts
         self.result.steps[sid] = m.EXECUTED

@@ -2,8 +2,10 @@
 
 Writes the request, starts ``python -m mlpipe.runtime.step`` (a script component: its own
 command, in a copy of its code folder; or either through the distributed launcher), waits,
-validates and hashes the outputs, and moves them into the artifact store only on success.
-Never touches the evidence store: the scheduler records what this returns.
+reads the step record the runtime left (failure and its layer, output contracts, content
+digests, metrics, what each rank read and wrote), and moves the outputs into the artifact
+store only on success. A script component leaves no record: its outputs are validated and
+hashed here. Never touches the evidence store: the scheduler records what this returns.
 """
 from __future__ import annotations
 
@@ -23,7 +25,10 @@ from mlpipe.artifacts import AssetType
 from mlpipe.backends.local.cas import ArtifactStore
 from mlpipe.backends.local.forkserver import forkable
 from mlpipe.digests.snapshot import Snapshot, StatCache, snapshot
-from mlpipe.runtime.metrics import METRICS_FILE, STEP_DIR_ENV
+from mlpipe.runtime import record as step_record
+from mlpipe.runtime import tracking
+from mlpipe.runtime.metrics import STEP_DIR_ENV
+from mlpipe.runtime.step import SCRATCH_ENV
 from mlpipe.spec import ComponentSpec, declared_topology
 
 LOG_TAIL_LINES = 20
@@ -42,6 +47,8 @@ class StepJob:
     log: Path
     cwd: str
     sys_path: list[str]
+    pipeline: str = "mlpipe"   # the MLflow experiment of its run, when MLflow is on
+    run_id: str = ""
 
 
 @dataclass(slots=True)
@@ -55,6 +62,8 @@ class StepOutcome:
     message: str | None = None
     not_cached: str | None = None
     topology: dict[str, Any] = field(default_factory=dict)
+    record: dict[str, Any] | None = None
+    files: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 class Processes:
@@ -182,11 +191,23 @@ def tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
 
 def execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processes
             ) -> StepOutcome:
-    """Run ``job`` and file its outputs; never raises for a failure of the step itself."""
+    """Run ``job`` and file its outputs; never raises for a failure of the step itself.
+
+    With ``MLFLOW_TRACKING_URI`` set, the step runs in an MLflow run of its own.
+    """
+    from mlpipe.backends.local import mlflowruns
+
     start = time.perf_counter()
+    mlflow_run = mlflowruns.open_run(
+        experiment=job.pipeline, name=job.node_id,
+        tags=mlflowruns.step_tags(run_id=job.run_id, step=job.node_id,
+                                  component=job.component)) if tracking.active() else None
+    outcome = None
     try:
-        return _execute(job, cas, cache, procs, start)
+        outcome = _execute(job, cas, cache, procs, start, mlflow_run)
+        return outcome
     finally:
+        mlflowruns.close_run(mlflow_run, outcome is not None and outcome.ok)
         _clear(job.work)
 
 
@@ -209,7 +230,7 @@ def _clear(work: Path) -> None:
 
 
 def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processes,
-             start: float) -> StepOutcome:
+             start: float, mlflow_run: str | None = None) -> StepOutcome:
     comp = job.component
     step_dir = job.work / "step"
     step_dir.mkdir(parents=True)
@@ -226,6 +247,9 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
         env.update(dict(comp.environment.variables))
     env.update(dict(comp.environment_variables))
     env[STEP_DIR_ENV] = str(step_dir)
+    env[SCRATCH_ENV] = str(job.work)
+    if mlflow_run is not None:
+        env[tracking.RUN_ENV] = mlflow_run
     env["MLPIPE_PARENT_PID"] = str(os.getpid())
     cwd, code_note = job.cwd, None
     declared = declared_topology(comp)
@@ -249,7 +273,7 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
         argv = ["bash", "-c", command]
     else:
         request = {"function": comp.function, "sys_path": job.sys_path, "inputs": job.inputs,
-                   "outputs": outputs, "params": job.params}
+                   "outputs": outputs, "params": job.params, "digest": comp.digest}
         request_path = job.work / "request.json"
         fork = declared is None and forkable(comp)
         if not fork:  # a forked step gets its request in the fork server's message
@@ -260,44 +284,120 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
         return StepOutcome(False, 0.0, message="the run was interrupted")
     if declared is not None:
         failed, topology = _launch(job, argv, env, declared, cwd)
-        if failed is not None:
-            return StepOutcome(False, time.perf_counter() - start, message=failed,
-                               topology=topology)
         returncode = 0
     else:
-        topology = {"processes": 1, "distributed": False}
+        failed, topology = None, {"processes": 1, "distributed": False}
         returncode = procs.run(argv, env=env, cwd=cwd, log=job.log,
                                request=request if fork else None,
                                request_file=job.work / "request.json")
     seconds = time.perf_counter() - start
-    if returncode != 0:
-        return StepOutcome(False, seconds, message=_failure(job, step_dir, returncode),
-                           topology=topology)
+    found = step_record.load_record(step_dir)
+    stored = step_record.stored(found)
+    problem = _record_failure(job.node_id, found)
+    if failed is not None or returncode != 0:
+        if problem is None or (failed is not None and not _contract_layer(found)):
+            problem = failed or _failure(job, returncode)
+        return StepOutcome(False, seconds, message=problem, topology=topology, record=stored,
+                           metrics=_metrics(found))
+    if problem is not None:
+        return StepOutcome(False, seconds, message=problem, topology=topology, record=stored,
+                           metrics=_metrics(found))
+    step = (found or {}).get("step") or {}
     missing = [name for name, path in outputs.items() if not os.path.exists(path)]
     if missing:
-        return StepOutcome(False, seconds, topology=topology,
+        return StepOutcome(False, seconds, topology=topology, record=stored,
                            message=f"step {job.node_id!r} finished without writing its "
                                    f"output{'s' if len(missing) > 1 else ''} "
                                    f"{', '.join(map(repr, missing))}")
-    problem = _validate(comp, outputs)
-    if problem:
-        return StepOutcome(False, seconds, message=f"step {job.node_id!r}: {problem}",
-                           topology=topology)
-    snaps = {name: snapshot(path) for name, path in outputs.items()}
+    if not step:  # no record (a script component): validate here
+        problem = _validate(comp, outputs)
+        if problem:
+            return StepOutcome(False, seconds, message=f"step {job.node_id!r}: {problem}",
+                               topology=topology, record=stored)
+    snaps = {name: _recorded(step, name, path) or snapshot(path)
+             for name, path in outputs.items()}
     not_cached = _inputs_changed(job, cache) or code_note
     filed = {name: (snap, cas.put(outputs[name], snap, alone=True))
              for name, snap in snaps.items()}
-    return StepOutcome(True, time.perf_counter() - start, filed, _metrics(step_dir),
-                       not_cached=not_cached, topology=topology)
+    files = {name: _files(step, name, snap) for name, snap in snaps.items()}
+    return StepOutcome(True, time.perf_counter() - start, filed, _metrics(found),
+                       not_cached=not_cached, topology=topology, record=stored,
+                       files={k: v for k, v in files.items() if v is not None})
 
 
-def _failure(job: StepJob, step_dir: Path, returncode: int) -> str:
+_CONTRACT_LAYERS = ("input-contract", "output-contract", "output-completeness")
+
+
+def _contract_layer(found: dict[str, Any] | None) -> bool:
+    failure = ((found or {}).get("step") or {}).get("failure") or next(
+        (p["failure"] for p in (found or {}).get("ranks", []) if p.get("failure")), None)
+    return bool(failure) and failure.get("layer") in _CONTRACT_LAYERS
+
+
+def _record_failure(node: str, found: dict[str, Any] | None) -> str | None:
+    """The message of the failure the step record names (the finisher's, else the first
+    failed rank's), as a local run words it; None when the record shows none."""
+    if not found:
+        return None
+    failure = (found.get("step") or {}).get("failure") or next(
+        (p["failure"] for p in found.get("ranks", []) if p.get("failure")), None)
+    if not failure:
+        return None
+    layer, message = failure.get("layer"), failure.get("message")
+    if layer == "output-completeness":
+        return f"step {node!r} {message}"
+    if layer in _CONTRACT_LAYERS:
+        return f"step {node!r}: {message}"
+    return f"step {node!r} failed: {message}"
+
+
+def _recorded(step: dict[str, Any], port: str, path: str) -> Snapshot | None:
+    """The output's snapshot from the record's digest when the files are still those the
+    runtime hashed (the same names, sizes and modification times); else None."""
+    entry = (step.get("outputs") or {}).get(port) or {}
+    digest, files = entry.get("digest"), entry.get("files")
+    if not digest or files is None or entry.get("files_omitted"):
+        return None
     try:
-        err = json.loads((step_dir / "error.json").read_text())
-        what = f"{err['type']}: {err['message']}"
-    except (OSError, ValueError, KeyError):
-        what = (f"killed by signal {-returncode}" if returncode < 0
-                else f"exit status {returncode}")
+        if os.path.isdir(path):
+            now = sorted((rel, st.st_size, st.st_mtime_ns) for rel, st in _stats(path))
+            kind = "folder"
+        else:
+            st = os.stat(path)
+            now = [(os.path.basename(path), st.st_size, st.st_mtime_ns)]
+            kind = "file"
+    except OSError:
+        return None
+    then = sorted((f["name"], f["size"], f.get("mtime_ns")) for f in files)
+    if now != then:
+        return None
+    return Snapshot(digest, int(entry.get("size") or 0), int(entry.get("file_count") or 0), kind)
+
+
+def _stats(root: str):
+    stack = [("", root)]
+    while stack:
+        rel, folder = stack.pop()
+        with os.scandir(folder) as it:
+            for entry in it:
+                if entry.is_dir():
+                    stack.append((f"{rel}{entry.name}/", entry.path))
+                elif entry.is_file():
+                    yield rel + entry.name, entry.stat()
+
+
+def _files(step: dict[str, Any], port: str, snap: Snapshot) -> list[dict[str, Any]] | None:
+    """The per-file sha256/blake3 list of an output, when the record's digest is the one filed."""
+    entry = (step.get("outputs") or {}).get(port) or {}
+    if entry.get("digest") != snap.digest or entry.get("files_omitted"):
+        return None
+    return [{"name": f["name"], "size": f["size"], "sha256": f["sha256"], "blake3": f["blake3"]}
+            for f in entry.get("files") or []]
+
+
+def _failure(job: StepJob, returncode: int) -> str:
+    what = (f"killed by signal {-returncode}" if returncode < 0
+            else f"exit status {returncode}")
     return f"step {job.node_id!r} failed: {what}"
 
 
@@ -330,18 +430,14 @@ def _inputs_changed(job: StepJob, cache: StatCache) -> str | None:
             f"while the step ran; its result is not cached")
 
 
-def _metrics(step_dir: Path) -> list[dict[str, Any]]:
-    path = step_dir / METRICS_FILE
-    if not path.exists():
-        return []
-    found = []
-    for line in path.read_text().splitlines():
+def _metrics(found: dict[str, Any] | None) -> list[dict[str, Any]]:
+    rows = []
+    for row in step_record.metrics(found):
         try:
-            row = json.loads(line)
-            found.append({"name": str(row["name"]), "value": float(row["value"]),
-                          "scope": str(row["scope"]), "rank": row.get("rank"),
-                          "population": row.get("population"),
-                          "reduced_over": row.get("reduced_over")})
+            rows.append({"name": str(row["name"]), "value": float(row["value"]),
+                         "scope": str(row["scope"]), "rank": row.get("rank"),
+                         "population": row.get("population"),
+                         "reduced_over": row.get("reduced_over")})
         except (ValueError, KeyError, TypeError):
             continue
-    return found
+    return rows

@@ -147,3 +147,60 @@ def test_a_yaml_file_that_is_not_utf8_is_one_clear_error(tmp_path):
     bad.write_bytes(b"\xff\xfe\x00")
     with pytest.raises(LoadError, match=r"x.yml is not UTF-8 text \(byte 0: invalid start byte\)"):
         load_spec(str(bad))
+
+
+# --- the launch declaration in YAML tags ------------------------------------------------------
+
+DDP = YAML / "ddp"
+
+
+def test_an_azureml_examples_ddp_pipeline_is_warned_not_refused_before_it_declares_a_writer():
+    found = [d for d in codes("ddp/pipeline_undeclared.yml") if d.severity.value != "info"]
+    assert [(d.code, d.severity.value, d.step, d.port) for d in found] == [
+        ("MP513", "warning", "train", "model_dir")]
+    assert found[0].hint.startswith("declare it in the component's YAML: tags: "
+                                    "{mlpipe.writers.model_dir: rank0} (rank 0 saves)")
+
+
+def test_once_declared_in_tags_it_checks_clean_and_the_declaration_is_read():
+    assert codes("ddp/pipeline_declared.yml") == []
+    train = load_component(DDP / "train_declared.yml").spec
+    dist = train.distribution
+    assert dist.writer_policy("model_dir") == "rank0" and dist.backend == "nccl"
+    assert dist.metric("train_loss").reduce == "mean"
+    assert train.compute.sku == "Standard_NC24rs_v3"
+
+
+@pytest.mark.slow
+def test_the_declaration_survives_export_and_reimport(tmp_path):
+    from mlpipe.backends.azure.export import write_export
+
+    spec, _ = load_spec(str(DDP / "pipeline_declared.yml"))
+    write_export(spec, tmp_path)
+    exported = validate_export(tmp_path)
+    assert differences(leaf_jobs(load_job(DDP / "pipeline_declared.yml")), leaf_jobs(exported),
+                       ) == []
+    again, _ = load_spec(str(tmp_path / "pipeline.yml"))
+    assert again.step("train").target.distribution == spec.step("train").target.distribution
+    _, diagnostics = check_pipeline(again)
+    assert [d.code for d in diagnostics if d.severity.value != "info"] == []
+
+
+@pytest.mark.parametrize("tags, message", [
+    ({"mlpipe.writers.model_dir": "everyone"},
+     r"tags: tags declare writer policy 'everyone' for 'model_dir' is not 'rank0', 'sharded' "
+     r"or a rank number"),
+    ({"mlpipe.metrics.loss": "median"},
+     r"tags: tags declare metric declaration 'median' is not one of"),
+])
+def test_a_bad_declaration_is_one_load_error_naming_the_tag(tmp_path, tags, message):
+    import shutil
+
+    import yaml
+
+    shutil.copytree(DDP / "src", tmp_path / "src")
+    doc = yaml.safe_load((DDP / "train_undeclared.yml").read_text())
+    doc["tags"] = tags
+    (tmp_path / "train.yml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(LoadError, match=message):
+        load_component(tmp_path / "train.yml")

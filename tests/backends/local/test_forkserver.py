@@ -68,8 +68,9 @@ def test_a_failing_or_killed_step_reports_like_a_fresh_one(server, tmp_path):
     request, env, _out = _request(tmp_path, "probe:fail")
     step = srv.spawn(request, env=env, cwd=str(tmp_path), log=str(tmp_path / "fail.log"))
     assert step.wait(60) == 1
-    assert json.loads((tmp_path / "step" / "error.json").read_text()) == {
-        "type": "ValueError", "message": "the probe fails on purpose"}
+    failure = json.loads((tmp_path / "step" / "rank-0.json").read_text())["failure"]
+    assert failure == {"layer": "step-code", "type": "ValueError", "port": None, "rank": 0,
+                       "message": "ValueError: the probe fails on purpose"}
     assert "Traceback" in (tmp_path / "fail.log").read_text()
     request, env, _out = _request(tmp_path, "probe:killed")
     step = srv.spawn(request, env=env, cwd=str(tmp_path), log=str(tmp_path / "killed.log"))

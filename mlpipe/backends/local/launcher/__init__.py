@@ -27,6 +27,7 @@ from mlpipe.backends.local.launcher.mpi import run_mpi
 from mlpipe.checks.coordination import CoordinationReport, check_coordination
 from mlpipe.distribution import Distribution
 from mlpipe.errors import DistributedError, UsageError
+from mlpipe.runtime.devices import BACKEND_VAR
 from mlpipe.runtime.distributed import WRITERS_VAR
 
 
@@ -79,8 +80,9 @@ def launch(argv: Sequence[str], *, distribution: Distribution | None, instances:
     LOCAL_WORLD_SIZE, so unmodified ``init_process_group(init_method="env://")`` code runs.
     TensorFlow: one process per worker (and parameter server) with its TF_CONFIG. MPI: one
     ``mpirun -np N`` (OpenMPI) that sets the OMPI rank variables. Every process also gets
-    ``MLPIPE_WRITERS`` (the declared writer policy, read by ``is_writer``). Inherited launch
-    variables are removed first.
+    ``MLPIPE_WRITERS`` (the declared writer policy, read by ``is_writer``) and, when declared,
+    ``MLPIPE_BACKEND`` (read by ``mlpipe.runtime.backend()``). Inherited launch variables are
+    removed first.
 
     Each worker runs in its own process group with its output in ``log_dir/rank-<R>.log``.
     The first worker to exit non-zero ends the group (SIGTERM, then SIGKILL after 3 s), and so
@@ -125,6 +127,8 @@ def launch(argv: Sequence[str], *, distribution: Distribution | None, instances:
     logs.mkdir(parents=True, exist_ok=True)
     base = base_env(env)
     base[WRITERS_VAR] = writers_json(distribution)
+    if getattr(distribution, "backend", None):
+        base[BACKEND_VAR] = distribution.backend
     if layout.framework == "mpi":
         workers, envs, wall = run_mpi(list(argv), layout, base, cwd, logs, timeout)
     else:

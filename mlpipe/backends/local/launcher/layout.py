@@ -11,11 +11,12 @@ from dataclasses import dataclass
 
 from mlpipe.distribution import Distribution, Mpi, NotAJobType, PyTorch, TensorFlow
 from mlpipe.errors import UsageError
+from mlpipe.runtime.devices import BACKEND_VAR
 from mlpipe.runtime.distributed import WRITERS_VAR
 
 #: Variables a launcher owns: inherited values are dropped so each worker sees only its own.
 LAUNCH_VARS = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "NODE_RANK",
-               "LOCAL_WORLD_SIZE", "GROUP_RANK", "TF_CONFIG", WRITERS_VAR)
+               "LOCAL_WORLD_SIZE", "GROUP_RANK", "TF_CONFIG", WRITERS_VAR, BACKEND_VAR)
 _LAUNCH_PREFIXES = ("OMPI_", "PMI_", "PMIX_", "TORCHELASTIC_")
 HOST = "127.0.0.1"
 

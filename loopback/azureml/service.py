@@ -1,0 +1,323 @@
+"""The loopback Azure ML workspace: its assets, its jobs, the faults a test asks for, and the
+HTTPS server in front of them.
+
+``AzureMLLoopback`` is what tests hold (see the package docstring for its API). The wire
+protocol lives in ``server`` (routes) and ``payloads`` (response bodies); this module keeps
+the state and starts and stops the server.
+"""
+from __future__ import annotations
+
+import re
+import tempfile
+import threading
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from loopback.azureml.jobs import Job, now
+
+SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
+#: The storage account name that prefixes every blob path on this host (azure-storage-blob
+#: reads the account from the first path segment of an IP-address URL).
+STORAGE_ACCOUNT = "loopbackstore"
+
+
+@dataclass
+class Fault:
+    """An error answer the service gives instead of the real one.
+
+    Attributes:
+        status: the HTTP status (401, 403, 404, 429, 500, 503, ...).
+        match: a regular expression searched in ``"METHOD /path"`` (no query); None: any
+            request but the cloud metadata.
+        times: how many matching requests get it (None: all, until ``clear_faults``).
+        retry_after: the ``Retry-After`` header (seconds), if any.
+        code, message: the ARM error body's code and message (defaults by status).
+    """
+
+    status: int
+    match: str | None = None
+    times: int | None = 1
+    retry_after: float | None = None
+    code: str | None = None
+    message: str | None = None
+    hits: int = 0
+
+    def matches(self, method: str, path: str) -> bool:
+        return self.match is None or re.search(self.match, f"{method} {path}") is not None
+
+
+@dataclass
+class Request:
+    """One request the service answered."""
+
+    method: str
+    path: str
+    query: str
+    status: int
+    body: bytes = b""
+
+
+@dataclass
+class Asset:
+    kind: str
+    name: str
+    version: str | None
+    body: dict[str, Any] = field(default_factory=dict)
+
+
+DEFAULT_COMPUTES = {"cpu-cluster": ("Standard_DS3_v2", 4), "gpu-cluster": ("Standard_NC24rs_v3", 2)}
+DEFAULT_ENVIRONMENTS = {
+    ("defect-cpu", "4"): "mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu22.04",
+    ("defect-gpu", "7"): "mcr.microsoft.com/azureml/curated/acpt-pytorch-2.2-cuda12.1"}
+DEFAULT_DATA = {("defect-images", "1"): "uri_folder", ("defect-split", "1"): "uri_file",
+                ("defect-split", "2"): "uri_file"}
+
+
+class AzureMLLoopback:
+    """An Azure ML workspace on ``https://127.0.0.1:PORT``, for the real ``MLClient``.
+
+    Args:
+        subscription_id, resource_group, workspace_name, location: the workspace's names.
+        folder: where the throw-away certificate is written (a temporary folder by default).
+    """
+
+    def __init__(self, *, subscription_id: str = SUBSCRIPTION, resource_group: str = "rg-ml",
+                 workspace_name: str = "ws-defects", location: str = "westeurope",
+                 folder: str | Path | None = None) -> None:
+        self.subscription_id = subscription_id
+        self.resource_group = resource_group
+        self.workspace_name = workspace_name
+        self.location = location
+        self.workspace_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"ws:{workspace_name}"))
+        self.created_at = now()
+        self._tmp = None if folder is not None else tempfile.TemporaryDirectory(
+            prefix="mlpipe-loopback-azureml-")
+        self.folder = Path(folder if folder is not None else self._tmp.name)
+        self._lock = threading.RLock()
+        self._server: Any = None
+        self.url = ""
+        #: Children per run-history page (None: all on one page). azure-ai-ml's
+        #: ``jobs.list(parent_job_name=)`` reads only the first page.
+        self.page_size: int | None = None
+        self.reset()
+
+    # --- names --------------------------------------------------------------------------------
+
+    @property
+    def resource_group_id(self) -> str:
+        return f"/subscriptions/{self.subscription_id}/resourceGroups/{self.resource_group}"
+
+    @property
+    def workspace_id_arm(self) -> str:
+        return (f"{self.resource_group_id}/providers/Microsoft.MachineLearningServices/"
+                f"workspaces/{self.workspace_name}")
+
+    @property
+    def storage_account(self) -> str:
+        return STORAGE_ACCOUNT
+
+    @property
+    def storage_account_id(self) -> str:
+        return (f"{self.resource_group_id}/providers/Microsoft.Storage/storageAccounts/"
+                f"{self.storage_account}")
+
+    @property
+    def container(self) -> str:
+        return f"azureml-blobstore-{self.workspace_id}"
+
+    @property
+    def storage_suffix(self) -> str:
+        return "loopback.test"
+
+    @property
+    def port(self) -> int:
+        return self._server.server_address[1]
+
+    @property
+    def metadata_url(self) -> str:
+        """What ``ARM_CLOUD_METADATA_URL`` is set to (ARM's cloud metadata endpoint)."""
+        return f"{self.url}/metadata/endpoints?api-version=2019-05-01"
+
+    @property
+    def mlflow_tracking_uri(self) -> str:
+        """The workspace's MLflow tracking URI, in the ``azureml://`` form the service gives."""
+        return (f"azureml://127.0.0.1:{self.port}/mlflow/v1.0{self.workspace_id_arm}")
+
+    @property
+    def cert_path(self) -> Path:
+        return self.folder / "cert.pem"
+
+    def job_arm_id(self, name: str) -> str:
+        return f"{self.workspace_id_arm}/jobs/{name}"
+
+    def studio_url(self, job: Job) -> str:
+        # azure-ai-ml appends the tenant (``&tid=``) itself.
+        return f"https://ml.azure.test/runs/{job.name}?wsid={self.workspace_id_arm}"
+
+    def default_output_uri(self, job: Job, port: str) -> str:
+        return f"azureml://datastores/workspaceblobstore/paths/azureml/{job.name}/{port}/"
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> AzureMLLoopback:
+        """Write the certificate and serve on a free loopback port (a daemon thread)."""
+        from loopback.azureml.server import serve
+        from loopback.azureml.tls import write_certificate
+
+        cert, key = write_certificate(self.folder)
+        self._server = serve(self, cert, key)
+        self.url = f"https://127.0.0.1:{self.port}"
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+    def __enter__(self) -> AzureMLLoopback:
+        return self.start()
+
+    def __exit__(self, *_: Any) -> None:
+        self.stop()
+
+    def environ(self) -> dict[str, str]:
+        """The environment that points azure-ai-ml (and ``ssl``) at this service."""
+        return {"ARM_CLOUD_METADATA_URL": self.metadata_url,
+                "REQUESTS_CA_BUNDLE": str(self.cert_path), "SSL_CERT_FILE": str(self.cert_path)}
+
+    def credential(self, lifetime_s: int = 3600):
+        """A static token credential that this service accepts."""
+        from loopback.azureml.credential import StaticTokenCredential
+
+        return StaticTokenCredential(lifetime_s)
+
+    def reset(self) -> None:
+        """Back to a fresh workspace: default computes, environments and data assets, no jobs,
+        no faults, no requests, no blobs."""
+        with self._lock:
+            self.jobs: dict[str, Job] = {}
+            self.faults: list[Fault] = []
+            self.hooks: list[tuple[str, Any]] = []
+            self.requests: list[Request] = []
+            self.blobs: dict[tuple[str, str], bytes] = {}
+            self.blocks: dict[tuple[str, str, str], bytes] = {}
+            self.blob_metadata: dict[tuple[str, str], dict[str, str]] = {}
+            self.assets: dict[tuple[str, str, str | None], Asset] = {}
+            self.computes: dict[str, tuple[str, int]] = dict(DEFAULT_COMPUTES)
+            self.environments: dict[tuple[str, str], str] = dict(DEFAULT_ENVIRONMENTS)
+            self.data: dict[tuple[str, str], str] = dict(DEFAULT_DATA)
+
+    # --- what a test sets up ------------------------------------------------------------------
+
+    def add_compute(self, name: str, vm_size: str = "Standard_DS3_v2", max_nodes: int = 4) -> None:
+        self.computes[name] = (vm_size, max_nodes)
+
+    def add_environment(self, name: str, version: str,
+                        image: str = "mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu22.04") -> None:
+        self.environments[(name, version)] = image
+
+    def add_data(self, name: str, version: str, kind: str = "uri_folder") -> None:
+        self.data[(name, version)] = kind
+
+    def fail(self, status: int, match: str | None = None, *, times: int | None = 1,
+             retry_after: float | None = None, code: str | None = None,
+             message: str | None = None) -> Fault:
+        """Answer the next ``times`` requests matching ``match`` with ``status``.
+
+        Example:
+            >>> lb.fail(429, r"PUT .*/jobs/", times=2, retry_after=0)
+        """
+        fault = Fault(status, match, times, retry_after, code, message)
+        with self._lock:
+            self.faults.append(fault)
+        return fault
+
+    def clear_faults(self) -> None:
+        with self._lock:
+            self.faults.clear()
+
+    def on(self, match: str, fn: Any) -> None:
+        """Call ``fn(method, path)`` before answering each request whose ``"METHOD /path"``
+        matches (to look at the client's side at that moment); its exception becomes a 500."""
+        with self._lock:
+            self.hooks.append((match, fn))
+
+    # --- jobs -----------------------------------------------------------------------------------
+
+    def job(self, name: str) -> Job:
+        """The job called ``name`` (top-level or child)."""
+        return self.jobs[name]
+
+    @property
+    def pipelines(self) -> list[Job]:
+        """The top-level jobs, oldest first."""
+        with self._lock:
+            return [j for j in self.jobs.values() if j.parent is None]
+
+    @property
+    def last_job(self) -> Job:
+        """The newest top-level job (what the last submission created)."""
+        found = self.pipelines
+        if not found:
+            raise LookupError("no job was submitted to the loopback workspace")
+        return found[-1]
+
+    def _new_child(self, parent: Job, node: str, definition: dict[str, Any]) -> Job:
+        component = self._component_spec(definition.get("componentId"))
+        kind = "SubGraph" if (component.get("type") == "pipeline"
+                              or definition.get("type") == "pipeline") else "Command"
+        name = str(uuid.uuid4())
+        root = parent.root
+        compute = _last(definition.get("computeId")) or _last(
+            (root.definition.get("settings") or {}).get("default_compute"))
+        props = {"azureml.runsource": "azureml.StepRun", "azureml.pipelinerunid": root.name,
+                 "azureml.pipeline": root.name, "ContentSnapshotId": str(uuid.uuid4()),
+                 "StepType": "CommandStep" if kind == "Command" else "SubGraphCloudStep",
+                 "ComputeTargetType": "AmlCompute"}
+        if kind == "SubGraph":
+            props["runSource"] = "SubGraphCloud"
+        child = Job(self, name, kind, node=node, parent=parent, experiment=root.experiment,
+                    definition={**definition, "componentSpec": component},
+                    compute=None if kind == "SubGraph" else compute,
+                    tags={"azureml.nodeid": "", "azureml.pipeline": root.name},
+                    properties=props)
+        child.properties["azureml.nodeid"] = child.node_id
+        child.tags["azureml.nodeid"] = child.node_id
+        with self._lock:
+            self.jobs[name] = child
+        return child
+
+    def _component_spec(self, component_id: Any) -> dict[str, Any]:
+        if not isinstance(component_id, str):
+            return {}
+        match = re.search(r"/components/([^/]+)/versions/([^/]+)$", component_id)
+        if match is None:
+            return {}
+        asset = self.assets.get(("components", match.group(1), match.group(2)))
+        return dict(((asset.body if asset else {}).get("properties") or {})
+                    .get("componentSpec") or {})
+
+    def put_datastore_file(self, uri: str, rel: str, data: bytes | str) -> None:
+        """Put a file under an ``azureml://datastores/workspaceblobstore/paths/...`` folder."""
+        prefix = uri.split("/paths/", 1)[1] if "/paths/" in uri else uri
+        blob = f"{prefix.rstrip('/')}/{rel.lstrip('/')}" if rel else prefix.rstrip("/")
+        with self._lock:
+            self.blobs[(self.container, blob)] = data.encode() if isinstance(data, str) else data
+
+    def datastore_files(self, uri: str) -> dict[str, bytes]:
+        """The files under a datastore folder URI, by path relative to it."""
+        prefix = (uri.split("/paths/", 1)[1] if "/paths/" in uri else uri).rstrip("/") + "/"
+        with self._lock:
+            return {blob[len(prefix):]: data for (container, blob), data in self.blobs.items()
+                    if container == self.container and blob.startswith(prefix)}
+
+
+def _last(arm_id: Any) -> str | None:
+    if not isinstance(arm_id, str) or not arm_id:
+        return None
+    return arm_id.rstrip("/").rsplit("/", 1)[-1].removeprefix("azureml:")

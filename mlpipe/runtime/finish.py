@@ -1,0 +1,293 @@
+"""The boundaries of a step body, as the step runtime checks them wherever the step runs:
+input contracts before the body; after it (on the finisher, rank 0, once every rank has
+finished) output completeness, output contracts, the content digests of every output and who
+wrote each of its files, written to the record's ``step.json``.
+
+Sees contracts and the record; never imports a backend, the store, torch or mlflow.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mlpipe.runtime import record
+
+#: How long the finisher waits for the other ranks to finish (seconds; MLPIPE_RECORD_WAIT_S).
+WAIT_ENV = "MLPIPE_RECORD_WAIT_S"
+WAIT_DEFAULT_S = 300.0
+#: Files listed one by one with their digests per output; past it, the count of the others.
+MAX_FILES = 10_000
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class Port:
+    """One declared port as the runtime needs it: name, Azure ML kind, contract."""
+
+    name: str
+    kind: str
+    contract: Any = None
+
+    @property
+    def contract_label(self) -> str | None:
+        if self.contract is None:
+            return None
+        from mlpipe.contracts.base import contract_label
+        return contract_label(self.contract)
+
+
+@dataclass(slots=True)
+class Failure(Exception):
+    """A boundary the step did not pass: its layer, the port and the message users see."""
+
+    layer: str
+    message: str
+    port: str | None = None
+
+    def to_json(self, rank: int | None = None) -> dict[str, Any]:
+        return {"layer": self.layer, "type": None, "message": self.message, "port": self.port,
+                "rank": rank}
+
+
+def _validate(port: Port, path: str) -> str | None:
+    """The contract's complaint about ``path``, or None when it matches."""
+    from mlpipe.contracts import validate
+    from mlpipe.errors import MlpipeError
+
+    try:
+        validate(port.contract, path)
+    except MlpipeError as exc:
+        return exc.message
+    return None
+
+
+def check_inputs(ports: list[Port], paths: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Validate every bound input that has a contract, before the body runs.
+
+    Returns:
+        port -> ``{"path", "contract", "valid", "message"}`` (``valid`` None: no contract).
+
+    Raises:
+        Failure: the first input that does not match its contract (layer ``input-contract``),
+            with the message a local run shows.
+    """
+    results: dict[str, dict[str, Any]] = {}
+    first: Failure | None = None
+    for port in ports:
+        path = paths.get(port.name)
+        if path is None:
+            continue
+        entry = {"path": path, "contract": port.contract_label, "valid": None, "message": None}
+        if port.contract is not None:
+            problem = _validate(port, path)
+            entry["valid"] = problem is None
+            entry["message"] = problem
+            if problem is not None and first is None:
+                first = Failure("input-contract", f"input {port.name!r} does not match its "
+                                                  f"contract: {problem}", port.name)
+        results[port.name] = entry
+    if first is not None:
+        raise _WithResults(first, results)
+    return results
+
+
+class _WithResults(Exception):
+    def __init__(self, failure: Failure, results: dict[str, dict[str, Any]]) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
+        self.results = results
+
+
+# --- digests ------------------------------------------------------------------------------
+
+def file_digests(path: str) -> tuple[str, str]:
+    """``(sha256 hex, blake3 hex)`` of one file's bytes, read once."""
+    import blake3
+
+    sha, b3 = hashlib.sha256(), blake3.blake3()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            sha.update(chunk)
+            b3.update(chunk)
+    return sha.hexdigest(), b3.hexdigest()
+
+
+def _walk(root: str) -> list[tuple[str, str, os.stat_result]]:
+    found = []
+    stack = [("", root)]
+    while stack:
+        rel, folder = stack.pop()
+        with os.scandir(folder) as it:
+            for entry in it:
+                if entry.is_dir():
+                    stack.append((f"{rel}{entry.name}/", entry.path))
+                elif entry.is_file():
+                    found.append((rel + entry.name, entry.path, entry.stat()))
+    return sorted(found)
+
+
+def content(path: str) -> dict[str, Any]:
+    """The content digests of one output: ``digest`` (``blake3:``, the same value the local
+    artifact store files it under), ``sha256`` (the same manifest over SHA-256), size, file
+    count and, per file, its name, size, sha256 and blake3.
+
+    Example:
+        >>> content("out/model")["digest"][:7]
+        'blake3:'
+    """
+    import blake3
+
+    # the folder manifest of mlpipe.digests.snapshot: one definition of a folder digest
+    from mlpipe.digests.snapshot import folder_manifest_header
+
+    header = folder_manifest_header()
+    if not os.path.isdir(path):
+        st = os.stat(path)
+        sha, b3 = file_digests(path)
+        files = [{"name": os.path.basename(path), "size": st.st_size, "sha256": sha,
+                  "blake3": b3, "mtime_ns": st.st_mtime_ns}]
+        return {"digest": f"blake3:{b3}", "sha256": f"sha256:{sha}", "size": st.st_size,
+                "file_count": 1, "files": files, "files_omitted": 0}
+    b3_manifest, sha_manifest = blake3.blake3(header), hashlib.sha256(header)
+    files, size = [], 0
+    found = _walk(path)
+    for rel, full, st in found:
+        sha, b3 = file_digests(full)
+        b3_manifest.update(f"{rel}\0{st.st_size}\0{b3}\n".encode())
+        sha_manifest.update(f"{rel}\0{st.st_size}\0{sha}\n".encode())
+        size += st.st_size
+        if len(files) < MAX_FILES:
+            files.append({"name": rel, "size": st.st_size, "sha256": sha, "blake3": b3,
+                          "mtime_ns": st.st_mtime_ns})
+    return {"digest": f"blake3:{b3_manifest.hexdigest()}",
+            "sha256": f"sha256:{sha_manifest.hexdigest()}", "size": size,
+            "file_count": len(found), "files": files, "files_omitted": len(found) - len(files)}
+
+
+# --- the finisher -------------------------------------------------------------------------
+
+def wait_for_ranks(where: str, world_size: int, me: int) -> tuple[list[dict[str, Any]], list[int]]:
+    """The ranks' parts once every rank has finished (or the wait ran out): (parts, missing)."""
+    try:
+        limit = float(os.environ.get(WAIT_ENV, WAIT_DEFAULT_S))
+    except ValueError:
+        limit = WAIT_DEFAULT_S
+    deadline = time.monotonic() + limit
+    while True:
+        parts = [p for p in record.rank_parts(where) if p.get("role", "worker") == "worker"]
+        done = {p["rank"] for p in parts if p.get("status") != "running"} | {me}
+        missing = sorted(set(range(world_size)) - done)
+        if not missing or time.monotonic() >= deadline:
+            return parts, missing
+        time.sleep(0.05)
+
+
+def _writers(outputs: dict[str, dict[str, Any]], parts: list[dict[str, Any]],
+             world_size: int) -> dict[str, list[dict[str, Any]]]:
+    """Who wrote each file of each output: the ranks whose hook saw it; for files written by
+    native code, the only process (a single-process step), else the ranks that called
+    ``mark_written`` for the output, else unknown (``ranks`` null)."""
+    result: dict[str, list[dict[str, Any]]] = {}
+    for port, entry in outputs.items():
+        files = [f["name"] for f in entry.get("files") or []]
+        seen: dict[str, set[int]] = {}
+        for part in parts:
+            for rel in (part.get("writes") or {}).get(port, []):
+                seen.setdefault(rel, set()).add(part["rank"])
+        marked = sorted(p["rank"] for p in parts if port in (p.get("marked_written") or []))
+        rows = []
+        for name in files:
+            if name in seen:
+                rows.append({"name": name, "ranks": sorted(seen[name]), "how": "observed"})
+            elif world_size == 1:
+                rows.append({"name": name, "ranks": [0], "how": "only-process"})
+            elif marked:
+                rows.append({"name": name, "ranks": marked, "how": "mark_written"})
+            else:
+                rows.append({"name": name, "ranks": None, "how": "unknown"})
+        result[port] = rows
+    return result
+
+
+def finish(where: str | None, *, me: dict[str, Any], outputs: list[Port], paths: dict[str, str],
+           header: dict[str, Any], failure: dict[str, Any] | None) -> dict[str, Any]:
+    """Write ``step.json``: wait for the other ranks, then (unless the step already failed)
+    check each output exists and matches its contract, and digest it.
+
+    Args:
+        where: the record folder; None checks the outputs without writing anything (and
+            without waiting for other ranks).
+        me: the finisher's identity (rank, world size).
+        outputs: the declared outputs.
+        paths: output port -> path.
+        header: component, digests, versions, inputs (already checked).
+        failure: the finisher's own failure, if its body (or an input) failed.
+
+    Returns:
+        The step part written; its ``failure`` (or None) says whether the step passed.
+    """
+    world = int(me.get("world_size") or 1)
+    if where is None:
+        parts, missing = [], []
+    elif world > 1:
+        parts, missing = wait_for_ranks(where, world, me["rank"])
+    else:
+        parts, missing = [p for p in record.rank_parts(where)
+                          if p.get("role", "worker") == "worker"], []
+    if failure is None:
+        for part in sorted(parts, key=lambda p: p["rank"]):
+            if part.get("status") == "failed" and part.get("failure"):
+                failure = dict(part["failure"])
+                break
+    out: dict[str, dict[str, Any]] = {}
+    for port in outputs:
+        path = paths.get(port.name)
+        if path is None:
+            continue
+        entry: dict[str, Any] = {"path": path, "kind": port.kind,
+                                 "contract": port.contract_label, "exists": os.path.exists(path),
+                                 "valid": None, "message": None}
+        out[port.name] = entry
+    if failure is None:
+        absent = [name for name, e in out.items() if not e["exists"]]
+        if absent:
+            plural = "s" if len(absent) > 1 else ""
+            failure = Failure("output-completeness",
+                              f"finished without writing its output{plural} "
+                              f"{', '.join(map(repr, absent))}", absent[0]).to_json(me["rank"])
+    if failure is None:
+        for port in outputs:
+            entry = out.get(port.name)
+            if entry is None or port.contract is None:
+                continue
+            problem = _validate(port, entry["path"])
+            entry["valid"] = problem is None
+            entry["message"] = problem
+            if problem is not None and failure is None:
+                failure = Failure("output-contract", f"output {port.name!r} does not match its "
+                                                     f"contract: {problem}",
+                                  port.name).to_json(me["rank"])
+    for entry in out.values():
+        if entry["exists"] and where is not None:
+            try:
+                entry.update(content(entry["path"]))
+            except OSError as exc:
+                entry["digest"] = None
+                entry["message"] = entry["message"] or f"cannot be read: {exc}"
+    step = {"format": f"{record.FORMAT}.step", "version": record.VERSION, **header,
+            "world_size": world, "ranks_finished": sorted(p["rank"] for p in parts
+                                                          if p.get("status") != "running"),
+            "ranks_missing": missing, "finished_at": record.now(),
+            "status": "failed" if failure else "succeeded", "failure": failure,
+            "outputs": out, "writes": _writers(out, parts, world)}
+    if where is not None:
+        record.write_json(Path(where) / record.STEP_FILE, step)
+    return step
+
+
+__all__ = ["Failure", "Port", "check_inputs", "content", "file_digests", "finish",
+           "wait_for_ranks"]

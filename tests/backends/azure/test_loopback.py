@@ -1,0 +1,105 @@
+"""``mlpipe submit --target azure`` and ``mlpipe sync`` end to end: the real ``MLClientService``
+and the real ``azure.ai.ml.MLClient`` against the loopback Azure ML service
+(``loopback/azureml``), with nothing of the service replaced but azure-identity's credential.
+"""
+import re
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import select
+
+from mlpipe.cli import azure as cli_azure
+from mlpipe.cli import main
+from mlpipe.evidence import models as m
+from mlpipe.evidence.store import Store
+
+WORKSPACE = ["--workspace", "ws-defects", "--resource-group", "rg-ml", "--subscription",
+             "00000000-0000-0000-0000-000000000000"]
+
+
+@pytest.fixture
+def cli(azureml, azureml_project, tmp_path, monkeypatch):
+    """Runs ``mlpipe`` in-process against the loopback service with a fresh SQLite store."""
+    store = tmp_path / "store.sqlite"
+    monkeypatch.setenv("MLPIPE_STORE_URL", f"sqlite:///{store}")
+    monkeypatch.setattr(cli_azure, "_credential", azureml.credential)
+
+    def run(*args):
+        return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+    run.project = azureml_project
+    run.store_url = f"sqlite:///{store}"
+    return run
+
+
+def submit(cli, target="lbflow.py:flat", *extra):
+    result = cli("submit", cli.project / target, "--target", "azure", *WORKSPACE,
+                 "--input", "raw=azureml:defect-images:1", *extra)
+    assert result.exit_code == 0, result.output
+    return re.search(r"^submitted run (r-[0-9a-f]{10}) ", result.output, re.M).group(1), result
+
+
+def test_submit_creates_the_job_through_the_real_mlclient_and_sync_records_it(cli, azureml):
+    run_id, result = submit(cli)
+    job = azureml.last_job
+    assert f"as Azure ML job {job.name} (NotStarted)" in result.output
+    assert f"studio: https://ml.azure.test/runs/{job.name}?wsid=" in result.output
+    assert job.tags["mlpipe.run_id"] == run_id and job.kind == "Pipeline"
+    assert sorted(job.nodes()) == ["evaluate", "fit", "prepare"]
+    # azure-ai-ml registered the three components and uploaded the project's code once
+    assert sorted(a.name for a in azureml.assets.values() if a.kind == "codes").__len__() == 1
+    assert {b for (_, b) in azureml.blobs if b.endswith("lbflow.py")}
+
+    job.child("prepare").start()
+    job.child("prepare").log_metric("images", 300).complete()
+    fit = job.child("fit").start()
+    fit.log_metric("loss", 0.9, step=0).log_metric("loss", 0.42, step=9)
+    fit.log_metric("shard_accuracy", 0.85, step=9).set_tag("mlpipe.scope.shard_accuracy",
+                                                             "partial")
+    fit.complete()
+    job.child("evaluate").start().complete()
+    job.complete()
+
+    result = cli("sync", run_id)
+    assert result.exit_code == 0, result.output
+    assert f"run {run_id} succeeded  (Azure ML job {job.name}: Completed)" in result.output
+    assert re.search(r"^  fit +Completed +executed +\[loss=0\.42, shard_accuracy=0\.85\(partial\)\]$",
+                     result.output, re.M)
+    candidate = re.search(r"^candidate (c-[0-9a-f]{10})$", result.output, re.M).group(1)
+    store = Store.open(cli.store_url)
+    try:
+        with store.session() as s:
+            steps = {sr.step: sr for sr in s.get(m.Run, run_id).steps}
+            assert {k: v.status for k, v in steps.items()} == {
+                "prepare": "executed", "fit": "executed", "evaluate": "executed"}
+            assert steps["fit"].compute["ran_on"] == "cpu-cluster"
+            model = next(a.artifact for a in steps["fit"].artifacts
+                         if a.direction == "output" and a.port == "model")
+            assert model.location == f"azureml://datastores/workspaceblobstore/paths/azureml/" \
+                                     f"{fit.name}/model/"
+            cand = s.scalars(select(m.CandidateRow)).one()
+            assert cand.id == candidate and cand.model_artifact_id == model.id
+    finally:
+        store.close()
+
+
+def test_sync_lists_a_nested_pipeline_the_way_the_service_does(cli, azureml):
+    run_id, _ = submit(cli, "lbflow.py:nested")
+    job = azureml.last_job
+    inner = next(n for n, d in job.nodes().items() if d.get("type") == "pipeline")
+    job.child("prepare").start().complete()
+    job.child(f"{inner}.fit").start().log_metric("loss", 0.5).complete()
+    job.child(inner).complete()
+    job.child("evaluate").start().complete()
+    job.complete()
+    assert job.child(inner).properties["runSource"] == "SubGraphCloud"
+    assert [c.display_name for c in job.children] == ["prepare", inner, "evaluate"]
+
+    result = cli("sync", run_id, "--format", "json")
+    assert result.exit_code == 0, result.output
+    import json
+
+    synced = json.loads(result.output)
+    assert sorted(s["node"] for s in synced["steps"]) == ["evaluate", f"{inner}.fit", "prepare"]
+    assert synced["recorded"]["status"] == "succeeded"
+    assert synced["recorded"]["candidate"] is not None

@@ -1,0 +1,46 @@
+"""Fixtures every test folder may use: the loopback Azure ML service.
+
+``azureml`` is a fresh loopback Azure ML workspace (``loopback/azureml``: the real
+``azure.ai.ml.MLClient`` talks to it over HTTPS on 127.0.0.1) with the environment pointing
+azure-ai-ml at it; one server serves the whole session and is reset for each test.
+``azureml_project`` is a folder with the small project ``tests/fixtures/azure/remote`` (its
+pipelines: ``lbflow.py:flat``, ``:nested``, ``:on_gpu``), so that the code azure-ai-ml hashes
+and uploads on submission is that folder only.
+"""
+from __future__ import annotations
+
+import pathlib
+import shutil
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def azureml_service(tmp_path_factory):
+    from loopback.azureml import AzureMLLoopback
+
+    service = AzureMLLoopback(folder=tmp_path_factory.mktemp("loopback-azureml")).start()
+    yield service
+    service.stop()
+
+
+@pytest.fixture
+def azureml(azureml_service, monkeypatch):
+    """The loopback Azure ML workspace, reset, with ARM_CLOUD_METADATA_URL and the CA bundle
+    set for this test (azure-ai-ml's AZUREML_CURRENT_CLOUD is restored afterwards)."""
+    azureml_service.reset()
+    for key, value in azureml_service.environ().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AZUREML_CURRENT_CLOUD", raising=False)
+    yield azureml_service
+    azureml_service.reset()
+
+
+@pytest.fixture(scope="session")
+def azureml_project(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("azureml-project")
+    for name in ("lbsteps.py", "lbflow.py"):
+        shutil.copy(ROOT / "tests" / "fixtures" / "azure" / "remote" / name, folder / name)
+    return folder
