@@ -113,6 +113,9 @@ DANGLING_BINDING = _code(
 UNUSED_PIPELINE_INPUT = _code(
     "MP112", "unused-pipeline-input", WARNING,
     "A pipeline input is bound to no step and no output.")
+COMPONENT_NOT_IMPORTABLE = _code(
+    "MP113", "component-not-importable", ERROR,
+    "A component defined in __main__, a notebook or inside a function: no step can import it.")
 
 # --- MP2xx: parameters (mlpipe.checks.parameters)
 PARAM_TYPE_MISMATCH = _code(
@@ -125,6 +128,9 @@ PARAM_NOT_IN_CHOICES = _code(
     "A parameter is given a value that is not one of its declared choices.")
 REQUIRED_PARAM_MISSING = _code(
     "MP204", "required-param-missing", ERROR, "A parameter with no default is given no value.")
+PARAM_NAMES_DATA = _code(
+    "MP205", "param-names-data", WARNING,
+    "A parameter's value names a file, folder or URL: data the cache key and evidence miss.")
 
 # --- MP3xx: Azure ML artifact kinds (mlpipe.checks.artifacts)
 ARTIFACT_KIND_MISMATCH = _code(
@@ -174,10 +180,21 @@ CONTRACT_REQUIREMENT_UNMET = _code(
 CONTRACT_UNVERIFIED = _code(
     "MP413", "contract-unverified", WARNING,
     "A port with a contract is fed by an output that declares none.")
+# (mlpipe.checks.evaluation and the contract requirements in mlpipe.checks.contracts)
+EVALUATION_SPLIT_GENERATED = _code(
+    "MP414", "evaluation-split-generated", WARNING,
+    "An evaluation's data is split inside the run, not taken from a recorded split definition.")
+CONTRACT_EXTRA_MISSING = _code(
+    "MP415", "contract-extra-missing", WARNING,
+    "A contract's validation needs a module (an optional extra) that is not installed.")
+EVALUATION_READS_TRAINING_ARTIFACT = _code(
+    "MP416", "evaluation-reads-training-artifact", WARNING,
+    "An evaluation reads the artifact its model trained on, and nothing says which part each "
+    "reads.")
 
 # --- MP500-MP519: the distributed launch contract (mlpipe.checks.distribution)
 PYTORCH_ONE_PROCESS_PER_NODE = _code(
-    "MP501", "pytorch-one-process-per-node", WARNING,
+    "MP501", "pytorch-one-process-per-node", ERROR,
     "PyTorch on a multi-GPU size without processes_per_node: one process per node, GPUs idle.")
 PROCESSES_GPUS_MISMATCH = _code(
     "MP502", "processes-gpus-mismatch", ERROR,
@@ -210,7 +227,7 @@ TF_PARAMETER_SERVERS = _code(
     "MP511", "tf-parameter-servers", WARNING,
     "TensorFlow parameter servers (a TF1 pattern) for TF2 code.")
 INSTANCES_WITHOUT_DISTRIBUTION = _code(
-    "MP512", "instances-without-distribution", WARNING,
+    "MP512", "instances-without-distribution", ERROR,
     "Instances > 1 for a component that declares no distribution: extra nodes sit idle.")
 OUTPUT_WRITER_UNDECLARED = _code(
     "MP513", "output-writer-undeclared", ERROR,
@@ -227,6 +244,13 @@ UNKNOWN_VM_SIZE = _code(
 WRITER_FOR_UNKNOWN_OUTPUT = _code(
     "MP517", "writer-for-unknown-output", ERROR,
     "A writer policy names an output the component does not have.")
+# (mlpipe.checks.frameworks)
+FOREIGN_LAUNCH_VARIABLE = _code(
+    "MP518", "foreign-launch-variable", ERROR,
+    "A step sets another framework's launch variable (TF_CONFIG on PyTorch, MASTER_ADDR on TF).")
+GPU_SIZE_WITHOUT_ACCELERATOR_CODE = _code(
+    "MP519", "gpu-size-without-accelerator-code", INFO,
+    "A single-process step on a GPU size imports no library that uses a GPU.")
 
 # --- MP520-MP529: how a distributed step's ranks coordinated, after it ran
 #     (mlpipe.checks.coordination)
@@ -286,3 +310,14 @@ EVIDENCE_CHANGED_IN_STORE = _code(
 BUNDLE_BYTES_CHANGED = _code(
     "MP714", "bundle-bytes-changed", ERROR,
     "A sealed bundle's bytes no longer match its digest, or its chain is broken.")
+
+# --- MP8xx: reproducibility: references that move (mlpipe.checks.reproducibility)
+ENVIRONMENT_UNVERSIONED = _code(
+    "MP801", "environment-unversioned", WARNING,
+    "An environment without a version resolves to whichever version is latest.")
+MOVING_REFERENCE = _code(
+    "MP802", "moving-reference", WARNING,
+    "An environment or data asset is referenced by a label such as @latest, not a version.")
+IMAGE_TAG_WITHOUT_DIGEST = _code(
+    "MP803", "image-tag-without-digest", WARNING,
+    "A Docker image is referenced by a tag, which can be moved, not by its digest.")

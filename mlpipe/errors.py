@@ -106,6 +106,11 @@ class LaunchFailed(DistributedError):
         super().__init__(message, hint=hint)
 
 
+class LaunchRefused(LaunchFailed):
+    """A launch this machine cannot make as declared (more CUDA ranks than visible GPUs);
+    refused before any process started."""
+
+
 class StoreError(MlpipeError, RuntimeError):
     """The evidence store cannot be opened, migrated or written."""
 

@@ -10,7 +10,11 @@ from mlpipe.checks import (  # noqa: F401  (registration)
     artifacts,
     contracts,
     distribution,
+    evaluation,
+    frameworks,
+    importable,
     parameters,
+    reproducibility,
     structure,
 )
 from mlpipe.checks.registry import CHECKS, Check, check, published_codes, run_checks

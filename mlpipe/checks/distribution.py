@@ -71,7 +71,7 @@ def processes_per_gpu(graph: Graph) -> Iterator[Diagnostic]:
                                 f"{ppn - size.gpus} processes have no GPU of their own" if more
                                 else f"{size.gpus - ppn} GPUs sit idle"),
                 hint=f"set processes_per_node={size.gpus}, one process per GPU",
-                severity=Severity.ERROR if more else Severity.WARNING, **at_step(node))
+                **at_step(node))
 
 
 def _stated_world_sizes(node: StepNode) -> Iterator[tuple[str, int]]:

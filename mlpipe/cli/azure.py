@@ -38,7 +38,8 @@ def compile_(target: str, out_dir: str, inputs: tuple[str, ...], default_compute
         click.echo("error: nothing written; fix the errors above first", err=True)
         sys.exit(EXIT_PROBLEMS)
     export = export_pipeline(graph.spec, out_dir=out_dir, inputs=assignments(inputs, "--input"),
-                             default_compute=default_compute, code_root=code_root)
+                             default_compute=default_compute, code_root=code_root,
+                             check=False)  # checked and reported above
     written = export.write(out_dir)
     if validate:
         from mlpipe.backends.azure.validate import validate_export

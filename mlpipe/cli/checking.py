@@ -29,13 +29,17 @@ def _codes(value: str | None) -> set[str]:
               show_default=True, help="How to print the diagnostics.")
 @click.option("--select", metavar="CODES", help="Report only these codes (comma-separated).")
 @click.option("--ignore", metavar="CODES", help="Do not report these codes (comma-separated).")
+@click.option("--fail-on", type=click.Choice(["error", "warning", "info"]), default="error",
+              show_default=True,
+              help="Exit 1 when a diagnostic of this severity or a worse one is reported.")
 @click.option("--explain", metavar="CODE",
               help="Print what a code checks, why it matters, an example and the fix "
                    "(MP301 or artifact-kind-mismatch), and check nothing.")
 def check(target: str | None, fmt: str, select: str | None, ignore: str | None,
-          explain: str | None) -> None:
-    """Compile a pipeline and run every check; exit 1 if any error is found."""
-    from mlpipe.diagnostics import has_errors, render_json, render_text
+          fail_on: str, explain: str | None) -> None:
+    """Compile a pipeline and run every check; exit 1 if any error (or, with --fail-on, any
+    warning or info) is found."""
+    from mlpipe.diagnostics import Severity, render_json, render_text
 
     if explain is not None:
         click.echo(_explain(explain), nl=False)
@@ -48,7 +52,9 @@ def check(target: str | None, fmt: str, select: str | None, ignore: str | None,
     diagnostics = [d for d in diagnostics if (not selected or d.code in selected)
                    and d.code not in ignored]
     click.echo(render_json(diagnostics) if fmt == "json" else render_text(diagnostics))
-    sys.exit(EXIT_PROBLEMS if has_errors(diagnostics) else EXIT_CLEAN)
+    failing = {"error": {Severity.ERROR}, "warning": {Severity.ERROR, Severity.WARNING},
+               "info": set(Severity)}[fail_on]
+    sys.exit(EXIT_PROBLEMS if any(d.severity in failing for d in diagnostics) else EXIT_CLEAN)
 
 
 def _explain(code: str) -> str:

@@ -33,7 +33,8 @@ from mlpipe.errors import UsageError
               help="Local: steps at a time (default: the number of cores).")
 @click.option("--local-scale", "local_scale", multiple=True, metavar="STEP=NODESxPROCS",
               help="Local: launch a distributed step with fewer nodes/processes than declared "
-                   "(recorded with its topology); e.g. train_cnn=2x2.")
+                   "(recorded with its topology); e.g. train_cnn=2x2, or train_cnn=fit for as "
+                   "many as this machine's GPUs (or cores) allow.")
 @azure_options
 def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...], run_target: str,
            no_reuse: bool, max_parallel: int | None, local_scale: tuple[str, ...],
@@ -55,21 +56,25 @@ def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...], run_ta
                   no_reuse, max_parallel, _scales(assignments(local_scale, "--local-scale")))
 
 
-def _scales(given: dict[str, str]) -> dict[str, tuple[int, int]]:
+def _scales(given: dict[str, str]) -> dict[str, tuple[int, int] | str]:
     import re
 
-    found = {}
+    found: dict[str, tuple[int, int] | str] = {}
     for step, size in given.items():
+        if size.strip() == "fit":
+            found[step] = "fit"
+            continue
         match = re.fullmatch(r"(\d+)x(\d+)", size.strip())
         if match is None:
-            raise UsageError(f"--local-scale {step}={size} is not NODESxPROCESSES",
-                             hint=f"write it as {step}=2x2 (2 nodes of 2 processes)")
+            raise UsageError(f"--local-scale {step}={size} is not NODESxPROCESSES or fit",
+                             hint=f"write it as {step}=2x2 (2 nodes of 2 processes), or "
+                                  f"{step}=fit")
         found[step] = (int(match.group(1)), int(match.group(2)))
     return found
 
 
 def _submit_local(target: str, inputs: dict[str, str], params: dict[str, str], no_reuse: bool,
-                  max_parallel: int | None, scale: dict[str, tuple[int, int]]) -> None:
+                  max_parallel: int | None, scale: dict[str, tuple[int, int] | str]) -> None:
     import signal
 
     from mlpipe.backends.local.executor import LocalExecutor

@@ -99,6 +99,17 @@ class Contract:
 
     kind: ClassVar[str] = "contract"
     transport: ClassVar[AssetType] = AssetType.URI_FOLDER
+    #: Modules the run-time validation imports, each with how to install it
+    #: (``(("pyarrow", "pip install 'mlpipe[tabular]'"),)``): ``mlpipe check`` says when one is
+    #: missing here (MP415) instead of a run failing when it validates.
+    requires: ClassVar[tuple[tuple[str, str], ...]] = ()
+    #: The suffix mlpipe gives a file output of this contract (``".csv"``), so the file it
+    #: names is one its own validator accepts. Empty: the port's name as it is.
+    file_suffix: ClassVar[str] = ""
+    #: Whether an artifact of this contract holds examples (a data set: images, a table) as
+    #: opposed to a description of them (a label map, a split manifest, a report, a model).
+    #: None: not stated. The evaluation checks compare only what holds examples.
+    holds_examples: ClassVar[bool | None] = None
     version: str = "1"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -195,6 +206,38 @@ def contract_label(contract: Contract | type[Contract]) -> str:
 
 def contract_transport(contract: Contract | type[Contract]) -> AssetType:
     return contract.transport
+
+
+def output_file_name(contract: Contract | type[Contract] | None, port: str) -> str:
+    """The file name a ``uri_file`` output called ``port`` gets: ``table.csv`` for a
+    TabularSchema, the port's name where the contract asks for no suffix.
+
+    Example:
+        >>> output_file_name(TabularSchema("parts"), "table")
+        'table.csv'
+    """
+    suffix = getattr(contract, "file_suffix", "") if contract is not None else ""
+    return f"{port}{suffix}" if suffix and not port.endswith(suffix) else port
+
+
+def missing_requirements(contract: Contract | type[Contract]) -> list[tuple[str, str]]:
+    """The modules ``contract``'s validation needs that cannot be imported here, each with
+    how to install it. Finds them without importing them."""
+    import importlib.util
+    import sys
+
+    missing = []
+    for module, install in getattr(contract, "requires", ()):
+        if module in sys.modules:
+            found = sys.modules[module] is not None  # None: imports of it are blocked
+        else:
+            try:
+                found = importlib.util.find_spec(module) is not None
+            except (ImportError, ValueError):
+                found = False
+        if not found:
+            missing.append((module, install))
+    return missing
 
 
 def is_contract(value: object) -> bool:

@@ -48,6 +48,7 @@ class ImageFolder(Contract):
 
     kind = "image-folder"
     transport = AssetType.URI_FOLDER
+    holds_examples = True
 
     name: str | None = None
     layout: str = "{class}/{file}"
@@ -106,10 +107,19 @@ class ImageFolder(Contract):
                                  f"producer")
                 continue
             extra = [v for v in have if v not in want]
-            if extra:
+            if extra and what == "splits":
+                # The splits a consumer accepts are a safety contract (an evaluation that
+                # reads only 'test'): never suggest widening them.
+                yield Difference(f"split {extra[0]!r} may be produced but the consumer "
+                                 f"accepts only {', '.join(want)}",
+                                 f"give the consumer a folder with only {', '.join(want)} "
+                                 f"(stop producing {extra[0]!r}, or select those splits in a "
+                                 f"step before it)")
+            elif extra:
                 yield Difference(f"{_SINGULAR[what]} {extra[0]!r} may be produced but the "
                                  f"consumer accepts only {', '.join(want)}",
-                                 f"add {extra[0]!r} to the consumer's {what} or stop producing it")
+                                 f"stop producing {extra[0]!r}, or make the consumer handle it "
+                                 f"and then add it to the consumer's {what}")
 
     def validate(self, path: Path) -> None:
         """Check every file of the folder against the layout, names and file kinds.

@@ -33,6 +33,7 @@ class LabelMap(Contract):
 
     kind = "label-map"
     transport = AssetType.URI_FILE
+    holds_examples = False
 
     name: str | None = None
     classes: Any = None

@@ -65,6 +65,7 @@ class MetricsReport(Contract):
 
     kind = "metrics-report"
     transport = AssetType.URI_FILE
+    holds_examples = False
 
     name: str | None = None
     metrics: Sequence[Metric] = ()

@@ -91,6 +91,7 @@ class ModelSignature(Contract):
 
     kind = "model-signature"
     transport = AssetType.CUSTOM_MODEL
+    holds_examples = False
 
     name: str | None = None
     inputs: Any = None
@@ -187,6 +188,7 @@ class MLflowModel(ModelSignature):
 
     kind = "mlflow-model"
     transport = AssetType.MLFLOW_MODEL
+    holds_examples = False
 
 
 def _io_differences(what: str, have: Any, want: Any, label: str) -> Iterator[Difference]:

@@ -40,6 +40,7 @@ class SplitManifest(Contract):
 
     kind = "split-manifest"
     transport = AssetType.URI_FILE
+    holds_examples = False
 
     name: str | None = None
     splits: Sequence[str] | None = None
@@ -85,10 +86,14 @@ class SplitManifest(Contract):
             else:
                 for split in self.splits:
                     if split not in required.splits:
+                        # The consumer's accepted splits are a safety contract (an
+                        # evaluation that accepts only 'test'): never suggest widening them.
                         yield Difference(f"split {split!r} may be produced but the consumer "
                                          f"accepts only {', '.join(required.splits)}",
-                                         f"add {split!r} to the consumer's splits or stop "
-                                         f"producing it")
+                                         f"give the consumer a manifest with only "
+                                         f"{', '.join(required.splits)} (stop producing "
+                                         f"{split!r}, or select those splits in a step before "
+                                         f"it)")
         for attr in ("id_column", "split_column"):
             if getattr(self, attr) != getattr(required, attr):
                 yield Difference(f"{attr} is {getattr(self, attr)!r} but the consumer reads "

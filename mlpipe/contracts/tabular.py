@@ -15,6 +15,7 @@ from typing import Any
 
 from mlpipe.artifacts import AssetType
 from mlpipe.contracts.base import Contract, Difference, check_exists
+from mlpipe.contracts.units import compare_units
 from mlpipe.errors import ContractError, DefinitionError, UsageError
 
 DTYPES = ("int32", "int64", "float32", "float64", "string", "bool", "timestamp")
@@ -80,6 +81,9 @@ class TabularSchema(Contract):
 
     kind = "tabular-schema"
     transport = AssetType.URI_FILE
+    holds_examples = True
+    requires = (("pyarrow", "pip install 'mlpipe[tabular]'"),)
+    file_suffix = ".csv"
 
     name: str | None = None
     columns: Sequence[Column] = ()
@@ -122,9 +126,11 @@ class TabularSchema(Contract):
                                  f"requires {want.dtype}",
                                  f"cast {want.name!r} to {want.dtype} in the producer, or "
                                  f"change the consumer's dtype", "schema-dtype-mismatch")
-            if have.unit != want.unit:
+            units = compare_units(have.unit, want.unit)
+            if not units.same:
                 yield Difference(f"column {want.name!r} is in {_unit(have.unit)} but the "
-                                 f"consumer requires {_unit(want.unit)}",
+                                 f"consumer requires {_unit(want.unit)}"
+                                 f"{f' ({units.detail})' if units.detail else ''}",
                                  f"convert {want.name!r} to {_unit(want.unit)} in the producer, "
                                  f"or declare the same unit on both ports", "schema-unit-mismatch")
             if have.nullable and not want.nullable:
@@ -137,9 +143,12 @@ class TabularSchema(Contract):
                                  f"consumer reads it as a {want.role}",
                                  "declare the same role on both ports")
         if required.ordered:
-            wanted = required.features
+            # Order among the features both sides call features: a required feature that is
+            # missing or produced with another role is reported above, not as an order.
+            produced = set(self.features)
+            wanted = tuple(n for n in required.features if n in produced)
             have_order = [n for n in self.features if n in wanted]
-            if all(self.column(n) is not None for n in wanted) and tuple(have_order) != wanted:
+            if tuple(have_order) != wanted:
                 pos = next(i for i, (a, b) in enumerate(zip(have_order, wanted)) if a != b)
                 yield Difference(f"feature {pos + 1} is {have_order[pos]!r} but the consumer "
                                  f"requires {wanted[pos]!r} (produced order: "
@@ -175,9 +184,13 @@ class TabularSchema(Contract):
                 self.validate(f)
             return
         check_exists(self, path)
-        if path.suffix.lower() == ".csv":
+        suffix = path.suffix.lower()
+        if not suffix:  # a file named by its port (Azure ML's outputs): tell by its bytes
+            with path.open("rb") as fh:
+                suffix = ".parquet" if fh.read(4) == b"PAR1" else ".csv"
+        if suffix == ".csv":
             _validate_csv(self, path)
-        elif path.suffix.lower() in (".parquet", ".pq"):
+        elif suffix in (".parquet", ".pq"):
             _validate_parquet(self, path)
         else:
             raise ContractError(f"the file is neither .csv nor .parquet; {self.label} validates "
@@ -231,9 +244,11 @@ def _check_columns(schema: TabularSchema, path: Path, found: dict[str, str | Non
         if col.name not in found:
             raise _missing(schema, col, order, path)
         unit = found[col.name]
-        if unit != col.unit:
+        units = compare_units(unit, col.unit)
+        if not units.same:
             raise ContractError(f"column {col.name!r} is in {_unit(unit)} but "
-                                f"{schema.label} requires {_unit(col.unit)}",
+                                f"{schema.label} requires {_unit(col.unit)}"
+                                f"{f' ({units.detail})' if units.detail else ''}",
                                 hint=f"convert the values and state the unit {unit_where}",
                                 file=str(path), line=1 if path.suffix == ".csv" else None,
                                 column=col.name)

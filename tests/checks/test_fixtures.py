@@ -35,8 +35,9 @@ def _diagnostics(name: str, which: str):
 
 
 def test_every_fixture_is_named_after_its_code():
+    # mp518.py, or a variant of the same code: mp518_tensorflow.py
     for name in NAMES:
-        assert _expectation(name)[0] == name.upper()
+        assert _expectation(name)[0] == name.split("_")[0].upper()
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -91,7 +91,7 @@ def test_different_kinds():
     (Column("length", "float32", unit="mm"), "schema-dtype-mismatch",
      "column 'length' is float64 but the consumer requires float32"),
     (Column("length", "float64", unit="cm"), "schema-unit-mismatch",
-     "column 'length' is in 'mm' but the consumer requires 'cm'"),
+     "column 'length' is in 'mm' but the consumer requires 'cm' (1 mm = 0.1 cm)"),
     (Column("length", "float64"), "schema-unit-mismatch",
      "column 'length' is in 'mm' but the consumer requires no unit"),
     (Column("length", "float64", unit="mm", role="label"), "contract-requirement-unmet",

@@ -83,6 +83,7 @@ class _Context:
         self.files: dict[str, dict[str, Any]] = {}
         self.by_digest: dict[str, str] = {}
         self.environments: set[str] = set()
+        self.unversioned: set[str] = set()
 
     def component_file(self, spec: ComponentSpec | PipelineSpec) -> str:
         rel = self.by_digest.get(spec.digest)
@@ -138,6 +139,8 @@ class _Context:
         if isinstance(env, dict) and env.get("conda_file"):
             env = {**env, "conda_file": self.relative(self.resolve(spec, env["conda_file"]), rel)}
         doc["environment"] = env
+        if isinstance(env, str) and env.endswith("@latest"):
+            self.unversioned.add(spec.environment.name)
         if spec.function is not None:
             label = env if isinstance(env, str) else env.get("name") or env.get("image")
             self.environments.add(str(label))
@@ -253,11 +256,12 @@ class _Context:
 def export_pipeline(spec: PipelineSpec, *, out_dir: str | os.PathLike[str] = ".",
                     inputs: Mapping[str, Any] | None = None, default_compute: str | None = None,
                     code_root: str | os.PathLike[str] | None = None,
-                    run_id: str | None = None, experiment: str | None = None) -> Export:
+                    run_id: str | None = None, experiment: str | None = None,
+                    check: bool = True) -> Export:
     """Azure ML CLI v2 documents for ``spec``: ``pipeline.yml`` and one file per component.
 
     Args:
-        spec: the pipeline.
+        spec: the pipeline (its ``PipelineSpec``, or the ``@pipeline`` function itself).
         out_dir: where the files will be written (relative ``code`` paths are computed from it).
         inputs: values for pipeline inputs (data paths/URIs, parameter values or their text).
         default_compute: the pipeline's default compute; the most used step compute otherwise.
@@ -265,16 +269,88 @@ def export_pipeline(spec: PipelineSpec, *, out_dir: str | os.PathLike[str] = "."
             its module was imported from.
         run_id: mlpipe's run id, recorded in the job's tags.
         experiment: the Azure ML experiment name; the pipeline's name by default.
+        check: run every check first and refuse a pipeline with an error, as ``mlpipe
+            compile`` does (False when the caller has checked it already).
 
     Returns:
         An ``Export``; ``export.write(out_dir)`` writes it.
 
     Raises:
-        ExportError: something Azure ML YAML cannot express, naming the step or input.
+        ExportError: whatever ``mlpipe compile`` would refuse: not a pipeline, an option of
+            the wrong type, a pipeline with check errors, a bad input value, something
+            Azure ML YAML cannot express; the message names the step or input.
 
     Example:
         >>> export_pipeline(defect_classifier.spec, out_dir="build").write("build")
     """
+    spec = _pipeline_spec(spec)
+    _check_options(out_dir, inputs, default_compute, code_root, run_id, experiment)
+    if check:
+        _refuse_check_errors(spec)
+    try:
+        return _export(spec, out_dir, inputs, default_compute, code_root, run_id, experiment)
+    except UsageError as err:  # a value that does not fit its parameter, say
+        raise ExportError(err.message, hint=err.hint, file=err.file, line=err.line) from None
+
+
+def _pipeline_spec(value: Any) -> PipelineSpec:
+    if isinstance(value, PipelineSpec):
+        return value
+    spec = getattr(value, "spec", None)
+    if isinstance(spec, PipelineSpec):  # the @pipeline function itself
+        return spec
+    if isinstance(spec, ComponentSpec) or isinstance(value, ComponentSpec):
+        name = (spec or value).name
+        raise ExportError(f"export_pipeline exports a pipeline, and component {name!r} is a "
+                          f"component", hint="call it inside a @pipeline and export that")
+    raise ExportError(f"export_pipeline exports a pipeline, not {type(value).__name__} "
+                      f"{value!r}"[:200],
+                      hint="pass a @pipeline function or its .spec (mlpipe.loader.load_pipeline"
+                           "(PATH) loads one from a file)")
+
+
+def _check_options(out_dir: Any, inputs: Any, default_compute: Any, code_root: Any,
+                   run_id: Any, experiment: Any) -> None:
+    if not isinstance(out_dir, (str, os.PathLike)):
+        raise ExportError(f"out_dir {out_dir!r} is not a path", hint="pass a folder path")
+    if inputs is not None:
+        if not isinstance(inputs, Mapping) or not all(isinstance(k, str) for k in inputs):
+            raise ExportError(f"inputs {inputs!r} is not a mapping of input names to values"[:200],
+                              hint='pass inputs={"raw": "azureml:images:3", "epochs": 10}')
+        for name, value in inputs.items():
+            if not isinstance(value, (str, int, float, bool, os.PathLike)) or value is None:
+                raise ExportError(f"input {name!r} is given {type(value).__name__} "
+                                  f"{value!r}"[:200],
+                                  hint="give a data path or URI, or a parameter's value "
+                                       "(number, string, bool)")
+    for option, value in (("default_compute", default_compute), ("run_id", run_id),
+                          ("experiment", experiment)):
+        if value is not None and not isinstance(value, str):
+            raise ExportError(f"{option} {value!r} is not a string", hint=f"pass {option} as a str")
+    if code_root is not None:
+        if not isinstance(code_root, (str, os.PathLike)) or not os.path.isdir(code_root):
+            raise ExportError(f"code_root {code_root!r} is not a folder",
+                              hint="pass the folder uploaded as the components' code")
+
+
+def _refuse_check_errors(spec: PipelineSpec) -> None:
+    from mlpipe.checks import check_pipeline
+    from mlpipe.diagnostics import Severity, sort_key
+
+    errors = sorted((d for d in check_pipeline(spec)[1] if d.severity is Severity.ERROR),
+                    key=sort_key)
+    if errors:
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise ExportError(f"pipeline {spec.name!r} has check errors{more}: "
+                          f"[{first.code}] {first.message}",
+                          hint="`mlpipe check` lists them all; fix them and export again",
+                          file=first.file, line=first.line)
+
+
+def _export(spec: PipelineSpec, out_dir: str | os.PathLike[str], inputs: Any,
+            default_compute: str | None, code_root: Any, run_id: str | None,
+            experiment: str | None) -> Export:
     ctx = _Context(Path(out_dir), None if code_root is None else Path(code_root))
     given = dict(inputs or {})
     unknown = sorted(set(given) - {i.name for i in spec.inputs})
@@ -316,6 +392,11 @@ def export_pipeline(spec: PipelineSpec, *, out_dir: str | os.PathLike[str] = "."
     if ctx.environments:
         notes.append(f"function components run `python -m {RUNTIME_MODULE}`: environment(s) "
                      f"{', '.join(sorted(ctx.environments))} must have mlpipe installed")
+    if ctx.unversioned:
+        names = sorted(ctx.unversioned)
+        notes.append(f"environment(s) {', '.join(names)} have no version: written as "
+                     f"{', '.join(f'azureml:{n}@latest' for n in names)}, which name whichever "
+                     f"version is newest when the job is submitted (MP801); pin a version")
     return Export(job, files, notes)
 
 

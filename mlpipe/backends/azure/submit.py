@@ -81,7 +81,7 @@ def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsServi
     experiment = experiment or spec.name
     with tempfile.TemporaryDirectory(prefix="mlpipe-azure-") as tmp:
         write_export(spec, tmp, inputs=inputs, default_compute=default_compute, run_id=run_id,
-                     experiment=experiment)
+                     experiment=experiment, check=False)  # checked above
         job = load_export(tmp)
         service.check_access()
         if store is None:

@@ -69,7 +69,8 @@ class LocalExecutor:
         max_parallel: steps at a time (default: the number of cores).
         reuse: False re-runs every step (``--no-reuse``).
         stream: where progress goes (stderr by default; None for silence).
-        local_scale: step id -> ``(instances, processes_per_node)`` to launch a distributed
+        local_scale: step id -> ``(instances, processes_per_node)`` (or ``"fit"``: as many
+            as this machine's GPUs, or cores, allow, at most as declared) to launch a distributed
             step smaller here than declared (``--local-scale``); recorded with the topology
             and in the cache key.
         fork_server: fork plain Python steps from a server that has imported their modules
@@ -84,7 +85,7 @@ class LocalExecutor:
 
     def __init__(self, location: Location | None = None, *, max_parallel: int | None = None,
                  reuse: bool = True, stream: TextIO | None = sys.stderr,
-                 local_scale: dict[str, tuple[int, int]] | None = None,
+                 local_scale: dict[str, tuple[int, int] | str] | None = None,
                  fork_server: bool | None = None) -> None:
         if max_parallel is not None and max_parallel < 1:
             raise UsageError(f"--max-parallel {max_parallel} is not a positive number",
@@ -114,6 +115,8 @@ class LocalExecutor:
         Raises:
             ChecksFailed: check errors (nothing is run or recorded).
             UsageError: bad inputs or parameters (nothing is recorded).
+            ContractError: an input's data does not match a contract a step requires of it
+                (nothing is recorded).
             StoreError: the evidence store cannot be opened or written.
             StepFailed: a step failed; everything recorded up to then stays recorded.
         """
@@ -122,6 +125,7 @@ class LocalExecutor:
             raise ChecksFailed(found, "the pipeline has check errors; nothing was run",
                                hint=None)
         paths, values = inputs_mod.resolve(graph.spec, inputs, params)
+        inputs_mod.check_input_contracts(graph, paths)
         scaled = scaled_components(graph, self.local_scale)
         store = Store.open(self.location.url)
         cache = StatCache(self.location.stat_cache)
@@ -180,9 +184,9 @@ class _Run:
             run_id=run_id,
             options={"reuse": self.ex.reuse, "max_parallel": self.ex.max_parallel,
                      "executor": "local", "checks": summary(self.diagnostics),
-                     **({"local_scale": {k: f"{i}x{p}" for k, (i, p) in
-                                         sorted(self.ex.local_scale.items())}}
-                        if self.ex.local_scale else {})})
+                     **({"local_scale": {k: f"{c.instances}x{_per_node(c)}"
+                                         for k, c in sorted(self.scaled.items())}}
+                        if self.scaled else {})})
         record_checks(self.store, run_id, self.diagnostics)
         self.result = RunResult(run_id, m.RUNNING)
         self.progress.header(run_id, spec.name, self.ex.max_parallel)
@@ -448,7 +452,23 @@ class _Run:
         return self.store.register_candidate(run_id, model, artifact(cand.evaluation), cand.name)
 
 
-def scaled_components(graph: Graph, scale: dict[str, tuple[int, int]]
+def _per_node(comp: ComponentSpec) -> int:
+    return comp.distribution.processes_per_instance() if comp.distribution else 1
+
+
+def fit_scale(comp: ComponentSpec, env: dict[str, str] | None = None) -> tuple[int, int]:
+    """``--local-scale STEP=fit``: the declared launch, made as small as it must be for this
+    machine: one GPU per CUDA rank, or one core per rank where there is no GPU."""
+    from mlpipe.backends.local.launcher.accelerators import fitted, uses_cuda, visible_gpus
+
+    gpus = visible_gpus(env).count if uses_cuda(comp.distribution, comp.compute) else 0
+    room = gpus or os.cpu_count() or 1
+    if comp.distribution is not None and not hasattr(comp.distribution, "processes_per_node"):
+        return max(1, min(comp.instances, room)), 1  # TensorFlow: one worker per node
+    return fitted(comp.instances, _per_node(comp), room)
+
+
+def scaled_components(graph: Graph, scale: dict[str, tuple[int, int] | str]
                       ) -> dict[str, ComponentSpec]:
     """The components of ``scale``'s steps, launched with fewer instances/processes here.
 
@@ -456,7 +476,7 @@ def scaled_components(graph: Graph, scale: dict[str, tuple[int, int]]
         UsageError: an unknown step, a step that is not distributed, or a non-positive size.
     """
     found: dict[str, ComponentSpec] = {}
-    for sid, (instances, per_node) in sorted(scale.items()):
+    for sid, size in sorted(scale.items()):
         node = graph.steps.get(sid)
         if node is None:
             raise UsageError(f"--local-scale names step {sid!r}, which the pipeline does not "
@@ -466,6 +486,12 @@ def scaled_components(graph: Graph, scale: dict[str, tuple[int, int]]
         if declared_topology(comp) is None:
             raise UsageError(f"--local-scale names step {sid!r}, which is not distributed",
                              hint="scale only steps that declare a distribution or instances")
+        if size == "fit":
+            instances, per_node = fit_scale(comp)
+            if (instances, per_node) == (comp.instances, _per_node(comp)):
+                continue  # it fits as declared
+        else:
+            instances, per_node = size
         if instances < 1 or per_node < 1:
             raise UsageError(f"--local-scale {sid}={instances}x{per_node} is not a positive "
                              f"size", hint="write it as STEP=NODESxPROCESSES, e.g. train=2x2")

@@ -1,6 +1,7 @@
 """Turning ``--input name=PATH`` and ``--param name=VALUE`` into checked pipeline values.
 
-Pure parsing and validation against the pipeline spec; snapshots are the executor's job.
+Parsing and validation against the pipeline spec, and the given data checked against the
+contracts its consumers require, before anything runs; snapshots are the executor's job.
 """
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import json
 import os
 from typing import Any
 
-from mlpipe.errors import UsageError, with_article
+from mlpipe.contracts import Contract, contract_label, contract_spec, validate
+from mlpipe.errors import ContractError, UsageError, with_article
+from mlpipe.graph import FromInput, Graph
 from mlpipe.params import check_value
 from mlpipe.runtime.argv import coerce_param
 from mlpipe.spec import InputRole, ParamSpec, ParamType, PipelineSpec, plain_value
@@ -116,3 +119,49 @@ def resolve(spec: PipelineSpec, inputs: dict[str, str], params: dict[str, Any]
                                  f"exist", hint=f"pass --input {declared.name}=PATH")
             paths[declared.name] = os.path.abspath(path)
     return paths, values
+
+
+def input_contracts(graph: Graph) -> dict[str, list[tuple[str, Contract | type[Contract]]]]:
+    """Pipeline input -> the contracts its data must meet: its own declared one, and each of
+    the step ports it is bound to (as ``"step.port"``), in graph order."""
+    found: dict[str, list[tuple[str, Contract | type[Contract]]]] = {}
+    for inp in graph.spec.inputs:
+        if inp.role is InputRole.ARTIFACT and inp.port is not None and inp.port.contract:
+            found.setdefault(inp.name, []).append((f"pipeline input {inp.name!r}",
+                                                   inp.port.contract))
+    for node in graph.step_nodes():
+        for port in node.component.inputs:
+            endpoint = node.bindings.get(port.name)
+            if isinstance(endpoint, FromInput) and port.contract is not None:
+                found.setdefault(endpoint.name, []).append((f"'{node.id}.{port.name}'",
+                                                            port.contract))
+    return found
+
+
+def check_input_contracts(graph: Graph, paths: dict[str, str]) -> None:
+    """Validate each given pipeline input against every contract it must meet, before any
+    step runs (a wrong-unit table fails here, not in a step with a KeyError).
+
+    Raises:
+        ContractError: the data does not match; the message names the input, the port that
+            requires the contract, and the file, row or column at fault.
+    """
+    for name, wanted in input_contracts(graph).items():
+        path = paths.get(name)
+        if path is None:
+            continue
+        seen: set[str] = set()
+        for who, contract in wanted:
+            key = repr(contract_spec(contract))
+            if key in seen:
+                continue
+            seen.add(key)
+            try:
+                validate(contract, path)
+            except ContractError as err:
+                raise ContractError(
+                    f"input {name!r} ({path}) does not match {contract_label(contract)}, which "
+                    f"{who} requires: {err.message}",
+                    hint=f"{err.hint}; or give --input {name}= another file" if err.hint
+                    else f"give --input {name}= data that matches the contract",
+                    file=err.file, line=err.line, column=err.column, key=err.key) from None

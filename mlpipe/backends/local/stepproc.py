@@ -24,6 +24,7 @@ from typing import Any
 from mlpipe.artifacts import AssetType
 from mlpipe.backends.local.cas import ArtifactStore
 from mlpipe.backends.local.forkserver import forkable
+from mlpipe.contracts.base import output_file_name
 from mlpipe.digests.snapshot import Snapshot, StatCache, snapshot
 from mlpipe.runtime import record as step_record
 from mlpipe.runtime import tracking
@@ -152,29 +153,58 @@ def _launch(job: StepJob, argv: list[str], env: dict[str, str], declared: dict[s
     The ranks' logs go to ``<step log>.ranks/rank-<R>.log`` and are appended to the step's log.
     """
     from mlpipe.backends.local.launcher import CoordinationFailed, launch
-    from mlpipe.errors import MlpipeError
+    from mlpipe.backends.local.launcher.accelerators import uses_cuda
+    from mlpipe.errors import LaunchFailed, LaunchRefused, MlpipeError
 
     comp = job.component
     rank_logs = job.log.with_suffix(".ranks")
     topology: dict[str, Any] = {"declared": declared, "distributed": True}
-    failed = None
+    failed, failed_rank = None, None
     try:
         result = launch(argv, distribution=comp.distribution, instances=comp.instances, env=env,
-                        cwd=cwd, log_dir=rank_logs, timeout=None)
+                        cwd=cwd, log_dir=rank_logs, timeout=None,
+                        cuda=uses_cuda(comp.distribution, comp.compute), step=job.node_id)
     except CoordinationFailed as exc:
         result = exc.result
         failed = f"step {job.node_id!r} did not coordinate: {exc.message}"
+    except LaunchRefused as exc:  # nothing started: the launch layer says why, and the fix
+        result = None
+        failed = f"{exc.message}; {exc.hint}"
     except MlpipeError as exc:  # LaunchFailed, or a launch that cannot be made
         result = None
         failed = f"step {job.node_id!r} failed: {exc.message}"
+        failed_rank = exc.rank if isinstance(exc, LaunchFailed) else None
     if result is not None:
         topology["ran"] = result.topology()
         if result.coordination is not None:
             topology["coordination"] = result.coordination.to_dict()
-    with open(job.log, "w") as log:
-        for rank_log in sorted(rank_logs.glob("rank-*.log")):
-            log.write(f"--- {rank_log.name} ---\n{rank_log.read_text(errors='replace')}")
+    text = combined_rank_logs(rank_logs, failed_rank)
+    if result is None and failed is not None and not text:
+        text = f"mlpipe: {failed}\n"  # no rank started: the log says why
+    job.log.write_text(text)
     return failed, topology
+
+
+def combined_rank_logs(folder: Path, last: int | None = None) -> str:
+    """The ranks' logs as one text: each rank that printed something under a
+    ``--- rank-N.log ---`` header, in rank order with rank ``last`` (the one that failed) at
+    the end, where a log's tail shows it; the ranks that printed nothing on one line."""
+    logs: dict[int, str] = {}
+    for path in folder.glob("rank-*.log"):
+        number = path.stem.removeprefix("rank-")
+        if number.isdigit():
+            logs[int(number)] = path.read_text(errors="replace")
+    order = sorted(logs, key=lambda r: (r == last, r))
+    silent = [r for r in order if not logs[r].strip()]
+    parts = []
+    if silent:
+        parts.append(f"(rank{'s' if len(silent) > 1 else ''} "
+                     f"{', '.join(map(str, sorted(silent)))} printed nothing)\n")
+    for r in order:
+        if logs[r].strip():
+            body = logs[r] if logs[r].endswith("\n") else logs[r] + "\n"
+            parts.append(f"--- rank-{r}.log ---\n{body}")
+    return "".join(parts)
 
 
 def tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
@@ -238,7 +268,8 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
     for port in comp.outputs:
         holder = job.work / f"out.{port.name}"  # moved into the artifact store whole
         holder.mkdir()
-        path = holder / port.name
+        # a file output is named so that its contract's own validator accepts it (table.csv)
+        path = holder / output_file_name(port.contract, port.name)
         if port.kind is not AssetType.URI_FILE:
             path.mkdir()
         outputs[port.name] = str(path)

@@ -76,7 +76,7 @@ def test_what_mlpipe_cannot_represent_is_one_clear_load_error(name, message):
 @pytest.mark.slow
 def test_import_then_export_loads_to_the_same_structure(tmp_path):
     spec, _ = load_spec(str(YAML / "pipeline.yml"))
-    write_export(spec, tmp_path)
+    write_export(spec, tmp_path, check=False)  # the round trip, whatever the checks say
     exported = validate_export(tmp_path)
     assert differences(leaf_jobs(load_job(YAML / "pipeline.yml")), leaf_jobs(exported)) == []
 
@@ -110,8 +110,9 @@ def test_loaded_component_is_usable_beside_decorated_ones():
         return {"model": train(data=make(raw=raw).data, epochs=300).model}
 
     _, diagnostics = check_pipeline(mixed.spec)
-    # epochs 300 is over the YAML's max 200; MP513/MP516: the YAML states no writer or VM size
-    assert sorted(d.code for d in diagnostics) == ["MP202", "MP513", "MP516"]
+    # epochs 300 is over the YAML's max 200; MP513/MP516: the YAML states no writer or VM size;
+    # MP113: `make`, defined inside this test function, is one no step process could import
+    assert sorted(d.code for d in diagnostics) == ["MP113", "MP202", "MP513", "MP516"]
     with pytest.raises(UsageError, match=r"component 'train_model' runs the command"):
         train.fn()
 
@@ -156,14 +157,16 @@ DDP = YAML / "ddp"
 
 def test_an_azureml_examples_ddp_pipeline_is_warned_not_refused_before_it_declares_a_writer():
     found = [d for d in codes("ddp/pipeline_undeclared.yml") if d.severity.value != "info"]
+    # MP802: the data set is a download URL, a reference whose content can change
     assert [(d.code, d.severity.value, d.step, d.port) for d in found] == [
-        ("MP513", "warning", "train", "model_dir")]
+        ("MP513", "warning", "train", "model_dir"), ("MP802", "warning", None, None)]
     assert found[0].hint.startswith("declare it in the component's YAML: tags: "
                                     "{mlpipe.writers.model_dir: rank0} (rank 0 saves)")
 
 
 def test_once_declared_in_tags_it_checks_clean_and_the_declaration_is_read():
-    assert codes("ddp/pipeline_declared.yml") == []
+    # clean but for the download URL its data set comes from (a moving reference)
+    assert [d.code for d in codes("ddp/pipeline_declared.yml")] == ["MP802"]
     train = load_component(DDP / "train_declared.yml").spec
     dist = train.distribution
     assert dist.writer_policy("model_dir") == "rank0" and dist.backend == "nccl"
@@ -183,7 +186,7 @@ def test_the_declaration_survives_export_and_reimport(tmp_path):
     again, _ = load_spec(str(tmp_path / "pipeline.yml"))
     assert again.step("train").target.distribution == spec.step("train").target.distribution
     _, diagnostics = check_pipeline(again)
-    assert [d.code for d in diagnostics if d.severity.value != "info"] == []
+    assert [d.code for d in diagnostics if d.severity.value != "info"] == ["MP802"]  # its URL
 
 
 @pytest.mark.parametrize("tags, message", [

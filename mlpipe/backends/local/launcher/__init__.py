@@ -13,6 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mlpipe.backends.local.launcher.accelerators import (
+    node_devices,
+    refusal,
+    refusal_hint,
+    visible_gpus,
+)
 from mlpipe.backends.local.launcher.group import ProcessGroup, Worker
 from mlpipe.backends.local.launcher.layout import (
     HOST,
@@ -26,7 +32,7 @@ from mlpipe.backends.local.launcher.layout import (
 from mlpipe.backends.local.launcher.mpi import run_mpi
 from mlpipe.checks.coordination import CoordinationReport, check_coordination
 from mlpipe.distribution import Distribution
-from mlpipe.errors import DistributedError, UsageError
+from mlpipe.errors import DistributedError, LaunchRefused, UsageError
 from mlpipe.runtime.devices import BACKEND_VAR
 from mlpipe.runtime.distributed import WRITERS_VAR
 
@@ -71,7 +77,8 @@ def launch(argv: Sequence[str], *, distribution: Distribution | None, instances:
            env: Mapping[str, str] | None = None, cwd: str | Path | None = None,
            log_dir: str | Path, timeout: float | None = None,
            rendezvous_timeout: float | None = 120.0,
-           require_coordination: bool = True) -> LaunchResult:
+           require_coordination: bool = True, cuda: bool = False,
+           step: str = "step") -> LaunchResult:
     """Run ``argv`` as a distributed step on this machine, as Azure ML would on ``instances``
     nodes, and wait for the whole group.
 
@@ -104,6 +111,10 @@ def launch(argv: Sequence[str], *, distribution: Distribution | None, instances:
             only enforced where ``/proc`` shows sockets).
         require_coordination: raise ``CoordinationFailed`` when the coordination check finds
             an error.
+        cuda: each rank takes a GPU of its own (``accelerators.uses_cuda``): a launch of more
+            ranks than this machine shows GPUs is refused before anything starts, and the
+            emulated nodes of a multi-node launch get disjoint ``CUDA_VISIBLE_DEVICES``.
+        step: the step's name, for messages.
 
     Returns:
         A ``LaunchResult``: the topology, each worker's exit status and log, the report.
@@ -111,6 +122,7 @@ def launch(argv: Sequence[str], *, distribution: Distribution | None, instances:
     Raises:
         LaunchFailed: a worker failed, hung or never joined; names the rank and its log tail.
         CoordinationFailed: all exited 0 but the records show no coordination.
+        LaunchRefused: a CUDA launch with more ranks than visible GPUs (nothing started).
         UsageError: the launch cannot be made (bad instances, no mpirun, a library as type).
 
     Example:
@@ -123,12 +135,14 @@ def launch(argv: Sequence[str], *, distribution: Distribution | None, instances:
     if isinstance(argv, (str, bytes)) or not argv:
         raise UsageError(f"argv must be a non-empty list of strings, got {argv!r}")
     layout = plan(distribution, instances)
-    logs = Path(log_dir)
-    logs.mkdir(parents=True, exist_ok=True)
     base = base_env(env)
     base[WRITERS_VAR] = writers_json(distribution)
     if getattr(distribution, "backend", None):
         base[BACKEND_VAR] = distribution.backend
+    if cuda:
+        _fit_gpus(layout, instances, base, step)
+    logs = Path(log_dir)
+    logs.mkdir(parents=True, exist_ok=True)
     if layout.framework == "mpi":
         workers, envs, wall = run_mpi(list(argv), layout, base, cwd, logs, timeout)
     else:
@@ -144,6 +158,21 @@ def launch(argv: Sequence[str], *, distribution: Distribution | None, instances:
     if require_coordination and report is not None and not report.ok:
         raise CoordinationFailed(result)
     return result
+
+
+def _fit_gpus(layout: Plan, instances: int, base: dict[str, str], step: str) -> None:
+    """Refuse a CUDA launch that does not fit this machine's GPUs; give each emulated node
+    its own GPUs."""
+    gpus = visible_gpus(base)
+    nodes = instances if layout.framework != "tensorflow" else layout.world
+    per_node = layout.ppn
+    reason = refusal(step, nodes, per_node, gpus)
+    if reason is not None:
+        raise LaunchRefused(reason, hint=refusal_hint(step, nodes, per_node, gpus))
+    devices = node_devices(nodes, per_node, gpus)
+    for _, _, node, _, extra in layout.roles:
+        if node in devices:
+            extra["CUDA_VISIBLE_DEVICES"] = devices[node]
 
 
 __all__ = ["HOST", "LAUNCH_VARS", "CoordinationFailed", "LaunchResult", "Plan", "Worker",

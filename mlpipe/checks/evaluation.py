@@ -1,0 +1,207 @@
+"""Evaluation checks: is the evaluation population the reviewed one?
+
+The guide: "keep the split definition explicit so the pipeline does not silently substitute a
+newly generated evaluation population between candidates". An evaluation whose data comes
+through a split made inside the run (MP414), or that reads the very artifact its model was
+trained on with nothing declaring which part each reads (MP416), cannot show that. Judged from
+the graph only; what the steps really read is judged after the run (MP702).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from mlpipe import codes
+from mlpipe.artifacts import AssetType
+from mlpipe.checks.registry import check
+from mlpipe.checks.where import at_step
+from mlpipe.contracts import MetricsReport, SplitManifest
+from mlpipe.diagnostics import Diagnostic
+from mlpipe.graph import Endpoint, FromInput, FromLiteral, FromStep, Graph, StepNode
+from mlpipe.spec import PortSpec
+
+_MODEL_KINDS = (AssetType.MLFLOW_MODEL, AssetType.CUSTOM_MODEL)
+#: Output names that are one part of a split: a step producing one cuts the data set.
+_SPLIT_PARTS = {"test", "val", "valid", "validation", "holdout", "held_out", "heldout", "eval",
+                "evaluation", "test_set", "testset", "test_data", "val_data", "dev"}
+
+
+def _is_model(port: PortSpec | None) -> bool:
+    return port is not None and port.kind in _MODEL_KINDS
+
+
+def _declares_splits(contract: object) -> bool:
+    if contract is None or isinstance(contract, type):
+        return False
+    if isinstance(contract, SplitManifest):
+        return True
+    return bool(getattr(contract, "splits", None)) or "{split}" in str(
+        getattr(contract, "layout", ""))
+
+
+def _is_split_input(port: PortSpec) -> bool:
+    contract = port.contract
+    if contract is SplitManifest or isinstance(contract, SplitManifest):
+        return True
+    return "split" in port.name.lower()
+
+
+def _defines_split(node: StepNode) -> bool:
+    """The step's outputs are a split: a manifest, a folder laid out by split, or one part."""
+    for port in node.component.outputs:
+        contract = port.contract
+        if contract is SplitManifest or _declares_splits(contract):
+            return True
+        if port.name.lower() in _SPLIT_PARTS:
+            return True
+    return False
+
+
+def evaluation_steps(graph: Graph) -> list[StepNode]:
+    """The steps whose result is an evaluation: the one producing the candidate's evaluation,
+    and any producing a MetricsReport."""
+    found: dict[str, StepNode] = {}
+    cand = graph.spec.candidate
+    if cand is not None and cand.evaluation:
+        endpoint = graph.outputs.get(cand.evaluation)
+        if isinstance(endpoint, FromStep) and endpoint.node in graph.steps:
+            found[endpoint.node] = graph.steps[endpoint.node]
+    for node in graph.step_nodes():
+        if any(p.contract is MetricsReport or isinstance(p.contract, MetricsReport)
+               for p in node.component.outputs):
+            found.setdefault(node.id, node)
+    return list(found.values())
+
+
+def _generated_split(graph: Graph, endpoint: Endpoint, seen: set[str]) -> StepNode | None:
+    """The step upstream of ``endpoint`` (through data, not models) that cuts a split without
+    a recorded split definition, if any."""
+    if not isinstance(endpoint, FromStep) or endpoint.node not in graph.steps:
+        return None
+    if endpoint.node in seen:
+        return None
+    seen.add(endpoint.node)
+    node = graph.steps[endpoint.node]
+    if _is_model(node.component.output(endpoint.port)):
+        return None  # a model carries no population
+    # a split definition, or data already laid out by split that the step carries on
+    split_inputs = [p for p in node.component.inputs if _is_split_input(p)
+                    or _declares_splits(p.contract)
+                    or _declares_splits(_artifact_contract(graph, node.bindings.get(p.name)))]
+    if _defines_split(node):
+        recorded, origin = False, None
+        for port in split_inputs:
+            source = node.bindings.get(port.name)
+            if isinstance(source, (FromInput, FromLiteral)):
+                recorded = True
+            elif isinstance(source, FromStep) and source.node in graph.steps:
+                upstream = _generated_split(graph, source, set(seen))
+                if upstream is None:
+                    recorded = True  # a split definition passed on from a recorded one
+                else:
+                    origin = origin or upstream  # the step that made it up
+        if not recorded:
+            return origin or node
+    for port in node.component.inputs:
+        if _is_model(port):
+            continue
+        found = _generated_split(graph, node.bindings.get(port.name), seen)
+        if found is not None:
+            return found
+    return None
+
+
+@check(codes.EVALUATION_SPLIT_GENERATED)
+def evaluation_split_source(graph: Graph) -> Iterator[Diagnostic]:
+    for ev in evaluation_steps(graph):
+        for port in ev.component.inputs:
+            if _is_model(port):
+                continue
+            endpoint = ev.bindings.get(port.name)
+            maker = _generated_split(graph, endpoint, set())
+            if maker is None:
+                continue
+            yield Diagnostic.of(
+                codes.EVALUATION_SPLIT_GENERATED,
+                f"evaluation step '{ev.id}' reads '{endpoint}' through step '{maker.id}', "
+                f"which cuts the split inside the run from no recorded split definition: the "
+                f"next candidate may be evaluated on another population",
+                hint=f"give '{maker.id}' the reviewed split as a pipeline input (e.g. split: "
+                     f"Input[SplitManifest(...)]) and cut the data by it",
+                **at_step(ev, port.name))
+            break
+
+
+def _training_inputs(graph: Graph, ev: StepNode) -> list[tuple[StepNode, str, Endpoint]]:
+    """(training step, its data port, what that port is bound to) for each model ``ev`` reads."""
+    found = []
+    for port in ev.component.inputs:
+        if not _is_model(port):
+            continue
+        endpoint = ev.bindings.get(port.name)
+        if not isinstance(endpoint, FromStep) or endpoint.node not in graph.steps:
+            continue
+        trainer = graph.steps[endpoint.node]
+        for tport in trainer.component.inputs:
+            if not _is_model(tport):
+                found.append((trainer, tport.name, trainer.bindings.get(tport.name)))
+    return found
+
+
+#: Names of plain file inputs that describe the data rather than hold it.
+_DESCRIPTIVE = re.compile(r"label|class|vocab|token|encod|schema|config|param|map|manifest|"
+                          r"split|feature_names|stats|norm", re.I)
+
+
+def _holds_examples(contracts: tuple[object, ...], port: PortSpec) -> bool:
+    """Whether the shared artifact is a data set (not a label map, manifest or configuration):
+    as its contracts say, else by its kind and, for a single file, its port's name."""
+    stated = [getattr(c, "holds_examples", None) for c in contracts if c is not None]
+    if False in stated:
+        return False
+    if True in stated:
+        return True
+    if port.kind is AssetType.URI_FILE:
+        return _DESCRIPTIVE.search(port.name) is None
+    return True
+
+
+def _artifact_contract(graph: Graph, endpoint: Endpoint) -> object:
+    if isinstance(endpoint, FromStep) and endpoint.node in graph.steps:
+        port = graph.steps[endpoint.node].component.output(endpoint.port)
+        return port.contract if port is not None else None
+    if isinstance(endpoint, FromInput):
+        declared = graph.input(endpoint.name)
+        return declared.port.contract if declared is not None and declared.port else None
+    return None
+
+
+@check(codes.EVALUATION_READS_TRAINING_ARTIFACT)
+def evaluation_on_training_artifact(graph: Graph) -> Iterator[Diagnostic]:
+    for ev in evaluation_steps(graph):
+        training = _training_inputs(graph, ev)
+        for port in ev.component.inputs:
+            if _is_model(port):
+                continue
+            endpoint = ev.bindings.get(port.name)
+            if not isinstance(endpoint, (FromStep, FromInput)):
+                continue
+            for trainer, tport, tendpoint in training:
+                if tendpoint != endpoint:
+                    continue
+                contracts = (_artifact_contract(graph, endpoint), port.contract,
+                             trainer.component.input(tport).contract)
+                if any(_declares_splits(c) for c in contracts):
+                    continue  # a folder laid out by split: each step reads its own part
+                if not _holds_examples(contracts, port):
+                    continue  # a label map, a manifest, a configuration: shared on purpose
+                yield Diagnostic.of(
+                    codes.EVALUATION_READS_TRAINING_ARTIFACT,
+                    f"evaluation step '{ev.id}' reads '{endpoint}' as {port.name!r}, the same "
+                    f"artifact step '{trainer.id}' trains on as {tport!r}, and no contract "
+                    f"declares splits that would keep their examples apart",
+                    hint=f"feed '{ev.id}.{port.name}' a held-out artifact (the test part of a "
+                         f"recorded split), or declare the artifact's splits in its contract "
+                         f"(ImageFolder(..., splits=[...]), a SplitManifest)",
+                    **at_step(ev, port.name))
+                break

@@ -1,0 +1,154 @@
+"""Reproducibility checks: what a step's cache key and its evidence cannot see.
+
+A parameter that names data (a path that exists, a URL) is a hidden input (MP205); an
+environment without a version (MP801), a label such as ``@latest`` on an environment or a
+data asset (MP802) and an image tag without a digest (MP803) are moving references. Pure:
+spec in, diagnostics out (MP205 asks only whether a path exists).
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from mlpipe import codes
+from mlpipe.checks.registry import check
+from mlpipe.checks.where import at_pipeline, at_step
+from mlpipe.diagnostics import Diagnostic
+from mlpipe.graph import FromInput, FromLiteral, Graph, StepNode
+from mlpipe.references import data_reference_moves, image_moves, is_url
+from mlpipe.spec import Environment, InputRole
+
+_TRIVIAL = {"", ".", "..", os.sep, "~"}
+
+
+def _names_data(value: Any) -> str | None:
+    """What a parameter value names, when it names data: ``"an existing file"``, ``"a URL"``."""
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if text in _TRIVIAL or not any(ch.isalnum() for ch in text) or "\n" in text:
+        return None
+    if is_url(text):
+        return "a URL" if "://" in text else "an Azure ML data asset"
+    path = os.path.expanduser(text)
+    try:
+        if os.path.isdir(path):
+            return "an existing folder"
+        if os.path.exists(path):
+            return "an existing file"
+    except (OSError, ValueError):  # a value too long or with NUL is no path
+        return None
+    return None
+
+
+def _param_values(graph: Graph, node: StepNode) -> Iterator[tuple[str, Any, str]]:
+    """(parameter, value, where the value comes from) for each parameter of the step."""
+    for param in node.component.params:
+        endpoint = node.bindings.get(param.name)
+        if isinstance(endpoint, FromLiteral):
+            yield param.name, endpoint.value, "is given"
+        elif isinstance(endpoint, FromInput):
+            source = graph.input(endpoint.name)
+            if source is not None and source.role is InputRole.PARAM and not source.required:
+                yield (param.name, source.default,
+                       f"gets the default of pipeline parameter {endpoint.name!r},")
+        elif endpoint is None and not param.required:
+            yield param.name, param.default, "defaults to"
+
+
+@check(codes.PARAM_NAMES_DATA)
+def parameters_naming_data(graph: Graph) -> Iterator[Diagnostic]:
+    for node in graph.step_nodes():
+        for name, value, how in _param_values(graph, node):
+            what = _names_data(value)
+            if what is None:
+                continue
+            yield Diagnostic.of(
+                codes.PARAM_NAMES_DATA,
+                f"parameter '{node.id}.{name}' {how} {value!r}, {what}: the step reads data "
+                f"its cache key and evidence do not cover, so a change there goes unseen and "
+                f"the step is reused with stale content",
+                hint=f"declare it as an input ({name}: Input['uri_"
+                     f"{'folder' if what == 'an existing folder' else 'file'}']) so its content "
+                     f"is snapshotted, recorded and part of the reuse key",
+                **at_step(node, name))
+
+
+def _environments(graph: Graph) -> dict[Environment, list[StepNode]]:
+    found: dict[Environment, list[StepNode]] = {}
+    for node in graph.step_nodes():
+        env = node.component.environment
+        if env is not None:
+            found.setdefault(env, []).append(node)
+    return found
+
+
+def _steps(nodes: list[StepNode]) -> str:
+    names = [f"'{n.id}'" for n in nodes]
+    if len(names) == 1:
+        return f"step {names[0]}"
+    more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+    return f"steps {', '.join(names[:3])}{more}"
+
+
+@check(codes.ENVIRONMENT_UNVERSIONED, codes.MOVING_REFERENCE, codes.IMAGE_TAG_WITHOUT_DIGEST)
+def moving_environments(graph: Graph) -> Iterator[Diagnostic]:
+    for env, nodes in _environments(graph).items():
+        where = at_step(nodes[0])
+        if env.version is None and env.image is None:
+            yield Diagnostic.of(
+                codes.ENVIRONMENT_UNVERSIONED,
+                f"environment {env.name!r} of {_steps(nodes)} has no version: Azure ML "
+                f"resolves it as azureml:{env.name}@latest, whichever version is newest when "
+                f"the job is submitted, so two runs of the same pipeline can use different "
+                f"software",
+                hint=f'pin it: Environment("{env.name}", version="N")', **where)
+        elif env.version is not None and (env.version.strip().lower() == "latest"
+                                          or env.version.startswith("@")):
+            yield Diagnostic.of(
+                codes.MOVING_REFERENCE,
+                f"environment {env.name!r} of {_steps(nodes)} is referenced by the label "
+                f"{env.version.lstrip('@')!r}, which names whichever version carries it when "
+                f"the job is submitted",
+                hint=f'pin a version: Environment("{env.name}", version="N")', **where)
+        if env.image:
+            why = image_moves(env.image)
+            if why is not None:
+                which = f"environment {env.name!r}" if env.name else "the inline environment"
+                yield Diagnostic.of(
+                    codes.IMAGE_TAG_WITHOUT_DIGEST,
+                    f"{which} of {_steps(nodes)} uses image {env.image!r}: "
+                    f"{why}, so the same reference can mean other software later",
+                    hint="pin the image by digest: NAME@sha256:<digest> (docker buildx "
+                         "imagetools inspect NAME:TAG shows it)", **where)
+
+
+@check(codes.MOVING_REFERENCE)
+def moving_data(graph: Graph) -> Iterator[Diagnostic]:
+    for inp in graph.spec.inputs:
+        if inp.role is InputRole.ARTIFACT and isinstance(inp.default, str):
+            why = data_reference_moves(inp.default)
+            if why is not None:
+                yield Diagnostic.of(
+                    codes.MOVING_REFERENCE,
+                    f"pipeline input {inp.name!r} defaults to {inp.default!r}: {why}",
+                    hint=_data_hint(inp.default), **at_pipeline(graph, inp.name))
+    for node in graph.step_nodes():
+        for port in node.component.inputs:
+            endpoint = node.bindings.get(port.name)
+            if type(endpoint) is FromLiteral and isinstance(endpoint.value, str):
+                why = data_reference_moves(endpoint.value)
+                if why is not None:
+                    yield Diagnostic.of(
+                        codes.MOVING_REFERENCE,
+                        f"input '{node.id}.{port.name}' is bound to {endpoint.value!r}: {why}",
+                        hint=_data_hint(endpoint.value), **at_step(node, port.name))
+
+
+def _data_hint(reference: str) -> str:
+    if reference.startswith("azureml:") and not reference.startswith("azureml://"):
+        name = reference[len("azureml:"):].split("@")[0].split(":")[0]
+        return f"pin a version: azureml:{name}:N"
+    return ("register the data as a versioned data asset and bind azureml:NAME:N, or pass a "
+            "local copy (mlpipe snapshots local data by content)")

@@ -1,0 +1,74 @@
+"""Which references can change behind the same text: an environment without a version, an
+``@latest`` or other label, an image tag without a digest, an unversioned data asset, a URL or
+datastore path. Pure string rules; nothing is resolved or fetched here.
+"""
+from __future__ import annotations
+
+import re
+
+_URL = re.compile(r"^(?P<scheme>https?|s3|gs|wasbs?|abfss?|adl|hdfs|ftp|azureml)://", re.I)
+_PINNED_ASSET = re.compile(r"/data/[^/]+/versions/(?!latest/?$)[^/]+/?$")
+_DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$", re.I)
+
+
+def is_url(text: str) -> bool:
+    """Whether ``text`` names remote data (``https://``, ``azureml://``, ``abfss://``...) or an
+    Azure ML asset (``azureml:name:1``)."""
+    return bool(_URL.match(text)) or text.startswith("azureml:")
+
+
+def data_reference_moves(reference: str) -> str | None:
+    """Why the data behind ``reference`` can change while its text stays the same, or None
+    when it pins one version (``azureml:images:3``) or is a local path (which mlpipe
+    snapshots by content before a run).
+
+    Example:
+        >>> data_reference_moves("azureml:images@latest")
+        "the label 'latest' names whichever version carries it when the job is submitted"
+    """
+    text = reference.strip()
+    if text.startswith("azureml:") and not text.startswith("azureml://"):
+        body = text[len("azureml:"):]
+        if "@" in body:
+            label = body.rsplit("@", 1)[1]
+            return (f"the label {label!r} names whichever version carries it when the job is "
+                    f"submitted")
+        name, sep, version = body.rpartition(":")
+        if not (sep and name and version):
+            return "a data asset named without a version resolves to its latest version"
+        if version == "latest":
+            return "version 'latest' names whichever version is newest when the job is submitted"
+        return None
+    m = _URL.match(text)
+    if m is None:
+        return None
+    if m.group("scheme").lower() == "azureml":
+        if _PINNED_ASSET.search(text):
+            return None
+        if "/versions/latest" in text:
+            return "version 'latest' names whichever version is newest when the job is submitted"
+        return "a datastore path: the files under it can change between runs"
+    return f"a {m.group('scheme').lower()}:// location: what it serves can change between runs"
+
+
+def image_moves(image: str) -> str | None:
+    """Why a Docker image reference can change behind its text (a tag, or no tag), or None
+    when it is pinned by ``@sha256:`` digest.
+
+    Example:
+        >>> image_moves("mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu22.04:latest")
+        "tag 'latest' is moved to newer builds"
+    """
+    text = image.strip()
+    if _DIGEST.search(text):
+        return None
+    last = text.rsplit("/", 1)[-1]
+    if ":" not in last:
+        return "no tag means 'latest', which is moved to newer builds"
+    tag = last.rsplit(":", 1)[1]
+    if tag == "latest":
+        return "tag 'latest' is moved to newer builds"
+    return f"tag {tag!r} can be pushed again with other content"
+
+
+__all__ = ["data_reference_moves", "image_moves", "is_url"]

@@ -1,0 +1,94 @@
+"""Moving references and parameters that name data: the rules behind MP205 and MP801-MP803."""
+import pytest
+
+from mlpipe.checks import check_pipeline
+from mlpipe.checks.reproducibility import _names_data
+from mlpipe.references import data_reference_moves, image_moves, is_url
+
+DIGEST = "sha256:" + "0" * 64
+
+
+@pytest.mark.parametrize("reference, why", [
+    ("azureml:images@latest", "the label 'latest' names whichever version carries it"),
+    ("azureml:images@prod", "the label 'prod' names whichever version carries it"),
+    ("azureml:images", "a data asset named without a version resolves to its latest version"),
+    ("azureml:images:latest", "version 'latest' names whichever version is newest"),
+    ("azureml://subscriptions/s/resourcegroups/g/workspaces/w/data/images/versions/latest",
+     "version 'latest' names whichever version is newest"),
+    ("azureml://datastores/blob/paths/images/", "a datastore path"),
+    ("https://example.org/data.csv", "a https:// location"),
+    ("abfss://c@acct.dfs.core.windows.net/x", "a abfss:// location"),
+])
+def test_moving_data_references_say_why(reference, why):
+    assert why in data_reference_moves(reference)
+
+
+@pytest.mark.parametrize("reference", [
+    "azureml:images:3",
+    "azureml://subscriptions/s/resourcegroups/g/workspaces/w/data/images/versions/3",
+    "data/raw", "/abs/path/raw", "C:/data",
+])
+def test_pinned_and_local_references_do_not_move(reference):
+    assert data_reference_moves(reference) is None
+
+
+@pytest.mark.parametrize("image, why", [
+    ("python", "no tag means 'latest'"),
+    ("python:latest", "tag 'latest' is moved"),
+    ("mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu22.04:20250101", "tag '20250101' can be pushed"),
+    ("localhost:5000/train", "no tag means 'latest'"),
+])
+def test_image_tags_move(image, why):
+    assert why in image_moves(image)
+
+
+def test_an_image_pinned_by_digest_does_not_move():
+    assert image_moves(f"mcr.microsoft.com/azureml/openmpi@{DIGEST}") is None
+    assert image_moves(f"python:3.11@{DIGEST}") is None
+
+
+@pytest.mark.parametrize("value, what", [
+    (__file__, "an existing file"),
+    ("tests", "an existing folder"),
+    ("https://example.org/rates.csv", "a URL"),
+    ("azureml:rates:2", "an Azure ML data asset"),
+])
+def test_parameter_values_that_name_data(value, what):
+    assert _names_data(value) == what
+
+
+@pytest.mark.parametrize("value", ["adam", "/", ".", "", "~", ",", 3, 0.5, None, True,
+                                   "no/such/file.csv", "x" * 5000, "a\x00b"])
+def test_parameter_values_that_name_no_data(value):
+    assert _names_data(value) is None
+
+
+def test_unversioned_environments_are_reported_once_naming_every_step():
+    from fixtures.checks.mp801 import fit_bad
+    from mlpipe import pipeline
+
+    @pipeline
+    def two(data):
+        a = fit_bad(data=data)
+        b = fit_bad(data=data).named("again")
+        return {"a": a.model, "b": b.model}
+
+    found = [d for d in check_pipeline(two.spec)[1] if d.code == "MP801"]
+    assert [d.step for d in found] == ["fit_bad"]
+    assert found[0].message.startswith("environment 'sklearn-env' of steps 'fit_bad', 'again' "
+                                       "has no version: Azure ML resolves it as "
+                                       "azureml:sklearn-env@latest")
+    assert found[0].hint == 'pin it: Environment("sklearn-env", version="N")'
+
+
+def test_a_data_asset_label_names_the_pinned_form_in_its_hint():
+    from fixtures.checks import mp802_data
+    [d] = [d for d in check_pipeline(mp802_data.bad.spec)[1] if d.code == "MP802"]
+    assert d.message == ("input 'fit.data' is bound to 'azureml:defect-images@latest': the label "
+                         "'latest' names whichever version carries it when the job is submitted")
+    assert d.hint == "pin a version: azureml:defect-images:N"
+    assert (d.step, d.port) == ("fit", "data")
+
+
+def test_is_url():
+    assert is_url("https://x") and is_url("azureml:x:1") and not is_url("data/x.csv")
