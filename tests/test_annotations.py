@@ -53,7 +53,7 @@ def short(examples: Input["uri_folder"], labels: Input[LABELS], model: Output["m
 def test_the_typed_and_the_short_form_declare_the_same_ports_and_parameters():
     a, b = typed.spec, short.spec
     assert (a.inputs, a.outputs, a.params) == (b.inputs, b.outputs, b.params)
-    assert a.input("labels").contract is LABELS and a.output("report").description == "the scores"
+    assert a.input("labels").contract == LABELS and a.output("report").description == "the scores"
     assert (a.param("epochs").minimum, a.param("epochs").maximum) == (1, 200)
     assert a.param("optimizer").choices == ("adam", "sgd")
 
