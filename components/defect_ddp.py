@@ -1,9 +1,11 @@
 """The visual-defect classifier's distributed trainer: PyTorch DDP and a small CNN on the 8x8
 images. The same code runs on CPUs with gloo (mlpipe's local launcher) and on GPUs with NCCL
 (Azure ML): the step takes the backend and device its launch declared from the runtime
-(``backend()``, ``device()``) instead of guessing. The model is saved with the device its
-tensors were on (``saved_device`` in MLmodel) and evaluated on CPU compute with
-``map_location``. torch is imported inside the step bodies only, so this module loads without it.
+(``backend()``, ``device()``) instead of guessing. The trainer (GPU compute on Azure ML)
+saves CPU tensors and says so (``MLflowModel(device="cpu")``, ``saved_device`` in MLmodel,
+checked by the runtime); the evaluator (CPU compute) loads with ``map_location`` as well, so a
+checkpoint that does hold CUDA tensors still loads (MP630, docs/checks.md). torch is imported
+inside the step bodies only, so this module loads without it.
 
 Run one step by hand under the local launcher:
     python -m components.defect_ddp EXAMPLES LABELS MODEL [--epochs N]
@@ -19,7 +21,6 @@ from mlpipe import (
     Compute,
     Environment,
     Input,
-    MLflowModelFolder,
     Output,
     Param,
     PyTorch,
@@ -28,6 +29,11 @@ from mlpipe import (
     UriFolder,
     component,
 )
+from mlpipe.contracts import MLflowModel
+
+#: The CNN as both steps see it: an MLflow model folder whose tensors are saved on the CPU.
+CNN = MLflowModel("defect-cnn", device="cpu")
+Cnn = Annotated[Path, CNN]
 
 
 @component(name="train_cnn", version="3.0.0", environment=Environment("defect-gpu", version="7"),
@@ -35,7 +41,7 @@ from mlpipe import (
            distribution=PyTorch(processes_per_node=4, backend="nccl", writers={"model": "rank0"},
                                 metrics={"train_loss": "mean", "train_accuracy": "mean"}))
 def train_cnn(examples: Input[UriFolder], labels: Input[UriFile],
-              model: Output[MLflowModelFolder], epochs: Annotated[int, Range(1, 500)] = 40,
+              model: Output[Cnn], epochs: Annotated[int, Range(1, 500)] = 40,
               learning_rate: Annotated[float, Range(0.0001, 1.0)] = 0.01,
               seed: Param[int] = 13):
     """Data-parallel CNN training: each rank trains on its shard, DDP averages the gradients,
@@ -94,11 +100,12 @@ def train_cnn(examples: Input[UriFolder], labels: Input[UriFile],
     if is_writer("model"):
         out = Path(model)
         out.mkdir(parents=True, exist_ok=True)
-        torch.save(net.state_dict(), out / "model.pt")
+        # CPU tensors: the evaluation runs on CPU compute
+        torch.save({k: v.cpu() for k, v in net.state_dict().items()}, out / "model.pt")
         (out / "labels.json").write_text(json.dumps(encoding))
         (out / "MLmodel").write_text("flavors:\n  pytorch:\n    model_data: model.pt\n"
                                      "model_format: defect-cnn\n"
-                                     f"metadata:\n  saved_device: {device.type}\n")
+                                     "metadata:\n  saved_device: cpu\n")
         mark_written("model")
     if world_size() > 1:
         dist.barrier()
@@ -107,7 +114,7 @@ def train_cnn(examples: Input[UriFolder], labels: Input[UriFile],
 
 @component(name="evaluate_cnn", version="1.0.0", environment=Environment("defect-gpu", version="7"),
            compute=Compute("cpu-cluster", sku="Standard_D4s_v3"))
-def evaluate_cnn(model: Input[MLflowModelFolder], examples: Input[UriFolder],
+def evaluate_cnn(model: Input[Cnn], examples: Input[UriFolder],
                  labels: Input[UriFile], report: Output[UriFile]):
     """Accuracy of the CNN on the whole test split, per class and overall (one process)."""
     import torch

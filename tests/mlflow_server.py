@@ -17,13 +17,22 @@ from pathlib import Path
 
 import pytest
 
-START_TIMEOUT_S = 120
+START_TIMEOUT_S = 300
 
 
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _die_with_pytest() -> None:
+    """In the server's process: end when the test session's process ends, even if killed."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def _mlflow_cli() -> str | None:
@@ -46,8 +55,10 @@ def mlflow_server(tmp_path_factory):
          "--default-artifact-root", str(root / "artifacts"), "--host", "127.0.0.1",
          "--port", str(port), "--workers", "1"],
         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        start_new_session=True, env={k: v for k, v in os.environ.items()
-                                     if not k.startswith("MLFLOW_")})
+        start_new_session=True, preexec_fn=_die_with_pytest,
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")},
+             # the tracking API only: no background job runner (seven more processes)
+             "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"})
     uri = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + START_TIMEOUT_S
     try:

@@ -267,7 +267,8 @@ def run(svc: Any, job: Job) -> dict[str, Any]:
         target=job.compute, compute=(rh.Compute(target=job.compute, target_type="AmlCompute")
                                      if job.compute else None),
         services={"Studio": rh.EndpointSetting(type="Studio", endpoint=svc.studio_url(job))},
-        error=error, outputs=outputs or None, hidden=False, is_virtual=False)
+        error=error, outputs=outputs or None, hidden=False, is_virtual=False,
+        cancelation_reason=job.error if job.status == "Canceled" else None)
     return _dict(model)
 
 

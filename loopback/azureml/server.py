@@ -88,6 +88,7 @@ class Handler(BaseHTTPRequestHandler):
         split = urlsplit(self.path)
         path, query = unquote(split.path), parse_qs(split.query)
         body = self._body()
+        started = time.perf_counter()
         self._path, self._query, self._sent = path, split.query, body
         self.status_sent = 0
         try:
@@ -102,10 +103,14 @@ class Handler(BaseHTTPRequestHandler):
         except Answer as answer:
             self._send(answer.status, payloads.mlflow_error(answer.code, answer.message)
                        if "/mlflow/" in path else payloads.arm_error(answer.code, answer.message))
-        except Exception as exc:  # a bug in the loopback service: say so on the wire
+        except Exception as exc:  # a bug in the loopback service or in a test's script/hook
+            with svc._lock:
+                svc.errors.append(f"{self.command} {path}: {type(exc).__name__}: {exc}")
             self._send(500, payloads.arm_error("LoopbackServiceBug",
                                                f"{type(exc).__name__}: {exc}"))
-            raise
+        finally:
+            with svc._lock:
+                svc.answering_s += time.perf_counter() - started
 
     do_GET = do_PUT = do_POST = do_PATCH = do_DELETE = do_HEAD = _dispatch
 

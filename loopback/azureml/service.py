@@ -203,6 +203,11 @@ class AzureMLLoopback:
             self.jobs: dict[str, Job] = {}
             self.faults: list[Fault] = []
             self.hooks: list[tuple[str, Any]] = []
+            #: Exceptions raised while answering (a loopback bug, or a test's script step or
+            #: hook that failed): the fixture fails the test that caused them.
+            self.errors: list[str] = []
+            #: Seconds spent answering requests (summed over the server's threads).
+            self.answering_s = 0.0
             self.requests: list[Request] = []
             self.blobs: dict[tuple[str, str], bytes] = {}
             self.blocks: dict[tuple[str, str, str], bytes] = {}
@@ -211,6 +216,20 @@ class AzureMLLoopback:
             self.computes: dict[str, tuple[str, int]] = dict(DEFAULT_COMPUTES)
             self.environments: dict[tuple[str, str], str] = dict(DEFAULT_ENVIRONMENTS)
             self.data: dict[tuple[str, str], str] = dict(DEFAULT_DATA)
+
+    def request_kinds(self) -> dict[str, int]:
+        """How many requests of each kind were answered (``PUT components``, ``PUT blob`` ...)."""
+        kinds: dict[str, int] = {}
+        for r in self.requests:
+            if r.path.startswith(f"/{STORAGE_ACCOUNT}/"):
+                what = "blob"
+            else:
+                parts = [p for p in re.split(r"/workspaces/[^/]+", r.path, maxsplit=1)[-1]
+                         .split("/") if p]
+                what = parts[0] if parts else r.path.strip("/").split("/")[0] or "workspace"
+            key = f"{r.method} {what}"
+            kinds[key] = kinds.get(key, 0) + 1
+        return dict(sorted(kinds.items()))
 
     # --- what a test sets up ------------------------------------------------------------------
 

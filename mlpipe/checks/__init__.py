@@ -13,7 +13,9 @@ from mlpipe.checks import (  # noqa: F401  (registration)
     evaluation,
     frameworks,
     importable,
+    jobs,
     parameters,
+    placement,
     reproducibility,
     structure,
 )

@@ -45,6 +45,13 @@ class CoordinationReport:
     def ok(self) -> bool:
         return not any(d.severity is Severity.ERROR for d in self.findings)
 
+    def failure_text(self) -> str:
+        """What a step whose ranks did not coordinate failed with, the same for every
+        backend: the error findings, rendered."""
+        lines = [d.render() for d in self.findings if d.severity is Severity.ERROR]
+        return (f"the {self.world_size} processes finished, but the coordination check "
+                f"failed:\n" + "\n".join("  " + line.replace("\n", "\n  ") for line in lines))
+
     def to_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, "world_size": self.world_size,
                 "recorded_ranks": list(self.recorded_ranks),

@@ -7,11 +7,21 @@ service instead of azure-identity's DefaultAzureCredential.
 """
 from __future__ import annotations
 
+import json
 import sys
 
 import click
 
-from mlpipe.cli.base import EXIT_PROBLEMS, TARGET, assignments, load_graph, main
+from mlpipe.cli.base import (
+    EXIT_INTERRUPTED,
+    EXIT_PROBLEMS,
+    TARGET,
+    assignments,
+    code_set,
+    ignore_option,
+    load_graph,
+    main,
+)
 
 
 @main.command("compile")
@@ -26,25 +36,38 @@ from mlpipe.cli.base import EXIT_PROBLEMS, TARGET, assignments, load_graph, main
               help="Folder uploaded as function components' code (else their import root).")
 @click.option("--validate/--no-validate", default=True, show_default=True,
               help="Load and validate the written files with azure-ai-ml (offline).")
+@ignore_option
 def compile_(target: str, out_dir: str, inputs: tuple[str, ...], default_compute: str | None,
-             code_root: str | None, validate: bool) -> None:
-    """Check a pipeline, then write it as Azure ML CLI v2 YAML (pipeline job + components)."""
-    from mlpipe.backends.azure.export import export_pipeline
-    from mlpipe.diagnostics import has_errors, render_text
+             code_root: str | None, validate: bool, ignore: str | None) -> None:
+    """Check a pipeline, then write it as Azure ML CLI v2 YAML (pipeline job + components).
 
+    A pipeline read from Azure ML YAML is written back as it was read: every field, relative
+    paths rebased to the output folder.
+    """
+    from mlpipe.backends.azure.export import export_checks, export_pipeline
+    from mlpipe.diagnostics import Severity, has_errors, render_text
+
+    ignored = code_set(ignore)
+    given = assignments(inputs, "--input")
     graph, diagnostics = load_graph(target)
+    diagnostics = [d for d in [*diagnostics, *export_checks(graph.spec, inputs=given,
+                                                             code_root=code_root)]
+                   if d.code not in ignored]
     if has_errors(diagnostics):
         click.echo(render_text(diagnostics), err=True)
         click.echo("error: nothing written; fix the errors above first", err=True)
         sys.exit(EXIT_PROBLEMS)
-    export = export_pipeline(graph.spec, out_dir=out_dir, inputs=assignments(inputs, "--input"),
+    warnings = [d for d in diagnostics if d.severity is Severity.WARNING]
+    if warnings:
+        click.echo(render_text(warnings), err=True)
+    export = export_pipeline(graph.spec, out_dir=out_dir, inputs=given,
                              default_compute=default_compute, code_root=code_root,
                              check=False)  # checked and reported above
     written = export.write(out_dir)
     if validate:
         from mlpipe.backends.azure.validate import validate_export
 
-        validate_export(out_dir)
+        validate_export(out_dir, export.job_file)
     click.echo(f"wrote {written[0]} and {len(written) - 1} component file(s) under "
                f"{written[0].parent / 'components'}"
                + (" (validated by azure-ai-ml)" if validate else ""))
@@ -69,8 +92,11 @@ def _workspace_options(fn):
 def submit_to_workspace(target: str, values: dict[str, str], *, experiment: str | None,
                         default_compute: str | None, workspace_name: str | None,
                         resource_group: str | None, subscription_id: str | None,
-                        config: str | None) -> None:
-    """``mlpipe submit --target azure``: check, record, submit; print the run, job and URL."""
+                        config: str | None, wait: bool = False, poll_interval: float = 15.0,
+                        fmt: str = "text", ignore: set[str] | None = None) -> None:
+    """``mlpipe submit --target azure``: check, record, submit; print the run, job and URL.
+    With ``wait``, follow the job until Azure ML ends it, sync it into the store, and exit 0
+    (completed) or 1 (failed or canceled, naming the steps). ``ignore``: codes not reported."""
     from mlpipe.backends.azure.service import MLClientService
     from mlpipe.backends.azure.submit import ChecksFailed, submit_to_azure
     from mlpipe.backends.azure.workspace import resolve_workspace
@@ -85,20 +111,96 @@ def submit_to_workspace(target: str, values: dict[str, str], *, experiment: str 
                                       resource_group=resource_group,
                                       workspace_name=workspace_name, config=config)
         store = open_store()
-        run = submit_to_azure(spec, workspace, _service(MLClientService, workspace),
-                              inputs=values, experiment=experiment,
+        service = _service(MLClientService, workspace)
+        run = submit_to_azure(spec, workspace, service, inputs=values, experiment=experiment,
                               default_compute=default_compute, extra_diagnostics=found,
-                              store=store)
+                              store=store, ignore=ignore or ())
     except ChecksFailed as err:
         click.echo(render_text(err.diagnostics), err=True)
         raise
     finally:
         if store is not None:
             store.close()
-    click.echo(f"submitted run {run.run_id} as Azure ML job {run.job_name} ({run.status})")
+    out = sys.stderr if fmt == "json" else sys.stdout
+    click.echo(f"submitted run {run.run_id} as Azure ML job {run.job_name} ({run.status})",
+               file=out)
     if run.studio_url:
-        click.echo(f"studio: {run.studio_url}")
-    click.echo(f"follow it with: mlpipe sync {run.run_id}")
+        click.echo(f"studio: {run.studio_url}", file=out)
+    document = {"format": "mlpipe.submit/1", "run_id": run.run_id, "target": "azure",
+                "pipeline": run.pipeline, "pipeline_digest": run.pipeline_digest,
+                "status": "submitted", "job_name": run.job_name, "studio_url": run.studio_url,
+                "azure_status": run.status, "experiment": run.experiment,
+                "workspace": run.workspace.arm_id, "candidate_id": None, "failed_steps": [],
+                "ci": run.ci}
+    if not wait:
+        click.echo(f"follow it with: mlpipe sync {run.run_id}  (submitted, not completed)",
+                   file=out)
+        if fmt == "json":
+            click.echo(json.dumps(document, indent=2, sort_keys=True))
+        return
+    outcome, failed = _wait(run, service, poll_interval, out)
+    document.update(status=outcome.status, azure_status=outcome.azure_status,
+                    candidate_id=outcome.candidate_id,
+                    failed_steps=[f.to_dict() for f in failed])
+    if fmt == "json":
+        click.echo(json.dumps(document, indent=2, sort_keys=True))
+    if outcome.azure_status != "Completed":
+        sys.exit(EXIT_PROBLEMS)
+
+
+def _wait(run, service, poll_interval: float, out):
+    """Follow the job, sync it, say how it ended; return the sync outcome and the failures."""
+    from mlpipe.backends.azure.follow import failures, follow
+    from mlpipe.backends.azure.ingest import record_sync
+    from mlpipe.cli.progress import progress_view
+    from mlpipe.errors import AzureError
+    from mlpipe.evidence import open_store
+
+    view = progress_view(out, title=f"run {run.run_id}")
+    try:
+        last = follow(run.job_name, service, interval=poll_interval, on_update=view)
+    except KeyboardInterrupt:
+        view.close()
+        click.echo(f"stopped waiting; Azure ML job {run.job_name} goes on: follow it with "
+                   f"mlpipe sync {run.run_id}", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except AzureError as err:
+        view.close()
+        raise AzureError(f"{err.message}; Azure ML job {run.job_name} goes on",
+                         hint=f"follow it with `mlpipe sync {run.run_id}` once Azure ML is "
+                              f"reachable") from err
+    view.close()
+    store = open_store()
+    try:
+        outcome = record_sync(store, run.run_id, _fetch(store, run.run_id, run.job_name, service))
+    finally:
+        store.close()
+    failed = failures(last)
+    p = last.pipeline
+    click.echo(f"run {run.run_id} {outcome.status}  (Azure ML job {p.name}: {p.status})",
+               file=out)
+    for f in failed:
+        click.echo(f"  step {f.step} {f.status}: {f.message or 'no status message'}"
+                   + (f"\n    logs: {f.log_url}" if f.log_url else ""), file=out)
+    if p.status != "Completed" and not failed:
+        click.echo(f"  the pipeline job ended {p.status} with no failed step", file=out)
+    if outcome.candidate_id:
+        click.echo(f"candidate {outcome.candidate_id}", file=out)
+    return outcome, failed
+
+
+def _fetch(store, run_id: str, job_name: str, service):
+    """What ``sync`` records for run ``run_id``: its job, child jobs, metrics, step records,
+    and the outputs the run's plan needs downloaded (the evaluation report)."""
+    from mlpipe.backends.azure.ingest import outputs_to_fetch
+    from mlpipe.backends.azure.sync import sync_run
+    from mlpipe.evidence.config import locate
+    from mlpipe.evidence.queries import find_run
+
+    with store.session() as s:
+        options = dict(find_run(s, run_id).options or {})
+    return sync_run(job_name, service, fetch=outputs_to_fetch(options),
+                    into=locate().home / "downloads" / run_id)
 
 
 def _credential():
@@ -133,11 +235,8 @@ def sync(run: str, fmt: str, workspace_name: str | None, resource_group: str | N
     RUN is an mlpipe run id (or a unique prefix), or the Azure ML job name it was submitted
     as. The workspace is the one the run was submitted to, unless flags name another.
     """
-    import json
-
     from mlpipe.backends.azure.ingest import find_azure_run, record_sync
     from mlpipe.backends.azure.service import MLClientService
-    from mlpipe.backends.azure.sync import sync_run
     from mlpipe.evidence import open_store
 
     flags = {"subscription_id": subscription_id, "resource_group": resource_group,
@@ -148,12 +247,13 @@ def sync(run: str, fmt: str, workspace_name: str | None, resource_group: str | N
             found = find_azure_run(s, run)
             run_id, job_name, options = found.id, found.options["job_name"], dict(found.options)
         workspace = _recorded_workspace(options, flags, config)
-        synced = sync_run(job_name, _service(MLClientService, workspace))
+        synced = _fetch(store, run_id, job_name, _service(MLClientService, workspace))
         outcome = record_sync(store, run_id, synced)
     finally:
         store.close()
     if fmt == "json":
-        click.echo(json.dumps({**synced.to_dict(), "run_id": run_id, "recorded": {
+        click.echo(json.dumps({"format": "mlpipe.sync/1", **synced.to_dict(), "run_id": run_id,
+                               "recorded": {
             "status": outcome.status, "steps": outcome.steps,
             "candidate": outcome.candidate_id, "notes": outcome.notes}},
             indent=2, sort_keys=True))
@@ -176,14 +276,23 @@ def sync(run: str, fmt: str, workspace_name: str | None, resource_group: str | N
         click.echo(f"candidate {outcome.candidate_id}")
 
 
-#: submit's Azure-only options, by parameter name.
+#: submit's Azure-only options, by parameter name (with the value that means "not given").
 AZURE_FLAGS = {"experiment": "--experiment", "default_compute": "--compute",
                "workspace_name": "--workspace", "resource_group": "--resource-group",
-               "subscription_id": "--subscription", "config": "--config"}
+               "subscription_id": "--subscription", "config": "--config", "wait": "--wait",
+               "poll_interval": "--poll-interval"}
 
 
 def azure_options(fn):
-    """submit's Azure-only options: the experiment, default compute and the workspace."""
+    """submit's Azure-only options: the experiment, default compute, the workspace, --wait."""
+    fn = click.option("--poll-interval", type=click.FloatRange(min=0), default=None,
+                      metavar="SECONDS",
+                      help="Azure, with --wait: seconds between two looks at the job "
+                           "[default: 15].")(fn)
+    fn = click.option("--wait", is_flag=True, default=None,
+                      help="Azure: follow the job until Azure ML ends it (a live view of its "
+                           "steps), sync it, exit 0 if it completed, 1 if it failed or was "
+                           "canceled.")(fn)
     fn = _workspace_options(fn)
     fn = click.option("--compute", "default_compute", metavar="NAME",
                       help="Azure: the default compute.")(fn)

@@ -5,22 +5,8 @@ import sys
 
 import click
 
-from mlpipe.cli.base import EXIT_CLEAN, EXIT_PROBLEMS, TARGET, load_graph, main
+from mlpipe.cli.base import EXIT_CLEAN, EXIT_PROBLEMS, TARGET, code_set, load_graph, main
 from mlpipe.errors import UsageError
-
-
-def _codes(value: str | None) -> set[str]:
-    from mlpipe.checks import published_codes
-
-    if not value:
-        return set()
-    wanted = {c.strip().upper() for c in value.split(",") if c.strip()}
-    known = {c.code for c in published_codes()}
-    unknown = sorted(wanted - known)
-    if unknown:
-        raise click.BadParameter(f"unknown code(s) {', '.join(unknown)}; codes are listed in "
-                                 f"docs/checks.md")
-    return wanted
 
 
 @main.command()
@@ -47,7 +33,7 @@ def check(target: str | None, fmt: str, select: str | None, ignore: str | None,
     if target is None:
         raise UsageError("check needs a TARGET (FILE.py[:function] or pipeline.yml)",
                          hint="give the pipeline to check, or --explain CODE")
-    selected, ignored = _codes(select), _codes(ignore)
+    selected, ignored = code_set(select), code_set(ignore)
     _, diagnostics = load_graph(target)
     diagnostics = [d for d in diagnostics if (not selected or d.code in selected)
                    and d.code not in ignored]

@@ -15,14 +15,23 @@ from mlpipe.cli.base import EXIT_PROBLEMS, main, open_evidence_store
 
 @main.command()
 @click.option("--limit", default=50, show_default=True, help="How many, newest first.")
-def candidates(limit: int) -> None:
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="json: for scripts (docs/json.md).")
+def candidates(limit: int, fmt: str) -> None:
     """List model candidates, newest first."""
     from mlpipe.evidence.queries import candidate_rows
+    from mlpipe.evidence.summaries import candidates_document
     from mlpipe.evidence.views import candidates_table
 
     store = open_evidence_store(create=False)
     with store.session() as s:
-        click.echo(candidates_table(candidate_rows(s, limit=limit)))
+        rows = candidate_rows(s, limit=limit)
+        if fmt == "json":
+            import json
+
+            click.echo(json.dumps(candidates_document(rows), indent=2, sort_keys=True))
+        else:
+            click.echo(candidates_table(rows))
 
 
 @main.command()

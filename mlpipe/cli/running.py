@@ -5,6 +5,7 @@ SQLAlchemy (and the executor) are imported inside each command, so ``mlpipe --he
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -13,6 +14,8 @@ from mlpipe.cli.base import (
     EXIT_INTERRUPTED,
     TARGET,
     assignments,
+    code_set,
+    ignore_option,
     main,
     open_evidence_store,
 )
@@ -35,25 +38,39 @@ from mlpipe.errors import UsageError
               help="Local: launch a distributed step with fewer nodes/processes than declared "
                    "(recorded with its topology); e.g. train_cnn=2x2, or train_cnn=fit for as "
                    "many as this machine's GPUs (or cores) allow.")
+@ignore_option
 @azure_options
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True,
+              help="json: one JSON document on stdout for scripts (docs/json.md); progress "
+                   "goes to stderr.")
 def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...], run_target: str,
-           no_reuse: bool, max_parallel: int | None, local_scale: tuple[str, ...],
-           **azure: str | None) -> None:
+           no_reuse: bool, max_parallel: int | None, local_scale: tuple[str, ...], fmt: str,
+           ignore: str | None, **azure: Any) -> None:
     """Check a pipeline, run it (here, or on Azure ML), and record everything."""
+    ignored = code_set(ignore)
     if run_target == "azure":
         if no_reuse or max_parallel is not None or local_scale:
             raise UsageError("--no-reuse, --max-parallel and --local-scale apply to --target "
                              "local only",
                              hint="control reuse on Azure ML with @component(reuse=False)")
+        if azure.get("poll_interval") is not None and not azure.get("wait"):
+            raise UsageError("--poll-interval applies to --wait only",
+                             hint="add --wait, or drop --poll-interval")
+        azure["wait"] = bool(azure.get("wait"))
+        azure["poll_interval"] = (15.0 if azure.get("poll_interval") is None
+                                  else azure["poll_interval"])
         submit_to_workspace(target, {**assignments(inputs, "--input"),
-                                     **assignments(params, "--param")}, **azure)
+                                     **assignments(params, "--param")}, fmt=fmt,
+                            ignore=ignored, **azure)
         return
-    given = sorted(AZURE_FLAGS[k] for k, v in azure.items() if v is not None)
+    given = sorted(AZURE_FLAGS[k] for k, v in azure.items() if v not in (None, False))
     if given:
         raise UsageError(f"{', '.join(given)} apply to --target azure only",
                          hint="add --target azure, or drop them to run here")
     _submit_local(target, assignments(inputs, "--input"), assignments(params, "--param"),
-                  no_reuse, max_parallel, _scales(assignments(local_scale, "--local-scale")))
+                  no_reuse, max_parallel, _scales(assignments(local_scale, "--local-scale")),
+                  fmt, ignored)
 
 
 def _scales(given: dict[str, str]) -> dict[str, tuple[int, int] | str]:
@@ -74,7 +91,9 @@ def _scales(given: dict[str, str]) -> dict[str, tuple[int, int] | str]:
 
 
 def _submit_local(target: str, inputs: dict[str, str], params: dict[str, str], no_reuse: bool,
-                  max_parallel: int | None, scale: dict[str, tuple[int, int] | str]) -> None:
+                  max_parallel: int | None, scale: dict[str, tuple[int, int] | str],
+                  fmt: str = "text", ignored: set[str] | frozenset[str] = frozenset()
+                  ) -> None:
     import signal
 
     from mlpipe.backends.local.executor import LocalExecutor
@@ -92,55 +111,98 @@ def _submit_local(target: str, inputs: dict[str, str], params: dict[str, str], n
     try:
         executor = LocalExecutor(max_parallel=max_parallel, reuse=not no_reuse,
                                  local_scale=scale)
-        result = executor.submit(graph, inputs=inputs, params=params, diagnostics=found)
+        result = executor.submit(graph, inputs=inputs, params=params, diagnostics=found,
+                                 ignore=ignored)
     except ChecksFailed as err:
         click.echo(render_text(err.diagnostics), err=True)
         raise
     except KeyboardInterrupt:
         click.echo("error: interrupted; the run is recorded as interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
-    click.echo(f"run {result.run_id} {result.status}")
-    if result.candidate_id:
-        click.echo(f"candidate {result.candidate_id}")
+    if fmt == "json":
+        import json
+
+        from mlpipe.evidence.ci import ci_provenance
+
+        click.echo(json.dumps({
+            "format": "mlpipe.submit/1", "run_id": result.run_id, "target": "local",
+            "pipeline": graph.spec.name, "pipeline_digest": graph.spec.digest,
+            "status": result.status, "job_name": None, "studio_url": None,
+            "azure_status": None, "experiment": None, "workspace": None,
+            "candidate_id": result.candidate_id, "failed_steps": [], "ci": ci_provenance()},
+            indent=2, sort_keys=True))
+    else:
+        click.echo(f"run {result.run_id} {result.status}")
+        if result.candidate_id:
+            click.echo(f"candidate {result.candidate_id}")
+
+
+FORMAT = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+                      show_default=True, help="json: for scripts (docs/json.md).")
+
+
+def _json(document: dict[str, Any]) -> None:
+    import json
+
+    click.echo(json.dumps(document, indent=2, sort_keys=True))
 
 
 @main.command()
 @click.option("--pipeline", default=None, help="Only the runs of this pipeline.")
 @click.option("--limit", default=50, show_default=True, help="How many runs, newest first.")
-def runs(pipeline: str | None, limit: int) -> None:
+@FORMAT
+def runs(pipeline: str | None, limit: int, fmt: str) -> None:
     """List recorded runs, newest first."""
     from mlpipe.evidence.queries import pipeline_runs
+    from mlpipe.evidence.summaries import runs_document
     from mlpipe.evidence.views import runs_table
 
     store = open_evidence_store(create=False)
     with store.session() as s:
-        click.echo(runs_table(pipeline_runs(s, pipeline, limit=limit)))
+        found = pipeline_runs(s, pipeline, limit=limit)
+        if fmt == "json":
+            _json(runs_document(found))
+        else:
+            click.echo(runs_table(found))
 
 
 @main.command()
 @click.argument("run")
 @click.option("--why", "why_step", default=None, metavar="STEP",
               help="Explain why STEP was reused or re-run.")
-def show(run: str, why_step: str | None) -> None:
+@FORMAT
+def show(run: str, why_step: str | None, fmt: str) -> None:
     """Show a run: its steps with status, reused-from and duration."""
+    from mlpipe.evidence.summaries import run_document
     from mlpipe.evidence.views import get_run, show_run, why
 
+    if why_step and fmt == "json":
+        raise UsageError("--why has no JSON form", hint="drop --format json, or --why")
     store = open_evidence_store(create=False)
     with store.session() as s:
         found = get_run(s, run)
-        click.echo(why(s, found, why_step) if why_step else show_run(s, found))
+        if fmt == "json":
+            _json(run_document(s, found))
+        else:
+            click.echo(why(s, found, why_step) if why_step else show_run(s, found))
 
 
 @main.command()
 @click.argument("run_a")
 @click.argument("run_b")
-def diff(run_a: str, run_b: str) -> None:
+@FORMAT
+def diff(run_a: str, run_b: str, fmt: str) -> None:
     """What differs between two runs: code, environment, data, parameters, reuse, metrics."""
+    from mlpipe.evidence.summaries import diff_document
     from mlpipe.evidence.views import diff_runs, get_run
 
     store = open_evidence_store(create=False)
     with store.session() as s:
-        click.echo(diff_runs(s, get_run(s, run_a), get_run(s, run_b)))
+        a, b = get_run(s, run_a), get_run(s, run_b)
+        if fmt == "json":
+            _json(diff_document(s, a, b))
+        else:
+            click.echo(diff_runs(s, a, b))
 
 
 @main.group()

@@ -84,6 +84,11 @@ class ModelSignature(Contract):
         outputs: a Tensor, or Columns.
         labels: the LabelMap the model's class codes follow.
         version: ``MAJOR`` or ``MAJOR.MINOR``.
+        device: where the model's tensors are saved: ``"cpu"`` (loadable on any compute,
+            GPU or not) or ``"cuda"`` (loadable only where a GPU is, or with
+            ``map_location``); None leaves it unstated. Checked against the MLmodel's
+            ``metadata.saved_device`` at run time, and against the compute of the steps
+            on both sides of the edge at compile time (MP630).
 
     Example:
         >>> ModelSignature("scorer", inputs=[Column("length", "float64")], labels=LABELS)
@@ -98,17 +103,33 @@ class ModelSignature(Contract):
     outputs: Any = None
     labels: LabelMap | None = None
     version: str = "1"
+    device: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.device not in DEVICES:
+            raise DefinitionError(f"model device {self.device!r} is not 'cpu', 'cuda' or None",
+                                  hint="declare device='cpu' for tensors saved on the CPU")
         object.__setattr__(self, "inputs", _normalise(self.inputs, "inputs"))
         object.__setattr__(self, "outputs", _normalise(self.outputs, "outputs"))
         if self.labels is not None and not isinstance(self.labels, LabelMap):
             raise DefinitionError(f"model labels must be a LabelMap, got {self.labels!r}",
                                   hint="pass the LabelMap the model was trained with")
 
+    def spec(self) -> dict[str, Any]:
+        found = super().spec()
+        if found.get("device") is None:
+            found.pop("device", None)  # unstated: the digest of a contract without it holds
+        return found
+
     def differences(self, required: Contract) -> Iterator[Difference]:
         assert isinstance(required, ModelSignature)
+        if required.device == "cpu" and self.device != "cpu":
+            yield Difference(f"the consumer loads the model on the CPU but {self.label} "
+                             + ("saves its tensors on cuda" if self.device == "cuda" else
+                                "does not say where its tensors are saved"),
+                             "save CPU tensors and declare device='cpu' on the producer's "
+                             "model contract", "contract-requirement-unmet")
         for what in ("inputs", "outputs"):
             yield from _io_differences(what, getattr(self, what), getattr(required, what),
                                        self.label)
@@ -134,6 +155,8 @@ class ModelSignature(Contract):
             fields["signature"] = signature
         if self.labels is not None:
             fields["metadata"] = {"label_map": self.labels.encoding}
+        if self.device is not None:
+            fields.setdefault("metadata", {})["saved_device"] = self.device
         return fields
 
     def validate(self, path: Path) -> None:
@@ -176,6 +199,23 @@ class ModelSignature(Contract):
                                     hint="log the model with metadata={'label_map': {...}}",
                                     file=str(mlmodel), key="metadata.label_map")
             check_encoding(self.labels, found, str(mlmodel))
+        if self.device is not None:
+            saved = (doc.get("metadata") or {}).get("saved_device")
+            if saved is None:
+                raise ContractError(f"MLmodel records no metadata.saved_device; {self.label} "
+                                    f"says its tensors are saved on {self.device}",
+                                    hint=f"write metadata: {{saved_device: {self.device}}} "
+                                         f"into MLmodel (mlmodel_fields() has it)",
+                                    file=str(mlmodel), key="metadata.saved_device")
+            if str(saved).split(":", 1)[0] != self.device:
+                raise ContractError(f"the model's tensors were saved on {saved} (MLmodel "
+                                    f"metadata.saved_device) but {self.label} says "
+                                    f"{self.device}",
+                                    hint="move the tensors to the CPU before saving "
+                                         "({k: v.cpu() for k, v in state_dict.items()})"
+                                    if self.device == "cpu" else
+                                    f"declare device={str(saved).split(':', 1)[0]!r}",
+                                    file=str(mlmodel), key="metadata.saved_device")
 
 
 @dataclass(frozen=True, eq=True)
@@ -189,6 +229,9 @@ class MLflowModel(ModelSignature):
     kind = "mlflow-model"
     transport = AssetType.MLFLOW_MODEL
     holds_examples = False
+
+
+DEVICES = (None, "cpu", "cuda")
 
 
 def _io_differences(what: str, have: Any, want: Any, label: str) -> Iterator[Difference]:

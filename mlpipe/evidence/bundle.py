@@ -60,11 +60,17 @@ def files_of(location: str) -> list[tuple[str, str]]:
 
 
 def subject(model: m.Artifact, label: str) -> list[dict[str, Any]]:
-    """The in-toto subject: every file of the model artifact with its sha256 and blake3.
+    """The in-toto subject: every file of the model artifact with its sha256 and blake3,
+    hashed here, or as its step record gave them where the files are not here (an Azure ML
+    output: ``Artifact.files``).
 
     Raises:
         UsageError: the model's files are no longer at their location.
     """
+    if not os.path.exists(model.location) and model.files:
+        return [{"name": f"{label}/{f['name']}",
+                 "digest": {"sha256": f["sha256"], "blake3": f["blake3"]}}
+                for f in sorted(model.files, key=lambda f: f["name"])]
     if not os.path.exists(model.location):
         raise UsageError(f"the model artifact {model.digest} is no longer at {model.location}, "
                          f"so its files cannot be named in a new bundle",
@@ -235,6 +241,7 @@ def build(s: Session, candidate: m.CandidateRow, *, hash_model: bool = True) -> 
         "pipeline": {"name": run.pipeline_name, "digest": run.pipeline_digest},
         "code": None if run.code_revision is None else {
             "commit": run.code_revision.commit, "dirty": run.code_revision.dirty},
+        "ci": (run.options or {}).get("ci"),
         "snapshots": snapshots,
         "steps": steps,
         "artifacts": [artifacts[d] for d in sorted(artifacts)],

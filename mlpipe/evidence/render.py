@@ -87,6 +87,10 @@ def sections(statement: dict[str, Any], digest: str) -> list[tuple[str, list[str
     prov = [f"code {code['commit'] or '(not in git)'}"
             f"{' (DIRTY working tree)' if code['dirty'] else ' (clean)'}" if code else
             "code revision not recorded"]
+    if "ci" in p:  # bundles sealed before CI provenance was recorded have no such field
+        from mlpipe.evidence.ci import describe
+
+        prov.append(f"ci {describe(p['ci'])}")
     for snap in p["snapshots"]:
         files = f"{snap['file_count']} file{'' if snap['file_count'] == 1 else 's'}"
         prov.append(f"data {snap['input']} = {snap['reference']}  {snap['digest']}  "

@@ -251,10 +251,21 @@ class Store:
                                    {"size": size, "file_count": file_count, "mutable": mutable})
 
     def artifact(self, digest: str, kind: str, size: int, file_count: int,
-                 location: str) -> m.Artifact:
-        return self._get_or_create(m.Artifact, {"digest": digest},
-                                   {"kind": kind, "size": size, "file_count": file_count,
-                                    "location": location})
+                 location: str, files: list[dict[str, Any]] | None = None) -> m.Artifact:
+        """The artifact with content ``digest`` (created with these values when new).
+
+        ``files``: each file's ``{name, size, sha256, blake3}`` where they are not at
+        ``location`` to hash (an Azure ML output); added to a known artifact that has none.
+        """
+        art = self._get_or_create(m.Artifact, {"digest": digest},
+                                  {"kind": kind, "size": size, "file_count": file_count,
+                                   "location": location, "files": files})
+        if files is not None and art.files is None:
+            with self.session() as s:
+                s.execute(update(m.Artifact).where(m.Artifact.id == art.id)
+                          .values(files=files))
+            art.files = files
+        return art
 
     # --- runs and step runs -----------------------------------------------------------------
 
@@ -263,8 +274,13 @@ class Store:
                   options: dict[str, Any], run_id: str | None = None) -> str:
         """Record a new run as ``running`` by this process; return its id (``run_id`` when
         given: chosen by the caller, e.g. to name the run's files first, or one already
-        written into an Azure ML job's tags)"""
+        written into an Azure ML job's tags). ``options["ci"]`` is the CI provenance of this
+        process (``evidence.ci.ci_provenance``) unless the caller gives it."""
+        from mlpipe.evidence.ci import ci_provenance
+
         run_id = run_id or new_id("r", 5)
+        # Which CI run started this one (None outside CI): evidence.ci, docs/ci.md.
+        options = {**options, "ci": options.get("ci", ci_provenance())}
         with self.session() as s:
             s.add(m.Run(id=run_id, pipeline_name=pipeline.name, pipeline_digest=pipeline.digest,
                         target=target, params=params, status=m.RUNNING, started_at=utcnow(),

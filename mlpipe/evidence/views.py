@@ -185,40 +185,77 @@ def _step_facts(s: Session, run: m.Run) -> dict[str, dict[str, Any]]:
     return facts
 
 
+#: The sections of a diff, in order: (JSON key, text title).
+DIFF_SECTIONS = (("pipeline", "pipeline"), ("code_revision", "code revision"),
+                 ("data_snapshots", "data snapshots"), ("parameters", "parameters"),
+                 ("components", "components"), ("code", "code"),
+                 ("environment", "environment"), ("steps_and_reuse", "steps and reuse"),
+                 ("metrics", "metrics"))
+
+
+def run_differences(s: Session, a: m.Run, b: m.Run) -> dict[str, list[dict[str, Any]]]:
+    """What differs between runs ``a`` and ``b``, by section (``DIFF_SECTIONS``): each a list
+    of ``{"what", "before", "after"}`` with the full values (None where absent).
+
+    Example:
+        >>> run_differences(s, a, b)["parameters"]
+        [{'what': 'epochs', 'before': 10, 'after': 12}]
+    """
+    def item(what: str, before: Any, after: Any) -> dict[str, Any]:
+        return {"what": what, "before": before, "after": after}
+
+    def code(r: m.Run) -> dict[str, Any] | None:
+        return None if r.code_revision is None else {"commit": r.code_revision.commit,
+                                                     "dirty": r.code_revision.dirty}
+
+    out: dict[str, list[dict[str, Any]]] = {key: [] for key, _ in DIFF_SECTIONS}
+    if a.pipeline_digest != b.pipeline_digest:
+        out["pipeline"].append(item("digest", a.pipeline_digest, b.pipeline_digest))
+    if code(a) != code(b):
+        out["code_revision"].append(item("commit", code(a), code(b)))
+    sa = {i.name: i.snapshot.digest for i in a.inputs}
+    sb = {i.name: i.snapshot.digest for i in b.inputs}
+    out["data_snapshots"] = [item(k, sa.get(k), sb.get(k)) for k in sorted(set(sa) | set(sb))
+                             if sa.get(k) != sb.get(k)]
+    out["parameters"] = [item(k, a.params.get(k), b.params.get(k))
+                         for k in sorted(set(a.params) | set(b.params))
+                         if a.params.get(k) != b.params.get(k)]
+    fa, fb = _step_facts(s, a), _step_facts(s, b)
+    for key, part in (("components", "component"), ("code", "code"),
+                      ("environment", "environment"), ("steps_and_reuse", "status")):
+        out[key] = [item(step, fa.get(step, {}).get(part), fb.get(step, {}).get(part))
+                    for step in sorted(set(fa) | set(fb))
+                    if fa.get(step, {}).get(part) != fb.get(step, {}).get(part)]
+    for step in sorted(set(fa) | set(fb)):
+        ma, mb = fa.get(step, {}).get("metrics", {}), fb.get(step, {}).get("metrics", {})
+        out["metrics"] += [item(f"{step}.{k}", ma.get(k), mb.get(k))
+                           for k in sorted(set(ma) | set(mb)) if ma.get(k) != mb.get(k)]
+    return out
+
+
 def diff_runs(s: Session, a: m.Run, b: m.Run) -> str:
     """What differs between two runs: code, environment, data, parameters, reuse, metrics."""
     out = [f"--- {a.id} ({a.pipeline_name}, {a.status})", f"+++ {b.id} ({b.pipeline_name}, "
                                                              f"{b.status})"]
+    found = run_differences(s, a, b)
 
-    def section(title: str, rows: list[str]) -> None:
+    def commit(value: dict[str, Any] | None) -> str | None:
+        return None if value is None else (f"{(value['commit'] or '')[:12]}"
+                                           f"{' dirty' if value['dirty'] else ''}")
+
+    text = {
+        "pipeline": lambda d: f"digest {d['before'][:19]} -> {d['after'][:19]}",
+        "code_revision": lambda d: f"{commit(d['before'])} -> {commit(d['after'])}",
+        "data_snapshots": lambda d: f"{d['what']}: {(d['before'] or '(none)')[:26]} -> "
+                                    f"{(d['after'] or '(none)')[:26]}",
+        "parameters": lambda d: f"{d['what']}: {d['before']!r} -> {d['after']!r}",
+    }
+    for key, title in DIFF_SECTIONS:
+        rows = [text.get(key, lambda d: f"{d['what']}: {d['before']} -> {d['after']}")(d)
+                for d in found[key]]
         if rows:
             out.append(f"{title}:")
             out.extend(f"  {r}" for r in rows)
-
-    section("pipeline", [f"digest {a.pipeline_digest[:19]} -> {b.pipeline_digest[:19]}"]
-            if a.pipeline_digest != b.pipeline_digest else [])
-    code = lambda r: (None if r.code_revision is None else  # noqa: E731
-                      f"{r.code_revision.commit[:12]}{' dirty' if r.code_revision.dirty else ''}")
-    section("code revision", [f"{code(a)} -> {code(b)}"] if code(a) != code(b) else [])
-    snaps = lambda r: {i.name: i.snapshot.digest for i in r.inputs}  # noqa: E731
-    sa, sb = snaps(a), snaps(b)
-    section("data snapshots", [f"{k}: {sa.get(k, '(none)')[:26]} -> {sb.get(k, '(none)')[:26]}"
-                               for k in sorted(set(sa) | set(sb)) if sa.get(k) != sb.get(k)])
-    section("parameters", [f"{k}: {a.params.get(k)!r} -> {b.params.get(k)!r}"
-                           for k in sorted(set(a.params) | set(b.params))
-                           if a.params.get(k) != b.params.get(k)])
-    fa, fb = _step_facts(s, a), _step_facts(s, b)
-    for title, part in (("components", "component"), ("code", "code"),
-                        ("environment", "environment"), ("steps and reuse", "status")):
-        section(title, [f"{step}: {fa.get(step, {}).get(part)} -> {fb.get(step, {}).get(part)}"
-                        for step in sorted(set(fa) | set(fb))
-                        if fa.get(step, {}).get(part) != fb.get(step, {}).get(part)])
-    metric_rows = []
-    for step in sorted(set(fa) | set(fb)):
-        ma, mb = fa.get(step, {}).get("metrics", {}), fb.get(step, {}).get("metrics", {})
-        metric_rows += [f"{step}.{k}: {ma.get(k)} -> {mb.get(k)}"
-                        for k in sorted(set(ma) | set(mb)) if ma.get(k) != mb.get(k)]
-    section("metrics", metric_rows)
     if len(out) == 2:
         out.append("no differences in code, environment, data, parameters, reuse or metrics")
     return "\n".join(out)

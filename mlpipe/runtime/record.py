@@ -344,6 +344,32 @@ def stored(found: dict[str, Any] | None) -> dict[str, Any] | None:
             "stored": True, "step": step, "ranks": ranks}
 
 
+_CONTRACT_LAYERS = ("input-contract", "output-contract", "output-completeness")
+
+
+def failure(found: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The failure a record names: the finisher's, else the first failed rank's."""
+    if not found:
+        return None
+    return (found.get("step") or {}).get("failure") or next(
+        (p["failure"] for p in found.get("ranks") or [] if p.get("failure")), None)
+
+
+def failure_message(step: str, found: dict[str, Any] | None) -> str | None:
+    """The message a failed step shows, worded the same for every backend:
+    ``step 'evaluate': output 'report' does not match its contract: ...``; None when the
+    record names no failure."""
+    named = failure(found)
+    if not named:
+        return None
+    layer, message = named.get("layer"), named.get("message")
+    if layer == "output-completeness":
+        return f"step {step!r} {message}"
+    if layer in _CONTRACT_LAYERS:
+        return f"step {step!r}: {message}"
+    return f"step {step!r} failed: {message}"
+
+
 def schema() -> dict[str, Any]:
     """The JSON Schema of an assembled record (``load_record``'s result)."""
     return json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))

@@ -9,7 +9,16 @@ from hypothesis import strategies as st
 from mlpipe import Compute, Environment, Input, Mpi, Output, Param, PyTorch, TensorFlow, component
 from mlpipe.checks import check_pipeline
 from mlpipe.codes import CODES
-from mlpipe.contracts import Column, ImageFolder, LabelMap, Metric, MetricsReport, SplitManifest, TabularSchema
+from mlpipe.contracts import (
+    Column,
+    ImageFolder,
+    LabelMap,
+    Metric,
+    MetricsReport,
+    MLflowModel,
+    SplitManifest,
+    TabularSchema,
+)
 from mlpipe.distribution import NotAJobType
 from mlpipe.spec import (
     CandidateSpec,
@@ -82,8 +91,12 @@ def clean_pipelines(draw):
     trainer = env(train)
     if draw(st.booleans()):
         size = draw(st.sampled_from(sorted(IB_SIZES)))
+        # trained on GPUs, evaluated on a CPU size: the model is saved as CPU tensors (MP630)
+        model = dataclasses.replace(trainer.output("model"),
+                                    contract=MLflowModel("model", device="cpu"))
         trainer = dataclasses.replace(
-            trainer, compute=Compute("gpu-cluster", sku=size),
+            trainer, outputs=tuple(model if p.name == "model" else p for p in trainer.outputs),
+            compute=Compute("gpu-cluster", sku=size),
             instances=draw(st.integers(1, 4)),
             distribution=PyTorch(processes_per_node=IB_SIZES[size], backend="nccl",
                                  writers="rank0", metrics={"loss": "mean"}))

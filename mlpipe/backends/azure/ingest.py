@@ -1,5 +1,8 @@
 """Writing a synced Azure ML pipeline job into the evidence store: step runs (executed, reused,
-failed), their outputs and metrics, the run's status and times, and its candidate.
+failed), their outputs and metrics, the run's status and times, and its candidate. Where a job
+left its step record (docs/step-record.md), it is read exactly as a local run's: failure and
+layer, output content digests (and each file's), metrics with rank and reduction, and the
+coordination check of a distributed step (MP520-MP526).
 
 Idempotent: syncing the same job twice updates rows, never duplicates them. Never talks to
 Azure (``sync`` fetches) and never reloads the user's pipeline (the plan ``record`` stored in
@@ -16,10 +19,15 @@ from sqlalchemy.orm import Session
 
 from mlpipe.backends.azure.record import reference_digest
 from mlpipe.backends.azure.sync import TERMINAL, JobRecord, SyncedRun
+from mlpipe.checks.coordination import check_coordination
+from mlpipe.digests.snapshot import snapshot
+from mlpipe.distribution import Metric, as_distribution
 from mlpipe.errors import UsageError
 from mlpipe.evidence import models as m
 from mlpipe.evidence.queries import find_run
 from mlpipe.evidence.store import Store, new_id, utcnow
+from mlpipe.runtime import record as step_record
+from mlpipe.runtime import tracking
 
 #: Azure ML job status -> mlpipe run status (anything else: still running).
 RUN_STATUS = {"Completed": m.SUCCEEDED, "Failed": m.FAILED, "NotResponding": m.FAILED,
@@ -93,6 +101,7 @@ class _Ingest:
             self.options: dict[str, Any] = run.options
             self.plan: dict[str, Any] = self.options.get("steps") or {}
         self.produced: dict[str, dict[str, int]] = {}  # step -> port -> artifact id
+        self.failed_coordination: dict[str, str] = {}  # step -> what its check found
         self.outcome = SyncOutcome(run_id, synced.pipeline.name, m.RUNNING,
                                    synced.pipeline.status)
 
@@ -116,11 +125,26 @@ class _Ingest:
         return None
 
     def _outputs(self, sid: str, job: JobRecord) -> dict[str, m.Artifact]:
+        """One artifact per output URI: by the content digest the step record gives (with
+        each file's digests), else by a digest of the reference."""
         kinds = self.plan[sid].get("outputs") or {}
+        recorded = ((job.record or {}).get("step") or {}).get("outputs") or {}
         arts = {}
         for port, uri in sorted(job.outputs.items()):
-            if uri:
-                kind = kinds.get(port) or job.output_types.get(port) or "uri_folder"
+            if not uri or port not in kinds:
+                continue  # the record's own output is not a step output
+            kind = kinds.get(port) or job.output_types.get(port) or "uri_folder"
+            entry = recorded.get(port) or {}
+            here = job.downloaded.get(port)
+            if entry.get("digest"):
+                if here and snapshot(here).digest == entry["digest"]:
+                    uri = here  # downloaded, and the same content: read here like a local one
+                files = None if entry.get("files_omitted") else [
+                    {k: f[k] for k in ("name", "size", "sha256", "blake3")}
+                    for f in entry.get("files") or []]
+                arts[port] = self.store.artifact(entry["digest"], kind, int(entry["size"]),
+                                                 int(entry["file_count"]), uri, files=files)
+            else:
                 arts[port] = self.store.artifact(reference_digest(uri), kind, 0, 0, uri)
         return arts
 
@@ -135,6 +159,12 @@ class _Ingest:
                 self.outcome.notes.append(f"Azure ML job {job.name} (node {job.node!r}) is not a "
                                           f"step of run {self.run_id}'s pipeline; not recorded")
         outputs = {sid: self._outputs(sid, job) for sid, job in jobs.items()}
+        for sid, job in sorted(jobs.items()):
+            if job.record_note:  # an mlpipe step whose runtime never wrote: unknown, said so
+                self.outcome.notes.append(
+                    f"step {sid!r}: {job.record_note}; its checks, digests and observations "
+                    f"are unknown" + (" (did its environment have mlpipe installed?)"
+                                      if job.status == "Failed" else ""))
         with self.store.session() as s:
             existing = {sr.step: sr for sr in s.scalars(
                 select(m.StepRun).where(m.StepRun.run_id == self.run_id))}
@@ -171,42 +201,86 @@ class _Ingest:
                        + (f" (pipeline job {job.reused_pipeline})" if job.reused_pipeline else "")
                        + ("" if origin is not None else "; that run is not in this store"))
         elif status in (m.FAILED, m.INTERRUPTED):
-            message = f"Azure ML job {job.name} ended {job.status}"
+            message = (step_record.failure_message(sid, job.record)
+                       or f"Azure ML job {job.name} ended {job.status}")
+        topology = self._topology(planned, job)
+        coordination = topology.get("coordination")
+        if status == m.EXECUTED and coordination and not coordination["ok"]:
+            # the job ended, but its ranks did not coordinate: failed, as locally
+            status, message = m.FAILED, (f"step {sid!r} did not coordinate: "
+                                         f"{self.failed_coordination[sid]}")
         fields = dict(
             component_version_id=planned["component_version_id"],
             environment_id=planned["environment_id"],
             compute={"declared": planned.get("compute"), "ran_on": job.compute},
-            topology=planned.get("topology") or {}, status=status,
+            topology=topology, status=status,
+            record=step_record.stored(job.record),
             reused_from_id=origin.id if origin is not None else None,
             started_at=_when(job.started_at) or _when(job.created_at)
             or (row.started_at if row is not None else utcnow()),
             finished_at=_when(job.finished_at) if status != m.RUNNING else None,
             message=message)
+        # no cache key (Azure ML's is not reported); the parameters, as a local run keeps them
+        fields["key_material"] = {"params": planned.get("params") or {}}
         if row is None:
             row = m.StepRun(id=new_id("s"), run_id=self.run_id, step=sid, cache_key=None,
-                            key_material=None, cacheable=False, **fields)
+                            cacheable=False, **fields)
             s.add(row)
             s.flush()
         else:
             for key, value in fields.items():
                 setattr(row, key, value)
-        have = {(a.direction, a.port) for a in s.scalars(
+        have = {(a.direction, a.port): a for a in s.scalars(
             select(m.StepArtifact).where(m.StepArtifact.step_run_id == row.id))}
         for port, art in outputs.items():
-            if ("output", port) not in have:
+            link = have.get(("output", port))
+            if link is not None and link.artifact_id != art.id:
+                s.delete(link)  # an earlier sync knew only the reference; now the content
+                link = None
+            if link is None:
                 s.add(m.StepArtifact(step_run_id=row.id, direction="output", port=port,
                                      artifact_id=art.id))
         # Metrics are replaced, never appended: a second sync must not double them. A reused
         # step whose original is recorded reads the original's metrics, as locally.
         s.execute(delete(m.Metric).where(m.Metric.step_run_id == row.id))
         if origin is None:
-            for name, value in sorted(job.metrics.items()):
-                info = job.metric_info.get(name) or {}
-                s.add(m.Metric(step_run_id=row.id, name=name, value=value,
-                               scope=info.get("scope") or "global", rank=None,
-                               population=info.get("population")))
+            for metric in _metrics(job):
+                s.add(m.Metric(step_run_id=row.id, **metric))
         planned.update(job_name=job.name, studio_url=job.studio_url, azure_status=job.status,
                        reused_job=job.reused_from if job.reused else None)
+
+    def _topology(self, planned: dict[str, Any], job: JobRecord) -> dict[str, Any]:
+        """The declared launch and, from the step record, the ranks that ran and the
+        coordination check of a distributed step, as a local run records them."""
+        topology = dict(planned.get("topology") or {})
+        ranks = [p for p in (job.record or {}).get("ranks") or []
+                 if p.get("role", "worker") == "worker"]
+        declared = topology.get("declared")
+        if not ranks:
+            return topology
+        if not declared:  # one process, as a local run records it
+            return {**topology, "processes": len(ranks), "distributed": False}
+        world = max(int(p.get("world_size") or 1) for p in ranks)
+        dist = declared.get("distribution")
+        per_node = max(int((p.get("launch") or {}).get("processes_per_node") or 0)
+                       for p in ranks) or max(1, world // int(declared.get("instances") or 1))
+        topology.update(distributed=True, ran={
+            "framework": (dist or {}).get("type") or "none",
+            "instances": len({p.get("node_rank") for p in ranks}) or 1,
+            "processes_per_node": per_node, "world_size": world,
+            "ranks": [{"rank": p["rank"], "local_rank": p.get("local_rank"),
+                       "node_rank": p.get("node_rank"), "role": p.get("role", "worker"),
+                       "returncode": None if p.get("status") == "running"
+                       else int(p.get("status") == "failed"), "joined": None}
+                      for p in ranks]})
+        if world > 1:
+            distribution = _declared_distribution(dist)
+            report = check_coordination((job.record or {}).get("ranks") or [],
+                                        world_size=world, distribution=distribution)
+            topology["coordination"] = report.to_dict()
+            if not report.ok:
+                self.failed_coordination[job.node] = report.failure_text()
+        return topology
 
     def _never_ran(self, s: Session, sid: str, row: m.StepRun | None, status: str) -> None:
         if row is not None and row.status != m.RUNNING:
@@ -253,6 +327,9 @@ class _Ingest:
         run.started_at = _when(pipeline.started_at) or run.started_at
         run.finished_at = _when(pipeline.finished_at) if status != m.RUNNING else None
         failed = sorted(sid for sid, job in jobs.items() if step_status(job) == m.FAILED)
+        failed += sorted(set(self.failed_coordination) - set(failed))
+        if status == m.SUCCEEDED and self.failed_coordination:
+            status = run.status = m.FAILED  # mlpipe's judgement of the ranks, as locally
         run.message = None if status in (m.RUNNING, m.SUCCEEDED) else (
             f"Azure ML job {pipeline.name} ended {pipeline.status}"
             + (f": step{'s' if len(failed) > 1 else ''} {', '.join(failed)} failed"
@@ -280,6 +357,48 @@ class _Ingest:
         return self.store.register_candidate(self.run_id, model, evaluation, planned.get("name"))
 
 
+def _declared_distribution(value: dict[str, Any] | None) -> Any:
+    """The Distribution a plan's ``Distribution.to_dict()`` describes (None if none)."""
+    if not value:
+        return None
+    try:
+        return as_distribution({
+            **{k: v for k, v in value.items() if k not in ("writers", "metrics")},
+            "writers": dict(value.get("writers") or []),
+            "metrics": {k: Metric(**v) for k, v in (value.get("metrics") or {}).items()}})
+    except (TypeError, ValueError):
+        return None
+
+
+def _metrics(job: JobRecord) -> list[dict[str, Any]]:
+    """The step's metrics: every value its step record holds (with rank and reduction, as a
+    local run records them), then each MLflow metric the record does not account for (logged
+    with MLflow directly), scoped by mlpipe's tags."""
+    rows = [{"name": str(x["name"]), "value": float(x["value"]), "scope": str(x["scope"]),
+             "rank": x.get("rank"), "population": x.get("population"),
+             "reduced_over": x.get("reduced_over")}
+            for x in step_record.metrics(job.record)]
+    known = {tracking.metric_key(r["name"], r["scope"], r["rank"]) for r in rows}
+    for key, value in sorted(job.metrics.items()):
+        if key in known:
+            continue
+        info = job.metric_info.get(key) or {}
+        rows.append({"name": info.get("name") or key, "value": value,
+                     "scope": info.get("scope") or "global", "rank": info.get("rank"),
+                     "population": info.get("population"),
+                     "reduced_over": info.get("reduced_over")})
+    return rows
+
+
+def outputs_to_fetch(options: dict[str, Any]) -> dict[str, set[str]]:
+    """What ``sync`` downloads for run ``options``: the candidate's evaluation report (small,
+    and read by the bundle for its population and metrics)."""
+    planned = (options.get("candidate") or {}).get("evaluation")
+    if not planned or planned[0] != "step":
+        return {}
+    return {planned[1]: {planned[2]}}
+
+
 def record_sync(store: Store, run_id: str, synced: SyncedRun) -> SyncOutcome:
     """Record what ``sync_run`` fetched for run ``run_id`` (an Azure run ``submit`` recorded).
 
@@ -301,4 +420,5 @@ def record_sync(store: Store, run_id: str, synced: SyncedRun) -> SyncOutcome:
     return _Ingest(store, run_id, synced).go()
 
 
-__all__ = ["RUN_STATUS", "SyncOutcome", "find_azure_run", "record_sync", "step_status"]
+__all__ = ["RUN_STATUS", "SyncOutcome", "find_azure_run", "outputs_to_fetch", "record_sync",
+           "step_status"]

@@ -102,9 +102,26 @@ def _input_artifact(store: Store, reference: str, kind: str) -> tuple[m.Artifact
             store.snapshot(digest, reference, 0, 0, mutable=reference_mutable(reference)))
 
 
+def _step_params(node: Any, values: dict[str, Any]) -> dict[str, Any]:
+    """The parameter values step ``node`` runs with, as a local run records them."""
+    from mlpipe.graph import FromLiteral
+
+    found: dict[str, Any] = {}
+    for param in node.component.params:
+        endpoint = node.bindings.get(param.name)
+        if isinstance(endpoint, FromLiteral):
+            found[param.name] = plain_value(endpoint.value)
+        elif isinstance(endpoint, FromInput) and endpoint.name in values:
+            found[param.name] = values[endpoint.name]
+        else:
+            found[param.name] = plain_value(param.default)
+    return found
+
+
 def begin_azure_run(store: Store, graph: Graph, *, run_id: str, workspace: Workspace,
                     experiment: str, inputs: Mapping[str, Any] | None = None,
-                    default_compute: str | None = None) -> str:
+                    default_compute: str | None = None,
+                    ci: Mapping[str, str | None] | None = None) -> str:
     """Record a run about to be submitted to Azure ML, as ``running`` by this process.
 
     Records the pipeline spec, every step's component version and environment, the code
@@ -147,6 +164,7 @@ def begin_azure_run(store: Store, graph: Graph, *, run_id: str, workspace: Works
             "outputs": {p.name: p.kind.value for p in comp.outputs},
             "inputs": {port: ref for port, e in sorted(node.bindings.items())
                        if (ref := _endpoint(e)) is not None and comp.input(port) is not None},
+            "params": _step_params(node, params),
             "job_name": None, "studio_url": None, "azure_status": None,
         }
     cand = spec.candidate
@@ -163,6 +181,7 @@ def begin_azure_run(store: Store, graph: Graph, *, run_id: str, workspace: Works
                       "workspace_name": workspace.workspace_name},
         "job_name": None, "studio_url": None, "azure_status": None, "synced_at": None,
         "inputs": planned_inputs, "outputs": {}, "steps": steps, "candidate": candidate,
+        "ci": None if ci is None else dict(ci),
     }
     return store.begin_run(pipeline=pipeline, target="azure", params=params, inputs=snaps,
                            code=code, options=options, run_id=run_id)

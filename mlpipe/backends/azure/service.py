@@ -10,6 +10,7 @@ records (status message, times, outputs). The tests run it against a loopback Az
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any, Protocol
 
 from mlpipe.backends.azure.workspace import Workspace
@@ -43,6 +44,10 @@ class JobsService(Protocol):
 
     def metrics(self, run_id: str) -> dict[str, Any]:
         """The MLflow ``runs/get`` payload of ``run_id`` (its latest metrics)."""
+
+    def fetch_output(self, job_name: str, output: str, into: Path) -> Path | None:
+        """Download output ``output`` of job ``job_name`` under ``into``; the folder (or
+        file) that holds it, or None when the job has no such output."""
 
 
 def _first_line(exc: BaseException) -> str:
@@ -312,8 +317,22 @@ class MLClientService:
         self._service_url()
 
     def create(self, job: Any, experiment: str) -> dict[str, Any]:
-        created = self._call("submit the pipeline job", self.client.jobs.create_or_update, job,
-                             experiment_name=experiment)
+        import contextlib
+        import io
+        import sys
+
+        # azure-ai-ml prints a color reset and blank lines to stderr after each code upload,
+        # even with show_progress=False; pass on only what says something.
+        printed = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(printed):
+                created = self._call("submit the pipeline job",
+                                     self.client.jobs.create_or_update, job,
+                                     experiment_name=experiment)
+        finally:
+            said = re.sub(r"\x1b\[[0-9;]*m", "", printed.getvalue()).strip()
+            if said:
+                print(said, file=sys.stderr)
         return job_payload(created)
 
     def get(self, name: str) -> dict[str, Any]:
@@ -347,6 +366,16 @@ class MLClientService:
                f"run_id={quote(run_id, safe='')}")
         return self._send(f"read the MLflow run of {run_id!r}", url, self._scope("aml"))
 
+    def fetch_output(self, job_name: str, output: str, into: Path) -> Path | None:
+        # azure-ai-ml puts a named output under <download_path>/named-outputs/<output>
+        job = self._call(f"read job {job_name!r}", self.client.jobs.get, job_name)
+        if output not in (getattr(job, "outputs", None) or {}):
+            return None
+        self._call(f"download output {output!r} of job {job_name!r}", self.client.jobs.download,
+                   job_name, download_path=str(into), output_name=output)
+        found = Path(into) / "named-outputs" / output
+        return found if found.exists() else None
+
 
 def job_payload(job: Any) -> dict[str, Any]:
     """A ``JobBase`` REST payload from an azure-ai-ml ``Job`` entity (``jobs.get`` and
@@ -376,3 +405,4 @@ def job_payload(job: Any) -> dict[str, Any]:
             "properties": dict(getattr(job, "properties", None) or {}),
             "services": services, "outputs": outputs,
             "computeId": getattr(job, "compute", None)}}
+

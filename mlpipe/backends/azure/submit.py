@@ -6,7 +6,7 @@ Talks to Azure only through a ``JobsService``; records through ``record`` when g
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,7 @@ from mlpipe.backends.azure.workspace import Workspace
 from mlpipe.checks import check_pipeline
 from mlpipe.diagnostics import ChecksFailed, Diagnostic, has_errors
 from mlpipe.errors import MlpipeError
+from mlpipe.evidence.ci import ci_provenance, ci_tags
 from mlpipe.evidence.store import Store, new_id
 from mlpipe.spec import PipelineSpec
 
@@ -34,18 +35,20 @@ class SubmittedRun:
     pipeline: str
     pipeline_digest: str
     workspace: Workspace
+    ci: dict[str, str | None] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "job_name": self.job_name, "studio_url": self.studio_url,
                 "status": self.status, "experiment": self.experiment, "pipeline": self.pipeline,
-                "pipeline_digest": self.pipeline_digest, "workspace": self.workspace.arm_id}
+                "pipeline_digest": self.pipeline_digest, "workspace": self.workspace.arm_id,
+                "ci": self.ci}
 
 
 def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsService, *,
                     inputs: Mapping[str, Any] | None = None, experiment: str | None = None,
                     default_compute: str | None = None, run_id: str | None = None,
                     extra_diagnostics: list[Diagnostic] | None = None,
-                    store: Store | None = None) -> SubmittedRun:
+                    store: Store | None = None, ignore: Collection[str] = ()) -> SubmittedRun:
     """Check ``spec``, export it, load it with azure-ai-ml, record it and submit it.
 
     Checks run first and credentials/network are checked before anything is recorded or
@@ -61,6 +64,7 @@ def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsServi
         inputs: pipeline input values.
         run_id: mlpipe's run id (a new one by default), recorded in the job's tags.
         store: the evidence store to record the run in (None records nothing).
+        ignore: diagnostic codes the caller has reviewed: not reported, never stopping it.
 
     Returns:
         The submitted run's record.
@@ -71,7 +75,8 @@ def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsServi
         ExportError: the pipeline cannot be written as Azure ML YAML.
     """
     graph, diagnostics = check_pipeline(spec)
-    diagnostics = list(extra_diagnostics or []) + diagnostics
+    diagnostics = [d for d in list(extra_diagnostics or []) + diagnostics
+                   if d.code not in ignore]
     if has_errors(diagnostics):
         errors = sum(1 for d in diagnostics if d.severity.value == "error")
         raise ChecksFailed(diagnostics, f"the pipeline has {errors} error(s); nothing was "
@@ -79,10 +84,12 @@ def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsServi
                            hint="fix them (mlpipe check shows them) and submit again")
     run_id = run_id or new_id("r", 5)
     experiment = experiment or spec.name
+    ci = ci_provenance()
     with tempfile.TemporaryDirectory(prefix="mlpipe-azure-") as tmp:
-        write_export(spec, tmp, inputs=inputs, default_compute=default_compute, run_id=run_id,
-                     experiment=experiment, check=False)  # checked above
-        job = load_export(tmp)
+        export = write_export(spec, tmp, inputs=inputs, default_compute=default_compute,
+                              run_id=run_id, experiment=experiment, check=False,  # checked above
+                              tags=ci_tags(ci))
+        job = load_export(tmp, export.job_file)
         service.check_access()
         if store is None:
             created = parse_job(service.create(job, experiment))
@@ -91,7 +98,7 @@ def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsServi
 
             record.begin_azure_run(store, graph, run_id=run_id, workspace=workspace,
                                    experiment=experiment, inputs=inputs,
-                                   default_compute=default_compute)
+                                   default_compute=default_compute, ci=ci)
             try:
                 created = parse_job(service.create(job, experiment))
             except BaseException as exc:
@@ -102,4 +109,4 @@ def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsServi
                 raise
             record.mark_submitted(store, run_id, created)
     return SubmittedRun(run_id, created.name, created.studio_url, created.status, experiment,
-                        spec.name, spec.digest, workspace)
+                        spec.name, spec.digest, workspace, ci)

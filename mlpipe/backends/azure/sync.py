@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from mlpipe.errors import AzureError
@@ -26,8 +27,12 @@ SUBGRAPH = ("runSource", "SubGraphCloud")
 MODEL_TYPES = {"MLFlowModel": "mlflow_model", "CustomModel": "custom_model",
                "TritonModel": "triton_model"}
 #: The MLflow run tags by which a step marks a metric's scope and population
-#: (``mlpipe.scope.NAME = partial``); a metric without one is global.
+#: (``mlpipe.scope.NAME = partial``); a metric without one is global. ``log_metric`` also
+#: writes its name, rank and reduction (``mlpipe.runtime.tracking``).
 SCOPE_TAG, POPULATION_TAG = "mlpipe.scope.", "mlpipe.population."
+NAME_TAG, RANK_TAG, REDUCED_TAG = "mlpipe.metric.", "mlpipe.rank.", "mlpipe.reduced_over."
+#: The output the export adds for the step record (docs/step-record.md).
+RECORD_OUTPUT = "mlpipe_record"
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,13 +61,21 @@ class JobRecord:
     finished_at: str | None = None
     #: The status message of a failed job (its error), where Azure ML gives one.
     message: str | None = None
+    #: The step record the job left in its ``mlpipe_record`` output (``load_record``'s
+    #: document), None when it has none (a script component, an older export, not finished).
+    record: dict[str, Any] | None = None
+    record_note: str | None = None
+    #: Outputs downloaded here (``sync_run(fetch=...)``: the candidate's evaluation report).
+    downloaded: dict[str, str] = field(default_factory=dict)
 
     @property
     def finished(self) -> bool:
         return self.status in TERMINAL
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "record"}
+        out["has_record"] = self.record is not None
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +171,8 @@ def parse_run(payload: dict[str, Any]) -> JobRecord:
         created_at=payload.get("createdUtc"), tags=tags, outputs=outputs,
         output_types=output_types, reused_node=props.get(REUSED_NODE),
         started_at=payload.get("startTimeUtc"), finished_at=payload.get("endTimeUtc"),
-        message=error.get("message") if isinstance(error, dict) else None)
+        message=(error.get("message") if isinstance(error, dict) else None)
+        or payload.get("cancelationReason"))
 
 
 def parse_metrics(payload: dict[str, Any]) -> dict[str, float]:
@@ -187,11 +201,18 @@ def parse_metric_info(payload: dict[str, Any]) -> dict[str, dict[str, str | None
     data = ((payload or {}).get("run") or {}).get("data") or {}
     tags = {str(t.get("key")): t.get("value") for t in data.get("tags") or []
             if isinstance(t, dict)}
-    info = {}
+    info: dict[str, dict[str, Any]] = {}
     for key in sorted({m.get("key") for m in data.get("metrics") or [] if m.get("key")}):
         scope = "partial" if str(tags.get(SCOPE_TAG + key, "")).lower() == "partial" else "global"
         info[key] = {"scope": scope, "population": tags.get(POPULATION_TAG + key)}
+        extra = {"name": tags.get(NAME_TAG + key), "rank": _int(tags.get(RANK_TAG + key)),
+                 "reduced_over": _int(tags.get(REDUCED_TAG + key))}
+        info[key].update({k: v for k, v in extra.items() if v is not None})
     return info
+
+
+def _int(text: Any) -> int | None:
+    return int(text) if isinstance(text, str) and text.strip().isdigit() else None
 
 
 def parse_run_times(payload: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -209,6 +230,32 @@ def parse_run_times(payload: dict[str, Any]) -> tuple[str | None, str | None]:
     return iso(info.get("start_time")), iso(info.get("end_time"))
 
 
+def _with_record(record: JobRecord, service: Any) -> JobRecord:
+    """The job with the step record its ``mlpipe_record`` output holds (of the job it reused,
+    for a reused job), once the job has ended; a record that cannot be fetched is a note."""
+    import tempfile
+
+    from mlpipe.runtime.record import load_record
+
+    fetch = getattr(service, "fetch_output", None)
+    if fetch is None or not record.finished or RECORD_OUTPUT not in record.outputs:
+        return record
+    with tempfile.TemporaryDirectory(prefix="mlpipe-record-") as tmp:
+        for name in dict.fromkeys([record.name, record.reused_from]):
+            if not name:
+                continue
+            try:
+                folder = fetch(name, RECORD_OUTPUT, Path(tmp) / name)
+            except AzureError as exc:
+                return replace(record, record_note=f"job {name}'s step record could not be "
+                                                   f"downloaded ({exc.message})")
+            found = load_record(folder) if folder is not None else None
+            if found is not None:
+                return replace(record, record=found)
+    return replace(record, record_note=f"job {record.name} left no step record in its "
+                                       f"{RECORD_OUTPUT!r} output")
+
+
 def _with_mlflow(record: JobRecord, service: Any) -> JobRecord:
     own = service.metrics(record.name)
     started, finished = parse_run_times(own)
@@ -219,27 +266,83 @@ def _with_mlflow(record: JobRecord, service: Any) -> JobRecord:
                    finished_at=finished or record.finished_at)
 
 
-def _leaf_jobs(name: str, service: Any, prefix: str) -> list[JobRecord]:
+def _download(record: JobRecord, service: Any, ports: set[str], into: Path) -> JobRecord:
+    """The job with outputs ``ports`` downloaded under ``into/<job>/<port>``."""
+    import shutil
+    import tempfile
+
+    fetch = getattr(service, "fetch_output", None)
+    if fetch is None or not record.finished:
+        return record
+    found: dict[str, str] = {}
+    for port in sorted(ports & set(record.outputs)):
+        target = into / (record.reused_from or record.name) / port
+        if not target.exists():
+            with tempfile.TemporaryDirectory(prefix="mlpipe-output-") as tmp:
+                try:
+                    got = fetch(record.reused_from or record.name, port, Path(tmp))
+                except AzureError:
+                    got = None  # read by the bundle as unreadable, as before
+                if got is None:
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(str(_single(got)), target)
+        found[port] = str(target)
+    return replace(record, downloaded=found)
+
+
+def _single(path: Path) -> Path:
+    """A downloaded uri_file output is a folder holding the one file."""
+    if path.is_dir():
+        entries = list(path.iterdir())
+        if len(entries) == 1 and entries[0].is_file():
+            return entries[0]
+    return path
+
+
+def _leaf_jobs(name: str, service: Any, prefix: str, fetch: dict[str, set[str]],
+               into: Path | None, details: bool = True) -> list[JobRecord]:
     steps = []
     for child in service.children(name):
         record = parse_run(child)
         node = prefix + (record.node or record.name)
         if (record.job_type or "").lower() == "pipeline":
             # mlpipe flattens nested pipelines: their steps are "outer.inner"
-            steps += _leaf_jobs(record.name, service, node + ".")
+            steps += _leaf_jobs(record.name, service, node + ".", fetch, into, details)
             continue
-        steps.append(replace(_with_mlflow(record, service), node=node))
+        if not details:
+            steps.append(replace(record, node=node))
+            continue
+        record = replace(_with_record(_with_mlflow(record, service), service), node=node)
+        if into is not None and fetch.get(node):
+            record = _download(record, service, fetch[node], into)
+        steps.append(record)
     return steps
 
 
-def sync_run(job_name: str, service: Any) -> SyncedRun:
-    """Fetch a pipeline job and its child jobs (with their MLflow metrics and times) and
-    parse them. Child jobs of nested pipeline jobs are listed as ``outer.inner`` steps.
+def job_progress(job_name: str, service: Any) -> SyncedRun:
+    """The pipeline job and its steps' statuses as they stand, without MLflow metrics, step
+    records or downloads (what a client following the job polls; ``sync_run`` reads
+    everything)."""
+    pipeline = parse_job(service.get(job_name))
+    steps = _leaf_jobs(job_name, service, "", {}, None, details=False)
+    return SyncedRun(pipeline, sorted(steps, key=lambda s: s.node or s.name))
+
+
+def sync_run(job_name: str, service: Any, *, fetch: dict[str, set[str]] | None = None,
+             into: Path | None = None) -> SyncedRun:
+    """Fetch a pipeline job and its child jobs (with their MLflow metrics and times, and the
+    step record each finished job left in its ``mlpipe_record`` output) and parse them. Child
+    jobs of nested pipeline jobs are listed as ``outer.inner`` steps.
+
+    Args:
+        fetch: step -> outputs to download under ``into`` (the candidate's evaluation report,
+            so the bundle reads it as it reads a local one).
 
     Raises:
         AzureError: no credentials, no network, or a payload that is not a job.
     """
     service.check_access()
     pipeline = _with_mlflow(parse_job(service.get(job_name)), service)
-    steps = _leaf_jobs(job_name, service, "")
+    steps = _leaf_jobs(job_name, service, "", fetch or {}, into)
     return SyncedRun(pipeline, sorted(steps, key=lambda s: s.node or s.name))

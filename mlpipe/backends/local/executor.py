@@ -10,7 +10,7 @@ import dataclasses
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,7 +98,8 @@ class LocalExecutor:
         self.fork_server = forkserver.enabled() if fork_server is None else fork_server
 
     def submit(self, graph: Graph, *, inputs: dict[str, str], params: dict[str, Any],
-               diagnostics: Sequence[Diagnostic] = ()) -> RunResult:
+               diagnostics: Sequence[Diagnostic] = (), ignore: Collection[str] = ()
+               ) -> RunResult:
         """Check ``graph`` and run it with the given pipeline inputs and parameters.
 
         Every graph check runs here, whoever calls: a pipeline with a check error is refused
@@ -111,6 +112,9 @@ class LocalExecutor:
             params: pipeline parameter -> value.
             diagnostics: problems found before the graph existed, e.g. while reading Azure ML
                 YAML (MP6xx); the graph checks are not to be passed here.
+            ignore: the codes the caller chose not to report (``--ignore``): neither refused
+                on nor recorded, and listed in the run's options (``ignored_codes``) so its
+                evidence says what was set aside.
 
         Raises:
             ChecksFailed: check errors (nothing is run or recorded).
@@ -120,10 +124,11 @@ class LocalExecutor:
             StoreError: the evidence store cannot be opened or written.
             StepFailed: a step failed; everything recorded up to then stays recorded.
         """
-        found = [*diagnostics, *run_checks(graph)]
+        found = [d for d in [*diagnostics, *run_checks(graph)] if d.code not in ignore]
         if has_errors(found):
             raise ChecksFailed(found, "the pipeline has check errors; nothing was run",
                                hint=None)
+        _refuse_azure_only(graph)
         paths, values = inputs_mod.resolve(graph.spec, inputs, params)
         inputs_mod.check_input_contracts(graph, paths)
         scaled = scaled_components(graph, self.local_scale)
@@ -133,6 +138,7 @@ class LocalExecutor:
             _sweep_work(store, self.location.work)
             run = _Run(self, graph, store, cache, paths, values)
             run.diagnostics, run.scaled = found, scaled
+            run.ignored = sorted(set(ignore))
             return run.go()
         finally:
             cache.close()
@@ -157,6 +163,7 @@ class _Run:
         self.failed_log: dict[str, Path] = {}
         self.diagnostics: list[Any] = []
         self.scaled: dict[str, Any] = {}
+        self.ignored: list[str] = []
         self.fork_tried = not ex.fork_server
 
     # --- setup ------------------------------------------------------------------------------
@@ -184,6 +191,7 @@ class _Run:
             run_id=run_id,
             options={"reuse": self.ex.reuse, "max_parallel": self.ex.max_parallel,
                      "executor": "local", "checks": summary(self.diagnostics),
+                     **({"ignored_codes": self.ignored} if self.ignored else {}),
                      **({"local_scale": {k: f"{c.instances}x{_per_node(c)}"
                                          for k, c in sorted(self.scaled.items())}}
                         if self.scaled else {})})
@@ -450,6 +458,18 @@ class _Run:
         if model is None:
             return None
         return self.store.register_candidate(run_id, model, artifact(cand.evaluation), cand.name)
+
+
+def _refuse_azure_only(graph: Graph) -> None:
+    """Refuse, before anything is recorded, a pipeline with steps that run only on Azure ML."""
+    only = [f"{node.id!r} ({node.component.azure_only})" for node in graph.step_nodes()
+            if node.component.azure_only is not None]
+    if only:
+        raise UsageError(f"pipeline {graph.spec.name!r} cannot run here: step"
+                         f"{'s' if len(only) > 1 else ''} {', '.join(only)} run"
+                         f"{'' if len(only) > 1 else 's'} only on Azure ML",
+                         hint="submit it with --target azure (mlpipe checks and exports every "
+                              "step), or replace those steps with command jobs to run it here")
 
 
 def _per_node(comp: ComponentSpec) -> int:

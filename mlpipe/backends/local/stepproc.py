@@ -324,7 +324,7 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
     seconds = time.perf_counter() - start
     found = step_record.load_record(step_dir)
     stored = step_record.stored(found)
-    problem = _record_failure(job.node_id, found)
+    problem = step_record.failure_message(job.node_id, found)
     if failed is not None or returncode != 0:
         if problem is None or (failed is not None and not _contract_layer(found)):
             problem = failed or _failure(job, returncode)
@@ -356,30 +356,10 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
                        files={k: v for k, v in files.items() if v is not None})
 
 
-_CONTRACT_LAYERS = ("input-contract", "output-contract", "output-completeness")
-
-
 def _contract_layer(found: dict[str, Any] | None) -> bool:
-    failure = ((found or {}).get("step") or {}).get("failure") or next(
-        (p["failure"] for p in (found or {}).get("ranks", []) if p.get("failure")), None)
-    return bool(failure) and failure.get("layer") in _CONTRACT_LAYERS
-
-
-def _record_failure(node: str, found: dict[str, Any] | None) -> str | None:
-    """The message of the failure the step record names (the finisher's, else the first
-    failed rank's), as a local run words it; None when the record shows none."""
-    if not found:
-        return None
-    failure = (found.get("step") or {}).get("failure") or next(
-        (p["failure"] for p in found.get("ranks", []) if p.get("failure")), None)
-    if not failure:
-        return None
-    layer, message = failure.get("layer"), failure.get("message")
-    if layer == "output-completeness":
-        return f"step {node!r} {message}"
-    if layer in _CONTRACT_LAYERS:
-        return f"step {node!r}: {message}"
-    return f"step {node!r} failed: {message}"
+    named = step_record.failure(found)
+    return bool(named) and named.get("layer") in ("input-contract", "output-contract",
+                                                  "output-completeness")
 
 
 def _recorded(step: dict[str, Any], port: str, path: str) -> Snapshot | None:

@@ -42,11 +42,8 @@ class CoordinationFailed(DistributedError):
 
     def __init__(self, result: "LaunchResult") -> None:
         self.result = result
-        report = result.coordination
-        lines = [d.render() for d in report.findings if d.severity.value == "error"]
         super().__init__(
-            f"the {result.world_size} processes finished, but the coordination check failed:\n"
-            + "\n".join("  " + line.replace("\n", "\n  ") for line in lines),
+            result.coordination.failure_text(),
             hint="see the step's coordination records; a distributed step must divide its "
                  "data and have one writer per output")
 
