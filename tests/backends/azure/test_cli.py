@@ -56,7 +56,8 @@ def test_compile_prints_no_azure_ai_ml_chatter(tmp_path):
 
     done = subprocess.run([sys.executable, "-m", "mlpipe.cli", "compile",
                            str(ROOT / "pipelines" / "defect_classifier.py"), "-o",
-                           str(tmp_path / "build"), "--input", "raw=azureml:raw:1"],
+                           str(tmp_path / "build"), "--input", "raw=azureml:raw:1",
+                           "--input", "split=azureml:split:1"],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
