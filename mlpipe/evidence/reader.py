@@ -281,9 +281,12 @@ class Reader:
             head = self._conn.execute("SELECT version_num FROM alembic_version").fetchone()
             if head is None or head[0] != SCHEMA_HEAD:
                 return True
+            # the index named: with statistics that say nearly every run succeeded, SQLite
+            # would otherwise scan a million runs for the few still running
             running = self._conn.execute(
-                "SELECT pid, pid_started FROM runs WHERE status = ? AND host = ? "
-                "AND pid IS NOT NULL", (RUNNING, socket.gethostname())).fetchall()
+                "SELECT pid, pid_started FROM runs INDEXED BY ix_runs_status "
+                "WHERE status = ? AND host = ? AND pid IS NOT NULL",
+                (RUNNING, socket.gethostname())).fetchall()
         except sqlite3.Error:
             return True
         return any(not alive(pid, token) for pid, token in running)

@@ -194,3 +194,23 @@ def test_the_read_commands_import_no_orm(tmp_path):
                               capture_output=True, text=True)
         assert done.returncode == 0, (args, done.stderr)
         assert json.loads(done.stderr.strip().splitlines()[-1]) == [], args
+
+
+def test_the_running_runs_lookup_stays_indexed_when_statistics_say_all_succeeded(tmp_path):
+    # a store that was ANALYZEd when a million runs had succeeded: SQLite would rather scan
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    store, _ = _recorded(url)
+    store.close()
+    with sqlite3.connect(tmp_path / "store.sqlite") as conn:
+        conn.execute("ANALYZE")
+        conn.execute("DELETE FROM sqlite_stat1 WHERE tbl = 'runs'")
+        conn.execute("INSERT INTO sqlite_stat1 VALUES ('runs', 'ix_runs_status', "
+                     "'1000000 1000000'), ('runs', NULL, '1000000')")
+    statements: list[str] = []
+    with Reader.open(url) as r:
+        r._conn.set_trace_callback(statements.append)
+        assert r._needs_store() is False
+    (sql,) = [s for s in statements if "FROM runs" in s]
+    with sqlite3.connect(tmp_path / "store.sqlite") as conn:
+        plan = [row[-1] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}")]
+    assert plan == ["SEARCH runs USING INDEX ix_runs_status (status=?)"]
