@@ -173,6 +173,12 @@ class AzureMLLoopback:
         return (f"azureml://127.0.0.1:{self.port}/mlflow/v1.0{self.workspace_id_arm}")
 
     @property
+    def mlflow_https_uri(self) -> str:
+        """The workspace's MLflow as a plain ``https`` tracking URI (what ``azureml-mlflow``
+        turns the ``azureml://`` one into), for an MLflow client without that plugin."""
+        return f"{self.url}/mlflow/v2.0{self.workspace_id_arm}"
+
+    @property
     def cert_path(self) -> Path:
         return self.folder / "cert.pem"
 
