@@ -97,10 +97,12 @@ bench-runtime: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_runtime.py
 
 # Regenerate every golden file (tests/golden/: diagnostics, drawings, evidence bundles, Azure ML
-# YAML) after an intended change of an output format; review the diff before committing.
+# YAML; the corpus figure in docs/azure.md, measured on ../shared/corpus) after an intended
+# change of an output format; review the diff before committing.
 golden: $(VENV)/.installed-dev
 	MLPIPE_UPDATE_GOLDEN=1 $(BIN)/python -m pytest -q tests/test_cli.py \
-	    tests/test_drawing.py tests/evidence/test_bundle.py tests/backends/azure/test_golden.py
+	    tests/test_drawing.py tests/evidence/test_bundle.py tests/backends/azure/test_golden.py \
+	    tests/backends/azure/test_corpus.py
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .hypothesis .tools

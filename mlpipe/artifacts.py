@@ -15,6 +15,7 @@ class AssetType(str, enum.Enum):
     MLTABLE = "mltable"
     MLFLOW_MODEL = "mlflow_model"
     CUSTOM_MODEL = "custom_model"
+    TRITON_MODEL = "triton_model"
 
     def __str__(self) -> str:
         return self.value
@@ -31,6 +32,8 @@ CONNECTS: dict[AssetType, frozenset[AssetType]] = {
     AssetType.MLFLOW_MODEL: frozenset({AssetType.MLFLOW_MODEL, AssetType.CUSTOM_MODEL,
                                        AssetType.URI_FOLDER}),
     AssetType.CUSTOM_MODEL: frozenset({AssetType.CUSTOM_MODEL, AssetType.URI_FOLDER}),
+    AssetType.TRITON_MODEL: frozenset({AssetType.TRITON_MODEL, AssetType.CUSTOM_MODEL,
+                                       AssetType.URI_FOLDER}),
 }
 
 

@@ -253,8 +253,24 @@ UNREADABLE_BINDING_EXPRESSION = _code(
     "A job input or output is a ${{...}} expression that is not a parent input, a sibling job's "
     "output or a parent output.")
 PIPELINE_OUTPUT_NOT_PRODUCED = _code(
-    "MP602", "pipeline-output-not-produced", ERROR,
+    "MP602", "pipeline-output-not-produced", WARNING,
     "A pipeline declares an output that no job binds to.")
+AZURE_ONLY_STEP = _code(
+    "MP603", "azure-only-step", INFO,
+    "A step mlpipe checks and exports but cannot run here (a sweep, parallel, Spark, AutoML, "
+    "data transfer, import or control-flow job, or a registered component).")
+VALUE_CHANGED_BY_AZURE = _code(
+    "MP604", "value-changed-by-azure", WARNING,
+    "A value in Azure ML YAML that Azure ML reads as the parameter's type only by changing it "
+    "(10.01 for an integer becomes 10).")
+PIPELINE_INPUT_WITHOUT_PATH = _code(
+    "MP605", "pipeline-input-without-path", WARNING,
+    "An exported pipeline job leaves a data input without a path, so Azure ML cannot run it "
+    "as written.")
+MODULE_OUTSIDE_CODE_ROOT = _code(
+    "MP606", "module-outside-code-root", ERROR,
+    "A function component's module cannot be imported from the folder uploaded as its code, "
+    "so its step would fail on Azure ML with ModuleNotFoundError.")
 
 # --- MP630-MP639: placement: what crosses compute kinds, what an environment must hold
 #     (mlpipe.checks.placement)

@@ -46,7 +46,12 @@ class FromInput:
 
 @dataclass(frozen=True, slots=True)
 class FromLiteral:
+    """A constant; ``base`` is the folder a relative path in it is relative to (None: the
+    current directory); ``yaml``: read from Azure ML YAML (see ``Literal``)."""
+
     value: Any
+    base: str | None = field(default=None, compare=False)
+    yaml: bool = field(default=False, compare=False)
 
     def __str__(self) -> str:
         return repr(self.value)
@@ -87,6 +92,8 @@ class StepNode:
     pipeline: PipelineSpec
     scope: tuple[str, ...]
     bindings: dict[str, Endpoint] = field(default_factory=dict)
+    #: where a setting's value comes from: ``compute`` when a pipeline input names it
+    settings: dict[str, Endpoint] = field(default_factory=dict)
 
     @property
     def location(self) -> Location | None:
@@ -138,7 +145,7 @@ class _Scope:
 
     def resolve(self, binding: Binding) -> Endpoint:
         if isinstance(binding, Literal):
-            return FromLiteral(binding.value)
+            return FromLiteral(binding.value, binding.base, binding.yaml)
         if isinstance(binding, PipelineInput):
             return self.env(binding.name)
         step = self.by_name.get(binding.step)
@@ -169,7 +176,7 @@ class _Scope:
                 if declared is None:
                     return Dangling(f"pipeline {target.name!r} has no input {name!r}")
                 if not declared.required:
-                    return FromLiteral(declared.default)
+                    return FromLiteral(declared.default, declared.base, declared.yaml)
                 return Unbound(f"step {qualified!r} (pipeline {target.name!r}) leaves its "
                                f"input {name!r} unbound")
 
@@ -209,6 +216,10 @@ def compile_pipeline(spec: PipelineSpec) -> Graph:
             elif isinstance(endpoint, FromInput):
                 dag.add_edge(input_node(endpoint.name), node.id, key=f"->{key}",
                              src_port="", dst_port=key)
+        for key, endpoint in node.settings.items():
+            if isinstance(endpoint, FromInput):  # the input names where the step runs
+                dag.add_edge(input_node(endpoint.name), node.id, key=f"->${key}",
+                             src_port="", dst_port=f"${key}")
     outputs: dict[str, Endpoint] = {}
     for name, binding in spec.outputs:
         endpoint = root.resolve(binding)
@@ -236,6 +247,9 @@ def _add_scope(scope: _Scope, dag: nx.MultiDiGraph, steps: dict[str, StepNode],
             node_id = f"{node_id}#{len(seen[step.name])}"
         node = StepNode(node_id, step, step.target, scope.spec, scope.path,
                         {key: scope.resolve(b) for key, b in step.bindings})
+        compute = step.target.compute
+        if compute is not None and compute.input is not None:
+            node.settings["compute"] = scope.resolve(PipelineInput(compute.input))
         steps[node_id] = node
         dag.add_node(node_id, kind="step")
     for name, group in seen.items():

@@ -68,3 +68,70 @@ def check_value(spec: ParamSpec, value: Any) -> ValueProblem | None:
             spec.maximum is not None and value > spec.maximum):
         return ValueProblem("range", f"{value!r} is not {describe_constraint(spec)}")
     return None
+
+
+
+def azure_value(ptype: ParamType, value: Any) -> Any:
+    """``value`` as Azure ML reads a value of type ``ptype`` (azure-ai-ml's ``Input._parse``):
+    an integer from ``"10"`` (or ``"10.0"``), a number from ``"1e-3"`` (YAML 1.1 reads
+    ``1e-3`` as text; azure-ai-ml then parses it), a boolean from ``"true"``/``"False"`` in any
+    case. Values of the right type, and strings for a string, are returned as they are.
+
+    Raises:
+        ValueError: text that Azure ML would not parse either, saying why.
+
+    Example:
+        >>> azure_value(ParamType.FLOAT, "1e-3"), azure_value(ParamType.BOOL, "False")
+        (0.001, False)
+    """
+    if value is None or (isinstance(value, bool) and ptype is ParamType.BOOL):
+        return value
+    if ptype is ParamType.INT:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, (str, float)) and not isinstance(value, bool):
+            try:
+                number = float(value)
+            except ValueError:
+                raise ValueError(f"{value!r} is not an integer") from None
+            if number != number or number in (float("inf"), float("-inf")):
+                raise ValueError(f"{value!r} is not an integer")
+            return int(number)
+        raise ValueError(f"{value!r} is not an integer")
+    if ptype is ParamType.FLOAT:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                raise ValueError(f"{value!r} is not a number") from None
+        raise ValueError(f"{value!r} is not a number")
+    if ptype is ParamType.BOOL:
+        text = str(value).lower()
+        if text not in ("true", "false"):
+            raise ValueError(f"{value!r} is not a boolean (Azure ML reads true or false)")
+        return text == "true"
+    if ptype in (ParamType.STR, ParamType.ENUM):
+        return value if isinstance(value, str) else str(value)
+    return value
+
+
+def read_as_azure(spec: ParamSpec, value: Any) -> tuple[Any, bool]:
+    """``value`` as Azure ML hands it to a parameter of ``spec``'s type, and whether that
+    changed what it means (``10.01`` for an integer becomes ``10``). A value Azure ML cannot
+    read as the type comes back unchanged (``check_value`` then says what is wrong).
+
+    Example:
+        >>> read_as_azure(ParamSpec("n", ParamType.INT), "12"), read_as_azure(
+        ...     ParamSpec("n", ParamType.INT), 10.01)
+        ((12, False), (10, True))
+    """
+    if spec.type is ParamType.ENUM:
+        return value, False
+    try:
+        parsed = azure_value(spec.type, value)
+    except ValueError:
+        return value, False
+    lossy = spec.type is ParamType.INT and parsed is not None and float(value) != parsed
+    return parsed, lossy

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 
 
 def display_path(path: str) -> str:
@@ -22,3 +23,44 @@ def _display_path(path: str, cwd: str) -> str:
     except ValueError:
         return path
     return path if rel.startswith(os.pardir + os.sep) else rel
+
+
+_SCHEME = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]+):")
+_STORAGE = {"wasb", "wasbs", "abfs", "abfss", "adl", "s3", "s3a", "gs", "hdfs"}
+
+
+def cloud_reference(text: object) -> str | None:
+    """What kind of cloud reference a data path is (``"a web URL"``), or None for a local path.
+
+    Azure ML reads ``azureml:NAME:VERSION`` / ``azureml:NAME@latest`` (a data asset),
+    ``azureml://datastores/...`` (a datastore path), ``azureml://registries/...`` (a registry
+    asset), other ``azureml:`` references (asset URIs and ARM ids), ``http(s)://`` (a web URL)
+    and storage URLs (``wasbs://``, ``abfss://``, ``adl://``, ...). None of them is a file on
+    this machine. A one-letter prefix (a Windows drive) is a local path.
+
+    Example:
+        >>> cloud_reference("azureml://datastores/blob/paths/x"), cloud_reference("./data")
+        ('an Azure ML datastore path', None)
+    """
+    if not isinstance(text, str):
+        return None
+    m = _SCHEME.match(text.strip())
+    if m is None:
+        return None
+    scheme = m["scheme"].lower()
+    rest = text.strip()[len(m.group(0)):]
+    if scheme == "azureml":
+        if rest.startswith("//datastores/"):
+            return "an Azure ML datastore path"
+        if rest.startswith("//registries/"):
+            return "an asset in an Azure ML registry"
+        if rest.startswith(("//", "/subscriptions/")):
+            return "an Azure ML asset"
+        return "an Azure ML data asset"
+    if scheme in ("http", "https"):
+        return "a web URL"
+    if scheme in _STORAGE:
+        return f"a cloud storage URL ({scheme}://)"
+    if scheme.startswith("git"):
+        return "a git reference"
+    return f"a remote reference ({scheme}:)"

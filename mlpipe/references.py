@@ -29,6 +29,10 @@ def data_reference_moves(reference: str) -> str | None:
     text = reference.strip()
     if text.startswith("azureml:") and not text.startswith("azureml://"):
         body = text[len("azureml:"):]
+        if body.startswith("/"):  # an ARM id: .../data/NAME/versions/V
+            if _PINNED_ASSET.search(body):
+                return None
+            return "a data asset named without a version resolves to its latest version"
         if "@" in body:
             label = body.rsplit("@", 1)[1]
             return (f"the label {label!r} names whichever version carries it when the job is "

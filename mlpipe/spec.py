@@ -6,6 +6,9 @@ go into each digest are listed in docs/digests.md.
 from __future__ import annotations
 
 import enum
+import json
+import types
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +38,57 @@ def plain_value(value: Any) -> Any:
         return str(value)
     raise TypeError(f"{with_article(type(value).__name__)} value cannot be passed to a step; "
                     f"use a number, string, bool, enum member, path, or a list/dict of those")
+
+
+def freeze(value: Any) -> Any:
+    """A read-only deep copy of a YAML/JSON value: mappings as ``MappingProxyType``, lists as
+    tuples (``thaw`` gives the plain value back)."""
+    if isinstance(value, Mapping):
+        return types.MappingProxyType({k: freeze(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze(v) for v in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """The plain (mutable) copy of a value ``freeze`` made: dicts and lists."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [thaw(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """The YAML document a spec was read from, kept whole and read-only.
+
+    An export of a spec read from Azure ML YAML writes this document back (its relative paths
+    rebased), so every field mlpipe does not model reaches Azure ML as it was written. The
+    digest (``source`` in the spec's digest material) covers every field of the document.
+
+    Args:
+        file: the absolute path of the YAML file.
+        document: the parsed document, frozen (see ``freeze``).
+    """
+
+    file: str
+    document: Mapping[str, Any] = field(hash=False)
+    digest: str = field(default="", init=False)
+
+    def __post_init__(self) -> None:
+        # values JSON cannot hold (YAML dates) are digested as their text
+        plain = json.loads(json.dumps(thaw(self.document), default=str))
+        object.__setattr__(self, "digest", digest_of(plain))
+
+    @classmethod
+    def of(cls, file: str, document: Any) -> "Origin":
+        """The origin of ``document`` read from ``file`` (frozen here)."""
+        return cls(str(file), freeze(document))
+
+    def thawed(self) -> dict[str, Any]:
+        """A plain, mutable copy of the document."""
+        return thaw(self.document)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,13 +143,19 @@ class Compute:
     Args:
         name: compute target name (``cpu-cluster``), or None for serverless.
         sku: the VM size (``Standard_NC24rs_v3``), used by the distribution checks.
+        input: the pipeline input whose value names the compute (Azure ML YAML's
+            ``compute: ${{parent.inputs.NAME}}``); the target is then known only on submission.
     """
 
     name: str | None = None
     sku: str | None = None
+    input: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "sku": self.sku}
+        out: dict[str, Any] = {"name": self.name, "sku": self.sku}
+        if self.input is not None:
+            out["input"] = self.input
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,10 +235,13 @@ class ComponentSpec:
     environment_variables: tuple[tuple[str, str], ...] = ()
     reuse: bool = True
     command: str | None = None
+    kind: str = "command"
+    azure_only: str | None = None
     doc: str | None = field(default=None, compare=False)
     location: Location | None = field(default=None, compare=False)
     function: str | None = field(default=None, compare=False)
     code: str | None = field(default=None, compare=False)
+    origin: Origin | None = field(default=None, compare=False)
     digest: str = field(default="", init=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -188,9 +251,19 @@ class ComponentSpec:
         """The digest material: every declared field except location and docstring.
 
         ``code`` (where a script component's files are) is left out: ``code_digest`` already
-        covers their content.
+        covers their content. ``kind`` (the Azure ML job type, when not ``command``),
+        ``azure_only`` and ``source`` (the digest of the YAML document it was read from) are
+        added only when set, so the digest of every other component stays as it was.
         """
+        extra: dict[str, Any] = {}
+        if self.kind != "command":
+            extra["kind"] = self.kind
+        if self.azure_only is not None:
+            extra["azure_only"] = self.azure_only
+        if self.origin is not None:
+            extra["source"] = self.origin.digest
         return {
+            **extra,
             "type": "component",
             "name": self.name,
             "version": self.version,
@@ -208,6 +281,11 @@ class ComponentSpec:
             "command": self.command,
             "code": self.code_digest,
         }
+
+    @property
+    def runs_here(self) -> bool:
+        """Whether the local backend can run it (False for what runs only on Azure ML)."""
+        return self.azure_only is None
 
     def port(self, name: str) -> PortSpec | None:
         for p in self.inputs:
@@ -278,9 +356,17 @@ class PipelineInput:
 
 @dataclass(frozen=True, slots=True)
 class Literal:
-    """A constant: a parameter value, or a data reference (path or URI) for an input."""
+    """A constant: a parameter value, or a data reference (path or URI) for an input.
+
+    ``base`` is the folder a relative path is relative to (the folder of the YAML file it was
+    read from); None: the current directory. ``yaml``: the value was read from Azure ML YAML,
+    where Azure ML reads it as the consumer's type (``"false"`` for a boolean). Neither is
+    part of the digest.
+    """
 
     value: Any
+    base: str | None = field(default=None, compare=False)
+    yaml: bool = field(default=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"literal": self.value}
@@ -299,7 +385,11 @@ class InputRole(str, enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class PipelineInputSpec:
-    """An input of a pipeline: an artifact or a parameter, declared or inferred from use."""
+    """An input of a pipeline: an artifact or a parameter, declared or inferred from use.
+
+    ``base`` and ``yaml`` (not digested) say, for an input read from Azure ML YAML, the folder
+    its default path is relative to and that Azure ML reads its value as each consumer's type.
+    """
 
     name: str
     role: InputRole
@@ -309,6 +399,8 @@ class PipelineInputSpec:
     port: PortSpec | None = None
     param: ParamSpec | None = None
     location: Location | None = field(default=None, compare=False)
+    base: str | None = field(default=None, compare=False)
+    yaml: bool = field(default=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "role": self.role.value, "required": self.required,
@@ -365,14 +457,18 @@ class PipelineSpec:
     doc: str | None = field(default=None, compare=False)
     location: Location | None = field(default=None, compare=False)
     function: str | None = field(default=None, compare=False)
+    origin: Origin | None = field(default=None, compare=False)
     digest: str = field(default="", init=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "digest", digest_of(self.to_dict()))
 
     def to_dict(self) -> dict[str, Any]:
-        """The digest material: steps refer to their component or sub-pipeline by digest."""
+        """The digest material: steps refer to their component or sub-pipeline by digest; a
+        pipeline read from YAML adds ``source``, the digest of its document."""
+        extra = {} if self.origin is None else {"source": self.origin.digest}
         return {
+            **extra,
             "type": "pipeline",
             "name": self.name,
             "version": self.version,

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from mlpipe import Compute, Environment, Input, Mpi, Output, Param, PyTorch, TensorFlow, component
 from mlpipe.digests import digest_of
+from mlpipe.spec import Origin
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -154,7 +155,7 @@ SPEC_CHANGES = {
     "inputs": (), "outputs": (), "params": (), "code_digest": "sha256:" + "0" * 64,
     "environment": Environment("x", version="1"), "compute": Compute("c"), "instances": 5,
     "distribution": Mpi(2), "environment_variables": (("K", "V"),), "reuse": False,
-    "command": "python x.py",
+    "command": "python x.py", "kind": "parallel", "azure_only": "a parallel job",
 }
 
 
@@ -166,6 +167,11 @@ def test_every_declared_field_is_digested_and_nothing_else():
         assert dataclasses.replace(spec, **{name: value}).digest != spec.digest, name
     moved = dataclasses.replace(spec, doc="other doc", location=None, function="m:f")
     assert moved.digest == spec.digest
+    # read from YAML: the document it was read from is digested, not the file's place
+    read = dataclasses.replace(spec, origin=Origin.of("/a/x.yml", {"type": "command"}))
+    assert read.digest != spec.digest
+    assert dataclasses.replace(read, origin=Origin.of("/b/x.yml", {"type": "command"})
+                               ).digest == read.digest
 
 
 def test_digest_is_sha256_of_canonical_json():

@@ -13,6 +13,7 @@ from mlpipe.checks import (  # noqa: F401  (registration)
     evaluation,
     frameworks,
     importable,
+    jobs,
     parameters,
     placement,
     reproducibility,

@@ -10,11 +10,12 @@ from mlpipe.codes import (
     PARAM_OUT_OF_RANGE,
     PARAM_TYPE_MISMATCH,
     REQUIRED_PARAM_MISSING,
+    VALUE_CHANGED_BY_AZURE,
 )
 from mlpipe.diagnostics import Diagnostic
 from mlpipe.errors import with_article
 from mlpipe.graph import FromInput, FromLiteral, Graph, StepNode, Unbound
-from mlpipe.params import check_value, describe_constraint
+from mlpipe.params import check_value, describe_constraint, read_as_azure
 from mlpipe.spec import InputRole, ParamSpec, ParamType
 
 _BY_KIND = {"type": PARAM_TYPE_MISMATCH, "range": PARAM_OUT_OF_RANGE,
@@ -27,7 +28,8 @@ def _hint(param: ParamSpec, kind: str) -> str:
     return f"pass a value {describe_constraint(param)}"
 
 
-@check(PARAM_TYPE_MISMATCH, PARAM_OUT_OF_RANGE, PARAM_NOT_IN_CHOICES, REQUIRED_PARAM_MISSING)
+@check(PARAM_TYPE_MISMATCH, PARAM_OUT_OF_RANGE, PARAM_NOT_IN_CHOICES, REQUIRED_PARAM_MISSING,
+       VALUE_CHANGED_BY_AZURE)
 def parameter_values(graph: Graph) -> Iterator[Diagnostic]:
     for node in graph.step_nodes():
         for param in node.component.params:
@@ -51,7 +53,12 @@ def _one(graph: Graph, node: StepNode, param: ParamSpec) -> Iterator[Diagnostic]
     if isinstance(endpoint, FromLiteral):
         if endpoint.value is None and not param.required and param.default is None:
             return
-        problem = check_value(param, endpoint.value)
+        value = endpoint.value
+        if endpoint.yaml:
+            value, changed = read_as_azure(param, value)
+            if changed:
+                yield _changed(node, param, endpoint.value, value, "")
+        problem = check_value(param, value)
         if problem is not None:
             yield Diagnostic.of(_BY_KIND[problem.kind], f"parameter {label}: {problem.message}",
                                 hint=_hint(param, problem.kind), **at_step(node, param.name))
@@ -72,9 +79,25 @@ def _one(graph: Graph, node: StepNode, param: ParamSpec) -> Iterator[Diagnostic]
                 **at_step(node, param.name))
             return
         if not source.required and source.default is not None:
-            problem = check_value(param, source.default)
+            value = source.default
+            if source.yaml:
+                value, changed = read_as_azure(param, value)
+                if changed:
+                    yield _changed(node, param, source.default, value,
+                                   f" from pipeline input {endpoint.name!r}")
+            problem = check_value(param, value)
             if problem is not None:
                 yield Diagnostic.of(
                     _BY_KIND[problem.kind], f"parameter {label} gets the default of pipeline "
                                             f"parameter {endpoint.name!r}: {problem.message}",
                     hint=_hint(param, problem.kind), **at_step(node, param.name))
+
+
+def _changed(node: StepNode, param: ParamSpec, given: object, read: object,
+             source: str) -> Diagnostic:
+    return Diagnostic.of(
+        VALUE_CHANGED_BY_AZURE,
+        f"parameter '{node.id}.{param.name}' ({param.type.value}) gets {given!r}{source}, "
+        f"which Azure ML reads as {read!r}",
+        hint=f"give {with_article(param.type.value)} ({read!r}) if that is what you mean",
+        **at_step(node, param.name))

@@ -57,9 +57,16 @@ def _param_values(graph: Graph, node: StepNode) -> Iterator[tuple[str, Any, str]
             yield param.name, param.default, "defaults to"
 
 
+#: Azure ML jobs whose parameters name their source and sink by design (a connection, a
+#: table, a path on another system): moving data is what they do, and they run only on Azure ML.
+_TRANSFER_KINDS = ("data_transfer", "import")
+
+
 @check(codes.PARAM_NAMES_DATA)
 def parameters_naming_data(graph: Graph) -> Iterator[Diagnostic]:
     for node in graph.step_nodes():
+        if node.component.kind in _TRANSFER_KINDS:
+            continue
         for name, value, how in _param_values(graph, node):
             what = _names_data(value)
             if what is None:

@@ -80,7 +80,8 @@ def bindings(graph: Graph) -> Iterator[Diagnostic]:
 
 def _binding(graph: Graph, node: StepNode, key: str, endpoint) -> Iterator[Diagnostic]:
     comp = node.component
-    if comp.output(key) is not None:
+    # an input and an output may share a name in Azure ML YAML: then the binding is the input's
+    if comp.output(key) is not None and comp.input(key) is None and comp.param(key) is None:
         yield Diagnostic.of(
             OUTPUT_GIVEN_A_VALUE,
             f"'{node.id}.{key}' is an output of {comp.name!r} but the call gives "

@@ -14,7 +14,16 @@ from pathlib import Path
 
 import click
 
-from mlpipe.cli.base import EXIT_INTERRUPTED, EXIT_PROBLEMS, TARGET, assignments, load_graph, main
+from mlpipe.cli.base import (
+    EXIT_INTERRUPTED,
+    EXIT_PROBLEMS,
+    TARGET,
+    assignments,
+    code_set,
+    ignore_option,
+    load_graph,
+    main,
+)
 
 
 @main.command("compile")
@@ -29,25 +38,38 @@ from mlpipe.cli.base import EXIT_INTERRUPTED, EXIT_PROBLEMS, TARGET, assignments
               help="Folder uploaded as function components' code (else their import root).")
 @click.option("--validate/--no-validate", default=True, show_default=True,
               help="Load and validate the written files with azure-ai-ml (offline).")
+@ignore_option
 def compile_(target: str, out_dir: str, inputs: tuple[str, ...], default_compute: str | None,
-             code_root: str | None, validate: bool) -> None:
-    """Check a pipeline, then write it as Azure ML CLI v2 YAML (pipeline job + components)."""
-    from mlpipe.backends.azure.export import export_pipeline
-    from mlpipe.diagnostics import has_errors, render_text
+             code_root: str | None, validate: bool, ignore: str | None) -> None:
+    """Check a pipeline, then write it as Azure ML CLI v2 YAML (pipeline job + components).
 
+    A pipeline read from Azure ML YAML is written back as it was read: every field, relative
+    paths rebased to the output folder.
+    """
+    from mlpipe.backends.azure.export import export_checks, export_pipeline
+    from mlpipe.diagnostics import Severity, has_errors, render_text
+
+    ignored = code_set(ignore)
+    given = assignments(inputs, "--input")
     graph, diagnostics = load_graph(target)
+    diagnostics = [d for d in [*diagnostics, *export_checks(graph.spec, inputs=given,
+                                                             code_root=code_root)]
+                   if d.code not in ignored]
     if has_errors(diagnostics):
         click.echo(render_text(diagnostics), err=True)
         click.echo("error: nothing written; fix the errors above first", err=True)
         sys.exit(EXIT_PROBLEMS)
-    export = export_pipeline(graph.spec, out_dir=out_dir, inputs=assignments(inputs, "--input"),
+    warnings = [d for d in diagnostics if d.severity is Severity.WARNING]
+    if warnings:
+        click.echo(render_text(warnings), err=True)
+    export = export_pipeline(graph.spec, out_dir=out_dir, inputs=given,
                              default_compute=default_compute, code_root=code_root,
                              check=False)  # checked and reported above
     written = export.write(out_dir)
     if validate:
         from mlpipe.backends.azure.validate import validate_export
 
-        validate_export(out_dir)
+        validate_export(out_dir, export.job_file)
     click.echo(f"wrote {written[0]} and {len(written) - 1} component file(s) under "
                f"{written[0].parent / 'components'}"
                + (" (validated by azure-ai-ml)" if validate else ""))
@@ -73,10 +95,10 @@ def submit_to_workspace(target: str, values: dict[str, str], *, experiment: str 
                         default_compute: str | None, workspace_name: str | None,
                         resource_group: str | None, subscription_id: str | None,
                         config: str | None, wait: bool = False, poll_interval: float = 15.0,
-                        fmt: str = "text") -> None:
+                        fmt: str = "text", ignore: set[str] | None = None) -> None:
     """``mlpipe submit --target azure``: check, record, submit; print the run, job and URL.
     With ``wait``, follow the job until Azure ML ends it, sync it into the store, and exit 0
-    (completed) or 1 (failed or canceled, naming the steps)."""
+    (completed) or 1 (failed or canceled, naming the steps). ``ignore``: codes not reported."""
     from mlpipe.backends.azure.service import MLClientService
     from mlpipe.backends.azure.submit import ChecksFailed, submit_to_azure
     from mlpipe.backends.azure.workspace import resolve_workspace
@@ -94,7 +116,7 @@ def submit_to_workspace(target: str, values: dict[str, str], *, experiment: str 
         service = _service(MLClientService, workspace)
         run = submit_to_azure(spec, workspace, service, inputs=values, experiment=experiment,
                               default_compute=default_compute, extra_diagnostics=found,
-                              store=store)
+                              store=store, ignore=ignore or ())
     except ChecksFailed as err:
         click.echo(render_text(err.diagnostics), err=True)
         raise

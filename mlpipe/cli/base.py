@@ -44,6 +44,28 @@ def load_graph(target: str):
     return graph, found + diagnostics
 
 
+def code_set(value: str | None) -> set[str]:
+    """``"mp513, MP107"`` -> ``{"MP513", "MP107"}``; an unknown code is a usage error."""
+    from mlpipe.checks import published_codes
+
+    if not value:
+        return set()
+    wanted = {c.strip().upper() for c in value.split(",") if c.strip()}
+    known = {c.code for c in published_codes()}
+    unknown = sorted(wanted - known)
+    if unknown:
+        raise click.BadParameter(f"unknown code(s) {', '.join(unknown)}; codes are listed in "
+                                 f"docs/checks.md")
+    return wanted
+
+
+def ignore_option(fn):
+    """``--ignore CODES``: as for ``check``, the findings with these codes are neither shown
+    nor allowed to stop the command (a team proceeds past a finding it has reviewed)."""
+    return click.option("--ignore", "ignore", metavar="CODES", default=None,
+                        help="Do not report (or stop for) these codes (comma-separated).")(fn)
+
+
 def open_evidence_store(*, create: bool = True):
     """The configured evidence store, opened (and migrated when needed).
 

@@ -5,21 +5,7 @@ import sys
 
 import click
 
-from mlpipe.cli.base import EXIT_CLEAN, EXIT_PROBLEMS, TARGET, load_graph, main
-
-
-def _codes(value: str | None) -> set[str]:
-    from mlpipe.checks import published_codes
-
-    if not value:
-        return set()
-    wanted = {c.strip().upper() for c in value.split(",") if c.strip()}
-    known = {c.code for c in published_codes()}
-    unknown = sorted(wanted - known)
-    if unknown:
-        raise click.BadParameter(f"unknown code(s) {', '.join(unknown)}; codes are listed in "
-                                 f"docs/checks.md")
-    return wanted
+from mlpipe.cli.base import EXIT_CLEAN, EXIT_PROBLEMS, TARGET, code_set, load_graph, main
 
 
 @main.command()
@@ -36,7 +22,7 @@ def check(target: str, fmt: str, select: str | None, ignore: str | None, fail_on
     warning or info) is found."""
     from mlpipe.diagnostics import Severity, render_json, render_text
 
-    selected, ignored = _codes(select), _codes(ignore)
+    selected, ignored = code_set(select), code_set(ignore)
     _, diagnostics = load_graph(target)
     diagnostics = [d for d in diagnostics if (not selected or d.code in selected)
                    and d.code not in ignored]

@@ -15,6 +15,8 @@ from mlpipe.cli.base import (
     EXIT_PROBLEMS,
     TARGET,
     assignments,
+    code_set,
+    ignore_option,
     load_graph,
     main,
     open_evidence_store,
@@ -38,6 +40,7 @@ from mlpipe.errors import UsageError
               help="Local: launch a distributed step with fewer nodes/processes than declared "
                    "(recorded with its topology); e.g. train_cnn=2x2, or train_cnn=fit for as "
                    "many as this machine's GPUs (or cores) allow.")
+@ignore_option
 @azure_options
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True,
@@ -45,8 +48,9 @@ from mlpipe.errors import UsageError
                    "goes to stderr.")
 def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...], run_target: str,
            no_reuse: bool, max_parallel: int | None, local_scale: tuple[str, ...], fmt: str,
-           **azure: Any) -> None:
+           ignore: str | None, **azure: Any) -> None:
     """Check a pipeline, run it (here, or on Azure ML), and record everything."""
+    ignored = code_set(ignore)
     if run_target == "azure":
         if no_reuse or max_parallel is not None or local_scale:
             raise UsageError("--no-reuse, --max-parallel and --local-scale apply to --target "
@@ -59,7 +63,8 @@ def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...], run_ta
         azure["poll_interval"] = (15.0 if azure.get("poll_interval") is None
                                   else azure["poll_interval"])
         submit_to_workspace(target, {**assignments(inputs, "--input"),
-                                     **assignments(params, "--param")}, fmt=fmt, **azure)
+                                     **assignments(params, "--param")}, fmt=fmt,
+                            ignore=ignored, **azure)
         return
     given = sorted(AZURE_FLAGS[k] for k, v in azure.items() if v not in (None, False))
     if given:
@@ -67,7 +72,7 @@ def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...], run_ta
                          hint="add --target azure, or drop them to run here")
     _submit_local(target, assignments(inputs, "--input"), assignments(params, "--param"),
                   no_reuse, max_parallel, _scales(assignments(local_scale, "--local-scale")),
-                  fmt)
+                  fmt, ignored)
 
 
 def _scales(given: dict[str, str]) -> dict[str, tuple[int, int] | str]:
@@ -89,13 +94,15 @@ def _scales(given: dict[str, str]) -> dict[str, tuple[int, int] | str]:
 
 def _submit_local(target: str, inputs: dict[str, str], params: dict[str, str], no_reuse: bool,
                   max_parallel: int | None, scale: dict[str, tuple[int, int] | str],
-                  fmt: str = "text") -> None:
+                  fmt: str = "text", ignored: set[str] | frozenset[str] = frozenset()
+                  ) -> None:
     import signal
 
     from mlpipe.backends.local.executor import LocalExecutor
     from mlpipe.diagnostics import has_errors, render_text
 
     graph, diagnostics = load_graph(target)
+    diagnostics = [d for d in diagnostics if d.code not in ignored]
     if has_errors(diagnostics):
         click.echo(render_text(diagnostics), err=True)
         click.echo("error: the pipeline has check errors; nothing was run", err=True)
@@ -108,7 +115,8 @@ def _submit_local(target: str, inputs: dict[str, str], params: dict[str, str], n
     try:
         executor = LocalExecutor(max_parallel=max_parallel, reuse=not no_reuse,
                                  local_scale=scale)
-        result = executor.submit(graph, inputs=inputs, params=params, diagnostics=diagnostics)
+        result = executor.submit(graph, inputs=inputs, params=params, diagnostics=diagnostics,
+                                 ignore=ignored)
     except KeyboardInterrupt:
         click.echo("error: interrupted; the run is recorded as interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)

@@ -1,8 +1,10 @@
-"""Reading an Azure ML command component (CLI v2 YAML) into a ComponentSpec, and
-``load_component``: such a component as an mlpipe step factory beside decorated ones.
+"""Reading an Azure ML component (CLI v2 YAML) into a ComponentSpec, and ``load_component``:
+such a component as an mlpipe step factory beside decorated ones.
 
-Raises LoadError naming the file, line and field of anything it cannot represent; never
-imports azure-ai-ml (mlpipe reads the YAML itself, so it can point at lines).
+Reads what mlpipe models (interface, environment, command, code, launch) and keeps the whole
+document as the spec's ``origin``, so every other field reaches Azure ML as written. What
+cannot be read is collected (``Problems``) and reported at once, each with its file, line and
+field. Never imports azure-ai-ml (mlpipe reads the YAML itself, so it can point at lines).
 """
 from __future__ import annotations
 
@@ -14,19 +16,26 @@ from typing import Any
 from mlpipe.artifacts import AssetType
 from mlpipe.backends.azure import vocabulary, yamlfile
 from mlpipe.contracts.base import Contract, contract_label, contract_transport, is_contract
-from mlpipe.digests import script_code_digest
+from mlpipe.digests import digest_of, script_code_digest
 from mlpipe.dsl import COMPONENT_NAME, Component
 from mlpipe.errors import DefinitionError, LoadError, UsageError
 from mlpipe.params import check_value
-from mlpipe.paths import display_path
-from mlpipe.spec import ComponentSpec, Compute, Location, ParamSpec, ParamType, PortSpec
+from mlpipe.paths import cloud_reference, display_path
+from mlpipe.spec import (
+    ComponentSpec,
+    Compute,
+    Environment,
+    Location,
+    Origin,
+    ParamSpec,
+    ParamType,
+    PortSpec,
+)
 
-COMMAND_FIELDS = {"$schema", "type", "name", "version", "display_name", "description", "tags",
-                  "is_deterministic", "inputs", "outputs", "code", "environment", "resources",
-                  "distribution", "command", "environment_variables"}
-_PORT_FIELDS = {"type", "optional", "description", "mode", "default"}
-_PARAM_FIELDS = {"type", "optional", "description", "default", "min", "max", "enum"}
-_RESOURCE_FIELDS = {"instance_count", "instance_type"}
+#: Azure ML component types ``load_component`` and the importer read, besides ``command``
+#: (which runs here) and ``pipeline`` (the importer's): they run only on Azure ML.
+AZURE_ONLY_COMPONENTS = ("parallel", "spark", "data_transfer", "import", "automl", "sweep")
+_PRIMITIVE_OUTPUTS = ("boolean", "integer", "number", "string")
 
 
 class Where:
@@ -46,57 +55,108 @@ class Where:
         return Location(self.file, line)
 
 
-def read_port(where: Where, doc: Any, name: str, field: str) -> PortSpec:
-    entry = doc[name]
+class Problems:
+    """What mlpipe cannot read in one load, collected so that all of it is reported at once."""
+
+    def __init__(self) -> None:
+        self.found: list[LoadError] = []
+
+    def add(self, where: Where, doc: Any, key: Any, message: str, *, field: str | None = None,
+            hint: str | None = None) -> None:
+        self.found.append(where.fail(doc, key, message, hint=hint, field=field))
+
+    def raise_any(self) -> None:
+        """Raise one LoadError for everything found: the problem itself when there is one,
+        else a list (each line located) under the first one's location."""
+        if not self.found:
+            return
+        first = self.found[0]
+        if len(self.found) == 1:
+            raise first
+        lines = "\n".join(f"  {p.where}: {p.message}" if p.where else f"  {p.message}"
+                          for p in self.found)
+        hints = sorted({p.hint for p in self.found if p.hint})
+        raise LoadError(f"{len(self.found)} problems mlpipe cannot read:\n{lines}",
+                        hint="; ".join(hints) or None, file=first.file, line=first.line)
+
+
+def _mapping(entry: Any) -> dict[str, Any] | None:
     if isinstance(entry, str):
-        entry = {"type": entry}
-    if not isinstance(entry, dict):
-        raise where.fail(doc, name, f"is {entry!r}, not a mapping with a type", field=field)
-    extra = sorted(set(entry) - _PORT_FIELDS)
-    if extra:
-        raise where.fail(doc, name, f"has field {extra[0]!r}, which mlpipe does not read",
-                         hint=f"remove it; mlpipe reads {', '.join(sorted(_PORT_FIELDS))}",
-                         field=field)
-    kind = vocabulary.ASSET_TYPES.get(entry.get("type"))
+        return {"type": entry}
+    return entry if isinstance(entry, dict) else None
+
+
+def read_port(where: Where, problems: Problems, doc: Any, name: str, field: str, *,
+              output: bool = False) -> PortSpec | None:
+    """An input or output port; None (and a problem) when its type is not an Azure ML one.
+
+    Fields mlpipe does not model (``mode``, ``path``, ``is_control``, ...) stay in the
+    document. An output without a type is a ``uri_folder``, as Azure ML makes it; a primitive
+    output (a control output, ``type: boolean``) travels as a small file here.
+    """
+    entry = {} if output and doc[name] is None else _mapping(doc[name])
+    if entry is None:
+        problems.add(where, doc, name, f"is {doc[name]!r}, not a mapping with a type", field=field)
+        return None
+    kind_text = entry.get("type", "uri_folder" if output else None)
+    kind = vocabulary.ASSET_TYPES.get(kind_text)
+    if kind is None and output and kind_text in _PRIMITIVE_OUTPUTS:
+        kind = AssetType.URI_FILE
     if kind is None:
-        raise where.fail(doc, name, f"has type {entry.get('type')!r}, which mlpipe does not "
-                         f"support", hint=f"use one of {', '.join(vocabulary.ASSET_TYPES)}",
-                         field=f"{field}.type")
-    return PortSpec(name, kind, optional=bool(entry.get("optional", False)),
+        problems.add(where, doc, name, f"has type {kind_text!r}, which is not an Azure ML "
+                     f"{'output' if output else 'input'} type",
+                     hint=f"use one of {', '.join(vocabulary.ASSET_TYPES)}"
+                          + ("" if output else " or a parameter type (integer, number, string, "
+                                               "boolean)"), field=f"{field}.type")
+        return None
+    return PortSpec(name, kind, optional=_truth(entry.get("optional", False)),
                     description=entry.get("description"))
 
 
-def read_param(where: Where, doc: Any, name: str, field: str) -> ParamSpec:
+def _truth(value: Any) -> bool:
+    try:
+        return bool(vocabulary.azure_value(ParamType.BOOL, value))
+    except ValueError:
+        return bool(value)
+
+
+def read_param(where: Where, problems: Problems, doc: Any, name: str,
+               field: str) -> ParamSpec | None:
+    """A parameter input, its default, ``min``, ``max`` and ``enum`` read as Azure ML reads
+    them (``1e-3`` a number, ``"true"`` a boolean)."""
     entry = doc[name]
-    extra = sorted(set(entry) - _PARAM_FIELDS)
-    if extra:
-        raise where.fail(doc, name, f"has field {extra[0]!r}, which mlpipe does not read",
-                         hint=f"remove it; mlpipe reads {', '.join(sorted(_PARAM_FIELDS))}",
-                         field=field)
     ptype = vocabulary.AZURE_PARAM_TYPES[entry["type"]]
-    has_default = "default" in entry
-    default = entry.get("default")
+    values: dict[str, Any] = {}
+    for key in ("default", "min", "max"):
+        if entry.get(key) is None:
+            continue
+        try:
+            values[key] = vocabulary.azure_value(ParamType.FLOAT if key != "default" and
+                                                 ptype is ParamType.FLOAT else ptype, entry[key])
+        except ValueError as exc:
+            problems.add(where, doc, name, f"{key} {exc}", field=f"{field}.{key}")
+            return None
     choices = None
     if "enum" in entry:
         if ptype is not ParamType.STR or not isinstance(entry["enum"], list) or not entry["enum"]:
-            raise where.fail(doc, name, "enum is a non-empty list, and only for a string",
-                             field=f"{field}.enum")
+            problems.add(where, doc, name, "enum is a non-empty list, and only for a string",
+                         field=f"{field}.enum")
+            return None
         choices = tuple(str(c) for c in entry["enum"])
-    if ptype is ParamType.FLOAT and isinstance(default, int) and not isinstance(default, bool):
-        default = float(default)
-    if ptype is ParamType.STR and default is not None:
-        default = str(default)
-    spec = ParamSpec(name, ptype, required=not has_default and not entry.get("optional", False),
-                     default=default, minimum=entry.get("min"), maximum=entry.get("max"),
+    default = values.get("default")
+    optional = _truth(entry.get("optional", False))
+    spec = ParamSpec(name, ptype, required="default" not in values and not optional,
+                     default=default, minimum=values.get("min"), maximum=values.get("max"),
                      choices=choices, description=entry.get("description"))
     if default is not None:
         problem = check_value(spec, default)
         if problem is not None:
-            raise where.fail(doc, name, f"default {problem.message}", field=f"{field}.default")
+            problems.add(where, doc, name, f"default {problem.message}", field=f"{field}.default")
+            return None
     return spec
 
 
-def read_interface(where: Where, doc: Any, field_prefix: str = ""
+def read_interface(where: Where, problems: Problems, doc: Any, field_prefix: str = ""
                    ) -> tuple[tuple[PortSpec, ...], tuple[PortSpec, ...], tuple[ParamSpec, ...]]:
     """Inputs, outputs and parameters declared under ``inputs``/``outputs`` of ``doc``."""
     inputs, params, outputs = [], [], []
@@ -105,87 +165,128 @@ def read_interface(where: Where, doc: Any, field_prefix: str = ""
         field = f"{field_prefix}inputs.{name}"
         entry = declared[name]
         kind = entry.get("type") if isinstance(entry, dict) else entry
-        if kind in vocabulary.AZURE_PARAM_TYPES:
-            params.append(read_param(where, declared, name, field))
+        if kind in vocabulary.AZURE_PARAM_TYPES and isinstance(entry, dict):
+            param = read_param(where, problems, declared, name, field)
+            if param is not None:
+                params.append(param)
         else:
-            inputs.append(read_port(where, declared, name, field))
+            port = read_port(where, problems, declared, name, field)
+            if port is not None:
+                inputs.append(port)
     for name in doc.get("outputs") or {}:
-        outputs.append(read_port(where, doc["outputs"], name, f"{field_prefix}outputs.{name}"))
+        port = read_port(where, problems, doc["outputs"], name, f"{field_prefix}outputs.{name}",
+                         output=True)
+        if port is not None:
+            outputs.append(port)
     return tuple(inputs), tuple(outputs), tuple(params)
 
 
-def read_resources(where: Where, doc: Any, field: str) -> tuple[int | None, str | None]:
+def read_resources(where: Where, problems: Problems, doc: Any,
+                   field: str) -> tuple[int | None, str | None]:
+    """``resources.instance_count`` and ``instance_type``; the other resource fields
+    (``shm_size``, ``docker_args``, ...) stay in the document."""
     res = doc.get("resources")
     if res is None:
         return None, None
     if not isinstance(res, dict):
-        raise where.fail(doc, "resources", f"is {res!r}, not a mapping", field=field)
-    extra = sorted(set(res) - _RESOURCE_FIELDS)
-    if extra:
-        raise where.fail(doc, "resources", f"has field {extra[0]!r}, which mlpipe does not read",
-                         hint="mlpipe reads instance_count and instance_type",
-                         field=f"{field}.{extra[0]}")
+        problems.add(where, doc, "resources", f"is {res!r}, not a mapping", field=field)
+        return None, None
     count = res.get("instance_count")
+    if isinstance(count, str):
+        try:
+            count = vocabulary.azure_value(ParamType.INT, count)
+        except ValueError:
+            pass
     if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
-        raise where.fail(doc, "resources", f"instance_count is {count!r}, not an int >= 1",
-                         field=f"{field}.instance_count")
-    return count, res.get("instance_type")
+        problems.add(where, doc, "resources", f"is {count!r}, not an integer >= 1",
+                     field=f"{field}.instance_count")
+        count = None
+    sku = res.get("instance_type")
+    return count, None if sku is None else str(sku)
+
+
+def read_environment(where: Where, problems: Problems, doc: Any, base: Path,
+                     field: str) -> Environment | None:
+    """The environment a component or job names, its conda file made absolute."""
+    if "environment" not in doc or doc["environment"] is None:
+        return None
+    value = doc["environment"]
+    if isinstance(value, str) and value.startswith("file:"):
+        # an environment defined in its own YAML file, relative to this one
+        file = (base / value.removeprefix("file:")).resolve()
+        if not file.is_file():
+            problems.add(where, doc, "environment", f"no such file: {value} (looked for {file})",
+                         hint="give the environment YAML's path relative to this file",
+                         field=field)
+            return None
+        env = read_environment(Where(str(file)), problems,
+                               {"environment": yamlfile.load(file, "an environment YAML")},
+                               file.parent, "environment")
+        return env
+    env = vocabulary.parse_environment(value)
+    if env is None:
+        problems.add(where, doc, "environment", f"{doc['environment']!r} is not an environment "
+                     f"Azure ML reads", hint="use azureml:NAME:VERSION, azureml:NAME@latest, "
+                     "an azureml://registries/... URI or an inline {image, conda_file}",
+                     field=field)
+        return None
+    if env.conda_file and not os.path.isabs(env.conda_file):
+        env = dataclasses.replace(env, conda_file=str((base / env.conda_file).resolve()))
+    return env
 
 
 def read_command_component(doc: Any, path: str | os.PathLike[str], *, field_prefix: str = "",
-                           name: str | None = None) -> ComponentSpec:
+                           name: str | None = None, problems: Problems | None = None,
+                           keep_origin: bool = True) -> ComponentSpec:
     """A ComponentSpec for a CLI v2 command component document read from ``path``.
 
+    ``keep_origin`` (for a component file) keeps the document as the spec's origin; an inline
+    component lives in its pipeline's document instead.
+
     Raises:
-        LoadError: a kind or field mlpipe cannot represent, naming the field and line.
+        LoadError: what cannot be read, all of it (unless ``problems`` collects it for the
+            caller), naming each field and line.
     """
+    own = problems is None
+    problems = Problems() if problems is None else problems
     where = Where(str(path))
     base = Path(path).resolve().parent
-    kind = doc.get("type", "command")
-    if kind != "command":
-        raise where.fail(doc, "type", f"component type {kind!r} is not supported; mlpipe "
-                         f"loads command components", hint="use a command component, or keep "
-                         "this step in Azure ML", field=f"{field_prefix}type")
-    extra = sorted(set(doc) - COMMAND_FIELDS)
-    if extra:
-        raise where.fail(doc, extra[0], f"field {extra[0]!r} is not supported by mlpipe",
-                         hint=f"remove it; mlpipe reads {', '.join(sorted(COMMAND_FIELDS))}",
-                         field=f"{field_prefix}{extra[0]}")
     command = doc.get("command")
     if not isinstance(command, str) or not command.strip():
-        raise where.fail(doc, "command", "a command component needs a command",
-                         hint="add command: python script.py ...", field=f"{field_prefix}command")
-    cname = str(doc.get("name") or name or Path(path).stem)
-    if not COMPONENT_NAME.match(cname):
-        raise where.fail(doc, "name", f"component name {cname!r} is not lowercase letters, "
-                         f"digits and underscores", field=f"{field_prefix}name")
-    inputs, outputs, params = read_interface(where, doc, field_prefix)
-    env = None
-    if "environment" in doc:
-        env = vocabulary.parse_environment(doc["environment"])
-        if env is None:
-            raise where.fail(doc, "environment", f"{doc['environment']!r} is not an environment "
-                             f"mlpipe reads", hint="use azureml:NAME:VERSION, azureml:NAME@latest "
-                             "or an inline {image, conda_file}", field=f"{field_prefix}environment")
-        if env.conda_file and not os.path.isabs(env.conda_file):
-            env = dataclasses.replace(env, conda_file=str((base / env.conda_file).resolve()))
-    distribution = None
-    if "distribution" in doc:
-        distribution = vocabulary.parse_distribution(doc["distribution"])
-        if isinstance(distribution, str):
-            raise where.fail(doc, "distribution", distribution, field=f"{field_prefix}distribution")
-        distribution = vocabulary.read_launch_tags(distribution, doc.get("tags"))
-        if isinstance(distribution, str):
-            raise where.fail(doc, "tags", distribution, field=f"{field_prefix}tags",
+        problems.add(where, doc, "command" if "command" in doc else "type",
+                     "a command component needs a command",
+                     hint="add command: python script.py ...", field=f"{field_prefix}command")
+        command = ""
+    cname = _component_name(doc, name, path)
+    inputs, outputs, params = read_interface(where, problems, doc, field_prefix)
+    env = read_environment(where, problems, doc, base, f"{field_prefix}environment")
+    distribution, azure_only = None, None
+    if doc.get("distribution") is not None:
+        parsed = vocabulary.parse_distribution(doc["distribution"])
+        kind = doc["distribution"].get("type") if isinstance(doc["distribution"], dict) else None
+        if isinstance(parsed, str) and kind not in (None, "pytorch", "mpi", "tensorflow"):
+            azure_only = f"a {kind} distribution, which the local launcher cannot start"
+        elif isinstance(parsed, str):
+            problems.add(where, doc, "distribution", parsed,
+                         field=f"{field_prefix}distribution")
+        else:
+            distribution = vocabulary.read_launch_tags(parsed, doc.get("tags"))
+            if isinstance(distribution, str):
+                problems.add(where, doc, "tags", distribution, field=f"{field_prefix}tags",
                              hint="writers: rank0, sharded or a rank number; metrics: mean, "
                                   "sum, min, max, rank0, partial or global; backend: nccl, "
                                   "gloo or mpi (docs/azure.md)")
-    instances, sku = read_resources(where, doc, f"{field_prefix}resources")
+                distribution = None
+    instances, sku = read_resources(where, problems, doc, f"{field_prefix}resources")
     variables = doc.get("environment_variables") or {}
     code = doc.get("code")
     code_path = None
     if isinstance(code, str):
-        code_path = code if ":" in code.split("/", 1)[0] else str((base / code).resolve())
+        remote = cloud_reference(code)
+        code_path = code if remote else str((base / code).resolve())
+        if remote:
+            azure_only = azure_only or f"a component whose code is {remote} ({code})"
+    problems.raise_any() if own else None
     return ComponentSpec(
         name=cname, version=str(doc.get("version", "1")), inputs=inputs, outputs=outputs,
         params=params, code_digest=script_code_digest(code, command, base),
@@ -193,9 +294,57 @@ def read_command_component(doc: Any, path: str | os.PathLike[str], *, field_pref
         environment=env, compute=Compute(None, sku) if sku else None,
         instances=instances or 1, distribution=distribution,
         environment_variables=tuple(sorted((str(k), str(v)) for k, v in variables.items())),
-        reuse=bool(doc.get("is_deterministic", True)), command=command,
+        reuse=_truth(doc.get("is_deterministic", True)), command=command,
+        azure_only=azure_only,
         location=where.location(doc, "name" if "name" in doc else "command"),
-        code=code_path)
+        code=code_path, origin=Origin.of(str(Path(path).resolve()), doc) if keep_origin else None)
+
+
+def read_azure_only_component(doc: Any, path: str | os.PathLike[str], *, kind: str,
+                              field_prefix: str = "", name: str | None = None,
+                              problems: Problems | None = None,
+                              keep_origin: bool = True) -> ComponentSpec:
+    """A component of a kind that runs only on Azure ML (parallel, spark, data transfer, ...):
+    its interface for the checks, its kind, and the note that it runs only on Azure ML."""
+    own = problems is None
+    problems = Problems() if problems is None else problems
+    where = Where(str(path))
+    base = Path(path).resolve().parent
+    inputs, outputs, params = read_interface(where, problems, doc, field_prefix)
+    task = doc.get("task") if isinstance(doc.get("task"), dict) else {}
+    env = read_environment(where, problems, task or doc, base, f"{field_prefix}environment")
+    problems.raise_any() if own else None
+    return ComponentSpec(
+        name=_component_name(doc, name, path), version=str(doc.get("version", "1")),
+        inputs=inputs, outputs=outputs, params=params,
+        code_digest=digest_of({"kind": kind, "document": _plain(doc)}),
+        display_name=doc.get("display_name"), description=doc.get("description"),
+        environment=env, kind=kind, azure_only=vocabulary.JOB_KINDS.get(kind, f"a {kind} job"),
+        location=where.location(doc, "name" if "name" in doc else "type"),
+        origin=Origin.of(str(Path(path).resolve()), doc) if keep_origin else None)
+
+
+def _plain(doc: Any) -> Any:
+    import json
+
+    return json.loads(json.dumps(doc, default=str))
+
+
+def _component_name(doc: Any, name: str | None, path: str | os.PathLike[str]) -> str:
+    cname = str(doc.get("name") or name or Path(path).stem)
+    if COMPONENT_NAME.match(cname):
+        return cname
+    # Azure ML names may hold dashes and capitals; mlpipe's step names may not
+    cleaned = "".join(c if c.isalnum() or c == "_" else "_" for c in cname.lower())
+    return cleaned if cleaned[:1].isalpha() else f"c_{cleaned}"
+
+
+def read_component(doc: Any, path: str | os.PathLike[str], **options: Any) -> ComponentSpec:
+    """A command component, or one of a kind that runs only on Azure ML, by its ``type``."""
+    kind = doc.get("type", "command")
+    if kind == "command":
+        return read_command_component(doc, path, **options)
+    return read_azure_only_component(doc, path, kind=str(kind), **options)
 
 
 class ScriptComponent(Component):
@@ -207,8 +356,10 @@ class ScriptComponent(Component):
 
     def __init__(self, spec: ComponentSpec) -> None:
         def body(*args: Any, **kwargs: Any) -> None:
-            raise UsageError(f"component {spec.name!r} runs the command {spec.command!r}; it "
-                             f"has no Python body to call", hint="run it in a pipeline")
+            what = (f"runs the command {spec.command!r}" if spec.command
+                    else f"is {spec.azure_only} and runs only on Azure ML")
+            raise UsageError(f"component {spec.name!r} {what}; it has no Python body to call",
+                             hint="run it in a pipeline")
 
         body.__name__ = body.__qualname__ = spec.name
         body.__doc__ = spec.description
@@ -254,18 +405,29 @@ def _transport_fits(transport: AssetType, kind: AssetType) -> bool:
 
 
 def load_component(path: str | os.PathLike[str]) -> ScriptComponent:
-    """An Azure ML command component YAML (CLI v2) as an mlpipe component.
+    """An Azure ML component YAML (CLI v2) as an mlpipe component.
 
-    Its inputs, outputs, parameters (with min/max/enum), environment, command,
-    ``resources.instance_count`` and distribution become the spec; call it in a ``@pipeline``
-    like a decorated component.
+    A command component's inputs, outputs, parameters (with min/max/enum), environment,
+    command, ``resources.instance_count`` and distribution become the spec; a parallel, Spark,
+    data transfer or import component becomes a step that mlpipe checks and exports but that
+    runs only on Azure ML. Every other field of the file is exported as written. Call it in a
+    ``@pipeline`` like a decorated component.
 
     Raises:
-        LoadError: no such file, not YAML, or a kind or field mlpipe cannot represent (the
-            message names the field).
+        LoadError: no such file, not YAML, a pipeline component, or fields that cannot be
+            read (all of them, each named with its line).
 
     Example:
         >>> train = mlpipe.load_component("components/train.yml")
     """
-    doc = yamlfile.load(path, "an Azure ML command component YAML")
-    return ScriptComponent(read_command_component(doc, path))
+    doc = yamlfile.load(path, "an Azure ML component YAML")
+    kind = doc.get("type", "command")
+    if kind == "pipeline":
+        raise Where(str(path)).fail(doc, "type", "a pipeline component is a pipeline, not a step",
+                                    hint=f"check or run it as a pipeline: mlpipe check {path}",
+                                    field="type")
+    if kind != "command" and kind not in AZURE_ONLY_COMPONENTS:
+        raise Where(str(path)).fail(doc, "type", f"component type {kind!r} is not an Azure ML "
+                                    f"component type", hint="use command, parallel, spark, "
+                                    "data_transfer or import", field="type")
+    return ScriptComponent(read_component(doc, path))

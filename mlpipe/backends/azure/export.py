@@ -18,16 +18,19 @@ from pathlib import Path
 from typing import Any
 
 from mlpipe.artifacts import AssetType
-from mlpipe.backends.azure import vocabulary, yamlfile
+from mlpipe.backends.azure import vocabulary, writeback
 from mlpipe.backends.azure.command import (
     RECORD_PORT,
     RUNTIME_MODULE,
     coerce_param,
     runtime_command,
 )
+from mlpipe.codes import MODULE_OUTSIDE_CODE_ROOT, PIPELINE_INPUT_WITHOUT_PATH
 from mlpipe.contracts.base import contract_label, contract_spec
+from mlpipe.diagnostics import Diagnostic
 from mlpipe.digests import canonical_json
 from mlpipe.errors import ExportError, UsageError
+from mlpipe.paths import display_path
 from mlpipe.spec import (
     Binding,
     ComponentSpec,
@@ -53,21 +56,23 @@ RUNTIME_NOTE = (f"Runs its Python body with `python -m {RUNTIME_MODULE}`: the en
 class Export:
     """An exported pipeline: ``pipeline.yml`` and one YAML per component, as documents.
 
-    ``files`` maps a path relative to the output folder to its document; ``notes`` are what
-    the user must know (e.g. environments that must contain mlpipe).
+    ``files`` maps a path relative to the output folder to its document, the job first
+    (``job_file``: ``pipeline.yml``, or ``job.yml`` for a single command job read from YAML);
+    ``notes`` are what the user must know (e.g. environments that must contain mlpipe).
     """
 
     pipeline: dict[str, Any]
     files: dict[str, dict[str, Any]]
     notes: list[str] = field(default_factory=list)
+    job_file: str = PIPELINE_FILE
 
     def write(self, out_dir: str | os.PathLike[str]) -> list[Path]:
-        """Write every file under ``out_dir``; returns their paths, pipeline.yml first."""
+        """Write every file under ``out_dir``; returns their paths, the job's first."""
         out = Path(out_dir)
         written = []
         for rel, doc in self.files.items():
             try:
-                written.append(yamlfile.write(out / rel, doc))
+                written.append(writeback.write_document(out / rel, doc))
             except OSError as exc:
                 raise UsageError(f"cannot write {out / rel}: {exc.strerror or exc}",
                                  hint="choose an output folder you can write to") from None
@@ -97,9 +102,20 @@ class _Context:
             rel = f"{COMPONENT_DIR}/{base}-{spec.digest[7:19]}.yml"
         self.by_digest[spec.digest] = rel
         self.files[rel] = {}  # reserve the name before recursing into a nested pipeline
-        self.files[rel] = (self.command_component(spec, rel) if isinstance(spec, ComponentSpec)
-                           else self.pipeline_component(spec, rel))
+        if isinstance(spec, ComponentSpec) and spec.origin is not None:
+            self.files[rel] = self.component_as_read(spec, rel)
+        else:
+            self.files[rel] = (self.command_component(spec, rel)
+                               if isinstance(spec, ComponentSpec)
+                               else self.pipeline_component(spec, rel))
         return rel
+
+    def component_as_read(self, spec: ComponentSpec, rel: str) -> dict[str, Any]:
+        """A component loaded from YAML: its document as written (paths rebased), with
+        mlpipe's tags added (its digest, and the contracts attached to its ports)."""
+        doc = writeback.component_written_back(spec, self.out_dir, rel)
+        doc["tags"] = {**(doc.get("tags") or {}), **_component_tags(spec)}
+        return doc
 
     def command_component(self, spec: ComponentSpec, rel: str) -> dict[str, Any]:
         doc: dict[str, Any] = {"$schema": vocabulary.COMPONENT_SCHEMA, "type": "command",
@@ -201,7 +217,7 @@ class _Context:
         target = step.target
         rel = self.component_file(target)
         ref = posixpath.relpath(rel, posixpath.dirname(here) or ".")
-        node: dict[str, Any] = {"type": "command" if isinstance(target, ComponentSpec)
+        node: dict[str, Any] = {"type": target.kind if isinstance(target, ComponentSpec)
                                 else "pipeline", "component": f"./{ref}"}
         if isinstance(target, ComponentSpec):
             # azure-ai-ml spells serverless bare as the default and prefixed on a job
@@ -353,14 +369,18 @@ def _refuse_check_errors(spec: PipelineSpec) -> None:
 def _export(spec: PipelineSpec, out_dir: str | os.PathLike[str], inputs: Any,
             default_compute: str | None, code_root: Any, run_id: str | None,
             experiment: str | None, more_tags: Mapping[str, str] | None = None) -> Export:
-    ctx = _Context(Path(out_dir), None if code_root is None else Path(code_root))
     given = dict(inputs or {})
+    if spec.origin is not None:
+        return _as_read(spec, Path(out_dir), given, default_compute, run_id, experiment,
+                        more_tags)
+    ctx = _Context(Path(out_dir), None if code_root is None else Path(code_root))
     unknown = sorted(set(given) - {i.name for i in spec.inputs})
     if unknown:
         raise ExportError(f"pipeline {spec.name!r} has no input {unknown[0]!r}",
                           hint=f"its inputs are: {', '.join(i.name for i in spec.inputs)}")
     computes = Counter(s.target.compute.name for s in _leaf_steps(spec)
-                       if s.target.compute is not None and s.target.compute.name)
+                       if s.target.compute is not None and s.target.compute.name
+                       and "${{" not in s.target.compute.name)
     # Azure ML's validation wants a compute for every command job: serverless stands in
     # for steps that name none.
     default = default_compute or (computes.most_common(1)[0][0] if computes else "serverless")
@@ -400,6 +420,77 @@ def _export(spec: PipelineSpec, out_dir: str | os.PathLike[str], inputs: Any,
                      f"{', '.join(f'azureml:{n}@latest' for n in names)}, which name whichever "
                      f"version is newest when the job is submitted (MP801); pin a version")
     return Export(job, files, notes)
+
+
+def export_checks(spec: PipelineSpec, *, inputs: Mapping[str, Any] | None = None,
+                  code_root: str | os.PathLike[str] | None = None) -> list[Diagnostic]:
+    """What an export of ``spec`` with these options would get wrong on Azure ML, found before
+    anything is written: a data input the job leaves without a path (MP605, a warning: the job
+    file is still useful with ``az ml job create --set inputs.X.path=...``) and a function
+    component whose module cannot be imported from the ``code_root`` folder uploaded as its
+    code (MP606, an error: the step would fail there with ``ModuleNotFoundError``).
+
+    Example:
+        >>> export_checks(defect_classifier.spec, inputs={"raw": "azureml:raw:1"})
+        [...]  # one MP605 warning: 'split' has no path
+    """
+    given = dict(inputs or {})
+    found: list[Diagnostic] = []
+    for inp in spec.inputs:
+        if inp.role is not InputRole.ARTIFACT or inp.name in given:
+            continue
+        if inp.default is None and inp.required:
+            loc = inp.location or spec.location
+            found.append(Diagnostic.of(
+                PIPELINE_INPUT_WITHOUT_PATH,
+                f"pipeline input {inp.name!r} has no path, so Azure ML cannot run the exported "
+                f"job as written", hint=f"pass --input {inp.name}=azureml:NAME:VERSION (a data "
+                f"asset, datastore URI or local path), or give the job's input a path",
+                file=loc.file if loc else None, line=loc.line if loc else None))
+    if code_root is not None:
+        root = Path(code_root).resolve()
+        seen: set[str] = set()
+        for step in _leaf_steps(spec):
+            comp = step.target
+            module = (comp.function or "").partition(":")[0]
+            if not module or module in seen:
+                continue
+            seen.add(module)
+            if _module_file_under(root, module) is None:
+                found.append(Diagnostic.of(
+                    MODULE_OUTSIDE_CODE_ROOT,
+                    f"component {comp.name!r} runs {comp.function}, but module {module!r} "
+                    f"cannot be imported from the code root {display_path(str(root))}",
+                    hint=f"pass the folder that holds {module.replace('.', '/')}.py as "
+                         f"--code-root (by default, the folder the module was imported from)",
+                    step=step.name, **_where(comp)))
+    return found
+
+
+def _module_file_under(root: Path, module: str) -> Path | None:
+    """The file ``import module`` finds under ``root`` (a module or a package), if any."""
+    base = root.joinpath(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _as_read(spec: PipelineSpec, out_dir: Path, given: dict[str, Any],
+             default_compute: str | None, run_id: str | None,
+             experiment: str | None, more_tags: Mapping[str, str] | None = None) -> Export:
+    """A pipeline read from Azure ML YAML, written back as it was read (see ``writeback``)."""
+    tags = {"mlpipe.pipeline": spec.name, "mlpipe.pipeline_digest": spec.digest}
+    if run_id:
+        tags["mlpipe.run_id"] = run_id
+    tags.update(more_tags or {})
+    job, files = writeback.written_back(spec, out_dir, given, default_compute, tags, experiment)
+    notes = []
+    only = sorted({f"{s.name} ({s.target.azure_only})" for s in _leaf_steps(spec)
+                   if s.target.azure_only})
+    if only:
+        notes.append(f"steps that run only on Azure ML: {', '.join(only)}")
+    return Export(job, files, notes, job_file=writeback.job_file(spec))
 
 
 def write_export(spec: PipelineSpec, out_dir: str | os.PathLike[str], **options: Any) -> Export:

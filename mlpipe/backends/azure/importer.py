@@ -1,30 +1,37 @@
 """Import: an Azure ML pipeline job YAML (CLI v2) becomes a PipelineSpec built from spec classes.
 
-The spec may be wrong (cycles, dangling bindings, wrong port names): that is for the checks to
-report. The importer reports only what is YAML-specific (MP6xx diagnostics) and raises
-LoadError for what it cannot represent (unsupported node types, registered components).
-Never imports azure-ai-ml.
+Every job kind Azure ML accepts is read: command and pipeline jobs (which also run here) and
+sweep, parallel, Spark, AutoML, data transfer, import and control-flow jobs, and registered
+components (which mlpipe checks and exports but which run only on Azure ML). Each document
+read is kept as its spec's ``origin``, so the export writes back every field mlpipe does not
+model. The spec may be wrong (cycles, dangling bindings, wrong port names): that is for the
+checks to report. The importer reports only what is YAML-specific (MP6xx diagnostics) and
+raises one LoadError listing everything it cannot read. Never imports azure-ai-ml.
 """
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mlpipe.artifacts import AssetType
-from mlpipe.backends.azure import vocabulary, yamlfile
+from mlpipe.backends.azure import nodes, vocabulary, yamlfile
 from mlpipe.backends.azure.component_yaml import (
+    Problems,
     Where,
+    read_azure_only_component,
     read_command_component,
+    read_component,
+    read_environment,
     read_param,
     read_port,
     read_resources,
 )
 from mlpipe.codes import PIPELINE_OUTPUT_NOT_PRODUCED, UNREADABLE_BINDING_EXPRESSION
 from mlpipe.diagnostics import Diagnostic
-from mlpipe.digests import script_code_digest
+from mlpipe.digests import digest_of, script_code_digest
+from mlpipe.paths import cloud_reference
 from mlpipe.spec import (
     Binding,
     ComponentSpec,
@@ -32,6 +39,7 @@ from mlpipe.spec import (
     InputRole,
     Literal,
     Location,
+    Origin,
     ParamSpec,
     ParamType,
     PipelineInput,
@@ -42,17 +50,11 @@ from mlpipe.spec import (
     StepSpec,
 )
 
-UNSUPPORTED_NODES = ("automl", "sweep", "spark", "parallel", "import", "data_transfer")
-_EXPR = re.compile(r"^\$\{\{\s*(?P<body>[^}]*?)\s*\}\}$")
-_PARENT_INPUT = re.compile(r"^parent\.inputs\.(?P<name>[A-Za-z_][\w]*)$")
-_SIBLING_OUTPUT = re.compile(
-    r"^parent\.jobs\.(?P<job>[A-Za-z_][\w]*)\.outputs\.(?P<port>[A-Za-z_][\w]*)$")
-_PARENT_OUTPUT = re.compile(r"^parent\.outputs\.(?P<name>[A-Za-z_][\w]*)$")
-_COMMAND_REF = re.compile(r"\$\{\{\s*(inputs|outputs)\.([A-Za-z_]\w*)\s*\}\}")
-_NODE_FIELDS = {"type", "component", "compute", "inputs", "outputs", "environment_variables",
-                "resources", "distribution", "display_name", "description", "tags", "name",
-                "command", "code", "environment", "is_deterministic", "$schema"}
 _PY_PARAM = {bool: ParamType.BOOL, int: ParamType.INT, float: ParamType.FLOAT, str: ParamType.STR}
+#: The key under which a control-flow node waits for its body's outputs.
+BODY = "$body"
+#: Fields that name the component (or trial) a job runs, by job kind.
+_COMPONENT_FIELD = {"sweep": "trial"}
 
 
 @dataclass(slots=True)
@@ -64,7 +66,8 @@ class ImportedPipeline:
 
 
 def load_pipeline_yaml(path: str) -> ImportedPipeline:
-    """The PipelineSpec of an Azure ML pipeline job (or pipeline component) YAML file.
+    """The PipelineSpec of an Azure ML pipeline job (or pipeline component) YAML file, or of a
+    single command job (``type: command``), which becomes a one-step pipeline.
 
     Args:
         path: a ``pipeline.yml`` in the CLI v2 format; component references are read
@@ -74,8 +77,8 @@ def load_pipeline_yaml(path: str) -> ImportedPipeline:
         The spec and the YAML-specific diagnostics; run ``check_pipeline`` for the rest.
 
     Raises:
-        LoadError: unreadable YAML, a node type mlpipe cannot run (naming node and type), a
-            registered component reference, or a field mlpipe cannot represent.
+        LoadError: unreadable YAML, or what mlpipe cannot read (all of it at once, each with
+            its file, line and field).
 
     Example:
         >>> imported = load_pipeline_yaml("build/pipeline.yml")
@@ -83,53 +86,77 @@ def load_pipeline_yaml(path: str) -> ImportedPipeline:
     """
     diagnostics: list[Diagnostic] = []
     reader = _Reader(diagnostics)
-    spec = reader.pipeline(Path(path), stack=())
+    file = Path(path)
+    doc = yamlfile.load(file, "an Azure ML pipeline job YAML")
+    if _is_single_job(doc):
+        from mlpipe.backends.azure.singlejob import single_job_pipeline
+
+        spec = single_job_pipeline(doc, file, reader.problems)
+    else:
+        spec = reader.pipeline(file, doc, stack=())
+    reader.problems.raise_any()
     return ImportedPipeline(spec, diagnostics)
 
 
-def _expression(value: Any) -> str | None:
-    if isinstance(value, str):
-        m = _EXPR.match(value.strip())
-        if m:
-            return m["body"]
-        if "${{" in value:
-            return value
-    return None
+def _is_single_job(doc: Any) -> bool:
+    kind = doc.get("type")
+    return kind == "command" or (kind is None and "command" in doc and "jobs" not in doc)
+
+
+def _binding_value(value: Any) -> Any:
+    if isinstance(value, dict):
+        return value.get("path", value.get("value"))
+    return value
 
 
 class _Reader:
     def __init__(self, diagnostics: list[Diagnostic]) -> None:
         self.diagnostics = diagnostics
+        self.problems = Problems()
         self.components: dict[Path, ComponentSpec | PipelineSpec] = {}
 
-    def pipeline(self, path: Path, stack: tuple[Path, ...]) -> PipelineSpec:
-        doc = yamlfile.load(path, "an Azure ML pipeline job YAML")
+    # --- a pipeline ---------------------------------------------------------------------------
+
+    def pipeline(self, path: Path, doc: Any, stack: tuple[Path, ...],
+                 keep_origin: bool = True) -> PipelineSpec:
         where = Where(str(path))
         kind = doc.get("type", "pipeline" if "jobs" in doc else None)
+        if kind == "pipeline" and "jobs" not in doc and doc.get("component") is not None:
+            return self.job_of_component(path, doc, stack)
         if kind != "pipeline" or not isinstance(doc.get("jobs"), dict):
-            raise where.fail(doc, "type" if "type" in doc else "jobs",
-                             f"{where.file} is not a pipeline job (type: {kind!r}, "
-                             f"{'no' if 'jobs' not in doc else 'malformed'} jobs)",
-                             hint="give a pipeline job YAML with type: pipeline and jobs:, or a "
-                                  "Python file with a @pipeline")
-        settings = doc.get("settings") or {}
-        default_compute = vocabulary.parse_compute(settings.get("default_compute"))
+            self.problems.add(where, doc, "type" if "type" in doc else "jobs",
+                              f"{where.file} is not a pipeline job (type: {kind!r}, "
+                              f"{'no' if 'jobs' not in doc else 'malformed'} jobs)",
+                              hint="give a pipeline job YAML with type: pipeline and jobs:, a "
+                                   "command job, or a Python file with a @pipeline")
+            self.problems.raise_any()
+        settings = doc.get("settings") if isinstance(doc.get("settings"), dict) else {}
+        default_compute = _compute(settings.get("default_compute") or doc.get("compute"))
+        base = str(path.resolve().parent)
         declared_inputs = doc.get("inputs") or {}
-        inputs = tuple(self.pipeline_input(where, declared_inputs, n) for n in declared_inputs)
+        inputs = []
+        for name in declared_inputs:
+            found = self.pipeline_input(where, declared_inputs, name, base)
+            if found is not None:
+                inputs.append(found)
         kinds = {i.name: i for i in inputs}
         declared_outputs = doc.get("outputs") or {}
-        outputs: dict[str, Binding] = {}
         output_types: dict[str, AssetType] = {}
         for name in declared_outputs:
             entry = declared_outputs[name]
-            if isinstance(entry, dict) and entry.get("type") in vocabulary.ASSET_TYPES:
-                output_types[name] = vocabulary.ASSET_TYPES[entry["type"]]
+            kind_text = entry.get("type") if isinstance(entry, dict) else None
+            output_types[name] = vocabulary.ASSET_TYPES.get(kind_text, AssetType.URI_FOLDER)
         jobs = doc["jobs"]
-        steps = []
+        steps: dict[str, StepSpec] = {}
         produced: dict[str, StepOutput] = {}
+        pending: dict[str, dict[str, tuple[str, str]]] = {}
         for name in jobs:
-            steps.append(self.step(where, jobs, name, path, stack, default_compute, kinds,
-                                   output_types, produced))
+            step = self.step(where, jobs, name, path, stack, default_compute, kinds,
+                             output_types, produced, pending)
+            if step is not None:
+                steps[name] = step
+        _settle_sibling_kinds(steps, pending)
+        outputs: dict[str, Binding] = {}
         for name in declared_outputs:
             if name in produced:
                 outputs[name] = produced.pop(name)
@@ -144,73 +171,131 @@ class _Reader:
         outputs.update(produced)
         return PipelineSpec(
             name=str(doc.get("display_name") or doc.get("name") or path.stem),
-            inputs=inputs, steps=tuple(steps), outputs=tuple(outputs.items()),
+            inputs=tuple(inputs), steps=tuple(steps.values()), outputs=tuple(outputs.items()),
             version=None if doc.get("version") is None else str(doc["version"]),
             description=doc.get("description"), location=Location(where.file, 1),
-            function=str(path))
+            function=str(path),
+            origin=Origin.of(str(path.resolve()), doc) if keep_origin else None)
 
-    def pipeline_input(self, where: Where, doc: Any, name: str) -> PipelineInputSpec:
+    def job_of_component(self, path: Path, doc: Any, stack: tuple[Path, ...]) -> PipelineSpec:
+        """A pipeline job that runs a pipeline component (``component: ./pipeline.yml`` in
+        place of ``jobs``): one step, the component, fed by the job's inputs."""
+        where = Where(str(path))
+        settings = doc.get("settings") if isinstance(doc.get("settings"), dict) else {}
+        default_compute = _compute(settings.get("default_compute") or doc.get("compute"))
+        given = doc.get("inputs") or {}
+        base = str(path.resolve().parent)
+        node = {"type": "pipeline", "component": doc["component"], "inputs": {
+            name: f"${{{{parent.inputs.{name}}}}}" for name in given}}
+        inputs = {}
+        for name in given:
+            found = self.pipeline_input(where, given, name, base)
+            if found is not None:
+                inputs[name] = found
+        produced: dict[str, StepOutput] = {}
+        target = self.target(where, yamlfile.Mapping(node), "component", "pipeline", path, stack,
+                             inputs, {}, [], "component", {})
+        if target is None:
+            self.problems.raise_any()
+        name = _step_name(getattr(target, "name", "component"))
+        if isinstance(target, ComponentSpec):
+            target = self.with_node_settings(where, node, "pipeline", target, default_compute,
+                                             "component")
+        for out in (target.outputs if isinstance(target, ComponentSpec)
+                    else [PortSpec(n, AssetType.URI_FOLDER) for n, _ in target.outputs]):
+            produced[out.name] = StepOutput(name, out.name)
+        step = StepSpec(name, target, tuple((n, PipelineInput(n)) for n in inputs),
+                        where.location(doc, "component"), explicit_name=True)
+        return PipelineSpec(
+            name=str(doc.get("display_name") or doc.get("name") or path.stem),
+            inputs=tuple(inputs.values()), steps=(step,), outputs=tuple(produced.items()),
+            description=doc.get("description"), location=Location(where.file, 1),
+            function=str(path), origin=Origin.of(str(path.resolve()), doc))
+
+    def pipeline_input(self, where: Where, doc: Any, name: str,
+                       base: str) -> PipelineInputSpec | None:
         value = doc[name]
         loc = where.location(doc, name)
         if isinstance(value, dict):
             kind = value.get("type")
+            if kind is None and "value" in value:
+                return _value_input(name, value["value"], loc)
+            if kind is None and "path" in value:
+                # a path without a type: Azure ML takes the type from what it names
+                return PipelineInputSpec(name, InputRole.ARTIFACT, required=False,
+                                         default=value["path"], location=loc, base=base)
             if kind in vocabulary.ASSET_TYPES:
                 path = value.get("path")
-                port = read_port(where, {name: {k: v for k, v in value.items() if k != "path"}},
-                                 name, f"inputs.{name}")
-                required = path is None and not port.optional
-                return PipelineInputSpec(name, InputRole.ARTIFACT, required=required,
-                                         default=path, kind=port.kind, port=port, location=loc)
+                port = read_port(where, self.problems, {name: {"type": kind, **{
+                    k: v for k, v in value.items() if k in ("optional", "description")}}},
+                    name, f"inputs.{name}")
+                optional = port is not None and port.optional
+                return PipelineInputSpec(name, InputRole.ARTIFACT, required=path is None and
+                                         not optional, default=path,
+                                         kind=vocabulary.ASSET_TYPES[kind], port=port,
+                                         location=loc, base=base)
             if kind in vocabulary.AZURE_PARAM_TYPES:
-                param = read_param(where, doc, name, f"inputs.{name}")
+                entry = {k: v for k, v in value.items() if k != "value"}
+                if "value" in value and "default" not in entry:
+                    entry["default"] = value["value"]
+                param = read_param(where, self.problems, {name: entry}, name, f"inputs.{name}")
+                if param is None:
+                    return None
                 return PipelineInputSpec(name, InputRole.PARAM, required=param.required,
                                          default=param.default, param=param, location=loc)
             known = ", ".join([*vocabulary.ASSET_TYPES, *vocabulary.AZURE_PARAM_TYPES])
-            raise where.fail(doc, name, f"has type {kind!r}, which mlpipe does not support",
-                             hint=f"use one of {known}",
-                             field=f"inputs.{name}.type")
-        if isinstance(value, (bool, int, float, str)):
-            param = ParamSpec(name, _PY_PARAM[type(value)], required=False, default=value)
-            return PipelineInputSpec(name, InputRole.PARAM, required=False, default=value,
-                                     param=param, location=loc)
-        raise where.fail(doc, name, f"is {value!r}; a pipeline input is a value or a mapping "
-                         f"with a type", field=f"inputs.{name}")
+            self.problems.add(where, doc, name, f"has type {kind!r}, which is not an Azure ML "
+                              f"input type", hint=f"use one of {known}",
+                              field=f"inputs.{name}.type")
+            return None
+        if isinstance(value, (bool, int, float, str)) or value is None:
+            return _value_input(name, value, loc)
+        self.problems.add(where, doc, name, f"is {value!r}; a pipeline input is a value or a "
+                          f"mapping with a type or path", field=f"inputs.{name}")
+        return None
+
+    # --- a job --------------------------------------------------------------------------------
 
     def step(self, where: Where, jobs: Any, name: str, path: Path, stack: tuple[Path, ...],
              default_compute: Compute | None, inputs: dict[str, PipelineInputSpec],
-             output_types: dict[str, AssetType], produced: dict[str, StepOutput]) -> StepSpec:
+             output_types: dict[str, AssetType], produced: dict[str, StepOutput],
+             pending: dict[str, dict[str, tuple[str, str]]]) -> StepSpec | None:
         node = jobs[name]
         field = f"jobs.{name}"
         if not isinstance(node, dict):
-            raise where.fail(jobs, name, f"is {node!r}, not a job mapping", field=field)
-        kind = node.get("type", "command")
-        if kind in UNSUPPORTED_NODES or kind not in ("command", "pipeline"):
-            raise where.fail(jobs, name, f"job {name!r} has type {kind!r}, which mlpipe cannot "
-                             f"run", hint="mlpipe runs command and pipeline jobs; keep this "
-                             f"pipeline in Azure ML, or replace the {kind} job with a command job",
-                             field=f"{field}.type")
-        extra = sorted(set(node) - _NODE_FIELDS)
-        if extra:
-            raise where.fail(node, extra[0], f"field {extra[0]!r} is not supported by mlpipe",
-                             hint="remove it, or keep this pipeline in Azure ML",
-                             field=f"{field}.{extra[0]}")
+            self.problems.add(where, jobs, name, f"is {node!r}, not a job mapping", field=field)
+            return None
+        kind = str(node.get("type", "command"))
+        if kind not in vocabulary.JOB_KINDS:
+            self.problems.add(where, node, "type", f"job {name!r} has type {kind!r}, which is "
+                              f"not an Azure ML job type",
+                              hint=f"use one of {', '.join(vocabulary.JOB_KINDS)}",
+                              field=f"{field}.type")
+            return None
         loc = where.location(jobs, name)
-        target = self.target(where, node, name, path, stack, inputs, output_types, field)
+        given = [g for _, _, g in nodes.given_inputs(node, kind)]
+        target = self.target(where, node, name, kind, path, stack, inputs, output_types, given,
+                             field, pending)
+        if target is None:
+            return None
         if isinstance(target, ComponentSpec):
-            target = self.with_node_settings(where, node, target, default_compute, field)
+            target = self.with_node_settings(where, node, kind, target, default_compute, field)
+            transfer = tuple(ParamSpec(g.key, ParamType.STR, required=False) for g in given
+                             if "." in g.key and target.param(g.key) is None)
+            if transfer:  # a data transfer's source/sink values, beside its component's inputs
+                target = dataclasses.replace(target, params=target.params + transfer)
         bindings: list[tuple[str, Binding]] = []
-        for key in node.get("inputs") or {}:
-            binding = self.binding(where, node["inputs"], key, f"{field}.inputs.{key}", loc)
+        base = str(path.resolve().parent)
+        for holder, key, g in nodes.given_inputs(node, kind):
+            binding = self.binding(where, holder, key, g, f"{field}.inputs.{key}", target, base)
             if binding is not None:
-                bindings.append((key, binding))
+                bindings.append((g.key, binding))
         for key in node.get("outputs") or {}:
-            value = node["outputs"][key]
-            if isinstance(value, dict):
-                value = value.get("path")
-            body = _expression(value)
+            value = _binding_value(node["outputs"][key])
+            body = nodes.expression(value)
             if body is None:
                 continue
-            m = _PARENT_OUTPUT.match(body)
+            m = nodes.PARENT_OUTPUT.match(body)
             if m is None:
                 self.bad_expression(where, node["outputs"], key, f"{field}.outputs.{key}", value,
                                     "an output binds only to ${{parent.outputs.NAME}}")
@@ -218,153 +303,216 @@ class _Reader:
             produced[m["name"]] = StepOutput(name, key)
         return StepSpec(name, target, tuple(bindings), loc, explicit_name=True)
 
-    def target(self, where: Where, node: Any, name: str, path: Path, stack: tuple[Path, ...],
-               inputs: dict[str, PipelineInputSpec], output_types: dict[str, AssetType],
-               field: str) -> ComponentSpec | PipelineSpec:
-        ref = node.get("component")
-        kind = node.get("type", "command")
+    def target(self, where: Where, node: Any, name: str, kind: str, path: Path,
+               stack: tuple[Path, ...], inputs: dict[str, PipelineInputSpec],
+               output_types: dict[str, AssetType], given: list[nodes.Given], field: str,
+               pending: dict[str, dict[str, tuple[str, str]]]
+               ) -> ComponentSpec | PipelineSpec | None:
+        """The component (or nested pipeline) a job runs."""
+        key = _COMPONENT_FIELD.get(kind, "component")
+        ref = node.get(key)
+        if kind in vocabulary.CONTROL_FLOW or kind in ("automl", "import") or (
+                ref is None and kind in ("parallel", "spark", "data_transfer")):
+            return self.implied(node, name, kind, path, inputs, output_types, given, pending,
+                                command=None)
         if ref is None:
             if kind == "pipeline":
-                raise where.fail(node, "type", f"pipeline job {name!r} has no component",
-                                 hint="add component: ./sub_pipeline.yml", field=field)
-            return self.inline_command(where, node, name, path, inputs, output_types, field)
+                self.problems.add(where, node, "type", f"pipeline job {name!r} has no component",
+                                  hint="add component: ./sub_pipeline.yml", field=field)
+                return None
+            if kind == "sweep":
+                self.problems.add(where, node, "type", f"sweep job {name!r} has no trial",
+                                  hint="add trial: ./train.yml", field=field)
+                return None
+            return self.inline_command(where, node, name, path, inputs, output_types, given,
+                                       field, pending)
         if isinstance(ref, dict):
-            if kind == "pipeline":
-                raise where.fail(node, "component", "an inline pipeline component is not "
-                                 "supported", hint="move it to its own file and reference it",
-                                 field=f"{field}.component")
-            return read_command_component(ref, path, field_prefix=f"{field}.component.", name=name)
-        if not isinstance(ref, str) or ref.startswith("azureml:"):
-            raise where.fail(node, "component", f"component {ref!r} is registered in a "
-                             f"workspace; mlpipe reads only local component YAML",
-                             hint="download it (az ml component show --name NAME --version V > "
-                                  "x.yml) and reference ./x.yml", field=f"{field}.component")
+            if kind == "pipeline" or ref.get("type") == "pipeline":
+                return self.pipeline(path, yamlfile.Mapping(ref) if not isinstance(
+                    ref, yamlfile.Mapping) else ref, stack, keep_origin=False)
+            return self.component(ref, path, kind, node, name, f"{field}.{key}.",
+                                  keep_origin=False)
+        if not isinstance(ref, str) or cloud_reference(ref.removeprefix("file:")) is not None:
+            # a registered component: its interface is what the job binds
+            spec = self.implied(node, name, kind, path, inputs, output_types, given, pending,
+                                command=None)
+            return dataclasses.replace(spec, azure_only=f"a registered component ({ref})")
         file = (path.parent / ref.removeprefix("file:")).resolve()
         if file in stack or file == path.resolve():
-            raise where.fail(node, "component", f"{ref} includes itself",
-                             hint="a pipeline component cannot contain itself",
-                             field=f"{field}.component")
+            self.problems.add(where, node, key, f"{ref} includes itself",
+                              hint="a pipeline component cannot contain itself",
+                              field=f"{field}.{key}")
+            return None
         cached = self.components.get(file)
         if cached is not None:
-            return cached
-        if kind == "pipeline":
-            spec: ComponentSpec | PipelineSpec = self.pipeline(file, (*stack, path.resolve()))
+            return self.for_job(cached, kind, node)
+        if not file.exists():
+            self.problems.add(where, node, key, f"no such file: {ref} (looked for {file})",
+                              hint=f"give the path of the component YAML relative to "
+                                   f"{where.file}", field=f"{field}.{key}")
+            return None
+        doc = yamlfile.load(file, "an Azure ML component YAML")
+        if kind == "pipeline" or doc.get("type") == "pipeline":
+            spec: ComponentSpec | PipelineSpec = self.pipeline(file, doc, (*stack, path.resolve()))
         else:
-            doc = yamlfile.load(file, "an Azure ML command component YAML")
-            spec = read_command_component(doc, file)
+            spec = self.component(doc, file, kind, node, name, "", keep_origin=True)
         self.components[file] = spec
-        return spec
+        return self.for_job(spec, kind, node)
+
+    def component(self, doc: Any, path: Path, kind: str, node: Any, name: str, prefix: str, *,
+                  keep_origin: bool) -> ComponentSpec:
+        spec = read_component(doc, path, field_prefix=prefix, name=name, problems=self.problems,
+                              keep_origin=keep_origin)
+        return self.for_job(spec, kind, node)
+
+    def for_job(self, spec: ComponentSpec | PipelineSpec, kind: str, node: Any
+                ) -> ComponentSpec | PipelineSpec:
+        """The component as this job runs it: a sweep over a trial runs only on Azure ML, and
+        the parameters its search space sets need no value from the job."""
+        if not isinstance(spec, ComponentSpec) or kind != "sweep":
+            return spec
+        searched = set(node.get("search_space") or {})
+        params = tuple(dataclasses.replace(p, required=False) if p.name in searched else p
+                       for p in spec.params)
+        return dataclasses.replace(spec, kind="sweep", params=params, instances=1,
+                                   distribution=None, azure_only=vocabulary.JOB_KINDS["sweep"])
+
+    def implied(self, node: Any, name: str, kind: str, path: Path,
+                inputs: dict[str, PipelineInputSpec], output_types: dict[str, AssetType],
+                given: list[nodes.Given], pending: dict[str, dict[str, tuple[str, str]]],
+                command: str | None) -> ComponentSpec:
+        """A job whose interface is what it binds: registered components, AutoML, data
+        transfer, import and control-flow jobs, inline parallel and Spark jobs."""
+        iface = nodes.implied_interface(given, node.get("outputs"), command, inputs,
+                                        output_types)
+        body = nodes.SIBLING_JOB.match(nodes.expression(node.get("body")) or "")
+        if kind in vocabulary.CONTROL_FLOW and body:
+            # a loop's outputs are its body's (parallel_for gathers each item's)
+            iface.from_siblings[BODY] = (body["job"], "")
+        if iface.from_siblings:
+            pending[name] = iface.from_siblings
+        return ComponentSpec(
+            name=_step_name(name), version="1", inputs=tuple(iface.inputs.values()),
+            outputs=tuple(iface.outputs.values()), params=tuple(iface.params.values()),
+            code_digest=digest_of({"kind": kind, "job": _plain(node)}),
+            display_name=node.get("display_name"), description=node.get("description"),
+            kind=kind,
+            azure_only=None if kind in ("command", "pipeline")
+            else vocabulary.JOB_KINDS.get(kind, f"a {kind} job"),
+            location=Where(str(path)).location(node, "type" if "type" in node else "component"))
 
     def inline_command(self, where: Where, node: Any, name: str, path: Path,
                        inputs: dict[str, PipelineInputSpec], output_types: dict[str, AssetType],
-                       field: str) -> ComponentSpec:
+                       given: list[nodes.Given], field: str,
+                       pending: dict[str, dict[str, tuple[str, str]]]) -> ComponentSpec | None:
         """An inline command job: its interface is what it binds and what its command names."""
         command = node.get("command")
         if not isinstance(command, str) or not command.strip():
-            raise where.fail(node, "type", f"command job {name!r} has neither a component nor "
-                             f"a command", hint="add component: ./x.yml or command: ...",
-                             field=field)
-        ports: dict[str, PortSpec] = {}
-        params: dict[str, ParamSpec] = {}
-        optional = _optional_names(command)
-        given = node.get("inputs") or {}
-        for key in given:
-            value = given[key]
-            typed = value.get("type") if isinstance(value, dict) else None
-            body = _expression(value.get("path") if isinstance(value, dict) else value)
-            m = _PARENT_INPUT.match(body or "")
-            source = inputs.get(m["name"]) if m else None
-            if typed in vocabulary.ASSET_TYPES:
-                ports[key] = PortSpec(key, vocabulary.ASSET_TYPES[typed], optional=key in optional)
-            elif typed in vocabulary.AZURE_PARAM_TYPES:
-                params[key] = ParamSpec(key, vocabulary.AZURE_PARAM_TYPES[typed], required=False)
-            elif source is not None and source.role is InputRole.PARAM and source.param:
-                params[key] = dataclasses.replace(source.param, name=key, required=True,
-                                                  default=None)
-            elif body is not None:
-                kind = source.kind if source is not None and source.kind else AssetType.URI_FOLDER
-                ports[key] = PortSpec(key, kind, optional=key in optional)
-            elif isinstance(value, (bool, int, float, str)):
-                params[key] = ParamSpec(key, _PY_PARAM[type(value)], required=True)
-        outputs: dict[str, PortSpec] = {}
-        for key in node.get("outputs") or {}:
-            value = node["outputs"][key]
-            typed = value.get("type") if isinstance(value, dict) else None
-            body = _expression(value.get("path") if isinstance(value, dict) else value) or ""
-            m = _PARENT_OUTPUT.match(body)
-            kind = (vocabulary.ASSET_TYPES.get(typed)
-                    or (output_types.get(m["name"]) if m else None) or AssetType.URI_FOLDER)
-            outputs[key] = PortSpec(key, kind)
-        for direction, ref in _COMMAND_REF.findall(command):
-            if direction == "outputs" and ref not in outputs:
-                outputs[ref] = PortSpec(ref, AssetType.URI_FOLDER)
-            elif direction == "inputs" and ref not in ports and ref not in params:
-                ports[ref] = PortSpec(ref, AssetType.URI_FOLDER, optional=ref in optional)
-        doc = {k: v for k, v in node.items() if k in ("command", "code", "environment",
-                                                      "distribution", "resources",
-                                                      "is_deterministic", "display_name",
-                                                      "description", "tags")}
+            self.problems.add(where, node, "type", f"command job {name!r} has neither a "
+                              f"component nor a command",
+                              hint="add component: ./x.yml or command: ...", field=field)
+            return None
+        iface = nodes.implied_interface(given, node.get("outputs"), command, inputs,
+                                        output_types)
+        if iface.from_siblings:
+            pending[name] = iface.from_siblings
+        doc = {k: v for k, v in node.items() if k in (
+            "command", "code", "environment", "distribution", "resources", "is_deterministic",
+            "display_name", "description", "tags", "environment_variables")}
         doc["name"] = name
         base = read_command_component(yamlfile.Mapping(doc), path, field_prefix=f"{field}.",
-                                      name=name)
-        return dataclasses.replace(base, inputs=tuple(ports.values()),
-                                   outputs=tuple(outputs.values()), params=tuple(params.values()),
+                                      name=name, problems=self.problems, keep_origin=False)
+        return dataclasses.replace(base, inputs=tuple(iface.inputs.values()),
+                                   outputs=tuple(iface.outputs.values()),
+                                   params=tuple(iface.params.values()),
                                    code_digest=script_code_digest(node.get("code"), command,
-                                                              path.resolve().parent),
+                                                                  path.resolve().parent),
                                    location=where.location(node, "command"))
 
-    def with_node_settings(self, where: Where, node: Any, spec: ComponentSpec,
+    def with_node_settings(self, where: Where, node: Any, kind: str, spec: ComponentSpec,
                            default_compute: Compute | None, field: str) -> ComponentSpec:
+        """What the job sets over its component: compute, instances, VM size, distribution,
+        environment variables."""
         changes: dict[str, Any] = {}
-        compute = vocabulary.parse_compute(node.get("compute")) or spec.compute or default_compute
+        compute = _compute(node.get("compute")) or spec.compute or default_compute
         if compute is not None and compute.sku is None and spec.compute is not None \
                 and spec.compute.sku is not None:
             # the component's resources.instance_type stays the VM size on the job's cluster
             compute = Compute(compute.name, spec.compute.sku)
-        instances, sku = read_resources(where, node, f"{field}.resources")
+        instances, sku = read_resources(where, self.problems, node, f"{field}.resources")
         if sku is not None:
             compute = Compute(compute.name if compute else None, sku)
         if compute != spec.compute:
             changes["compute"] = compute
-        if instances is not None and instances != spec.instances:
+        launched = kind == "command" and spec.kind == "command"
+        if launched and instances is not None and instances != spec.instances:
             changes["instances"] = instances
-        if "distribution" in node and node.get("component") is not None:
+        if launched and node.get("distribution") is not None and node.get("component") is not None:
             dist = vocabulary.parse_distribution(node["distribution"])
             if isinstance(dist, str):
-                raise where.fail(node, "distribution", dist, field=f"{field}.distribution")
-            # the component's own declaration (from its tags) carries over, the job's adds
-            dist = vocabulary.read_launch_tags(dist, {
-                **vocabulary.launch_tags(spec.distribution), **(node.get("tags") or {})})
-            if isinstance(dist, str):
-                raise where.fail(node, "tags", dist, field=f"{field}.tags")
-            changes["distribution"] = dist
+                self.problems.add(where, node, "distribution", dist,
+                                  field=f"{field}.distribution")
+            else:
+                # the component's own declaration (from its tags) carries over, the job's adds
+                dist = vocabulary.read_launch_tags(dist, {
+                    **vocabulary.launch_tags(spec.distribution), **(node.get("tags") or {})})
+                if isinstance(dist, str):
+                    self.problems.add(where, node, "tags", dist, field=f"{field}.tags")
+                else:
+                    changes["distribution"] = dist
+        if node.get("environment") is not None and node.get("component") is not None:
+            env = read_environment(where, self.problems, node, Path(where.file).resolve().parent,
+                                   f"{field}.environment")
+            if env is not None:  # the job runs the component in another environment
+                changes["environment"] = env
         variables = node.get("environment_variables")
-        if variables and node.get("component") is not None:
+        if isinstance(variables, dict) and variables and node.get("component") is not None:
             merged = dict(spec.environment_variables)
             merged.update({str(k): str(v) for k, v in variables.items()})
             changes["environment_variables"] = tuple(sorted(merged.items()))
         return dataclasses.replace(spec, **changes) if changes else spec
 
-    def binding(self, where: Where, doc: Any, key: str, field: str,
-                loc: Location) -> Binding | None:
-        value = doc[key]
-        if isinstance(value, dict):
-            if "path" not in value and "value" not in value:
-                return None  # a type-only declaration on an inline job
-            value = value.get("path", value.get("value"))
-        body = _expression(value)
+    # --- bindings -----------------------------------------------------------------------------
+
+    def binding(self, where: Where, doc: Any, key: str, given: nodes.Given, field: str,
+                target: ComponentSpec | PipelineSpec, base: str) -> Binding | None:
+        value = given.value
+        if isinstance(given.raw, dict) and "path" not in given.raw and "value" not in given.raw:
+            return None  # a type or mode only: the job states the port, it binds nothing
+        if value is None:
+            return None
+        body = nodes.expression(value)
         if body is None:
-            return Literal(value)
-        m = _PARENT_INPUT.match(body)
+            return self.literal(given, target, base)
+        m = nodes.PARENT_INPUT.match(body)
         if m:
             return PipelineInput(m["name"])
-        m = _SIBLING_OUTPUT.match(body)
+        m = nodes.SIBLING_OUTPUT.match(body)
         if m:
             return StepOutput(m["job"], m["port"])
         self.bad_expression(where, doc, key, field, value,
                             "an input binds to ${{parent.inputs.NAME}} or "
                             "${{parent.jobs.JOB.outputs.NAME}}")
         return None
+
+    @staticmethod
+    def literal(given: nodes.Given, target: ComponentSpec | PipelineSpec,
+                base: str) -> Literal:
+        """A literal as Azure ML reads it: a data path keeps the folder it is relative to; a
+        parameter's text in the form Azure ML parses (``"false"`` for a boolean)."""
+        value = given.value
+        if isinstance(target, ComponentSpec):
+            param = target.param(given.key)
+            if param is not None and given.declared not in vocabulary.ASSET_TYPES:
+                return Literal(value, yaml=True)  # the checks read it as Azure ML does
+            port = target.input(given.key)
+        else:
+            declared = target.input(given.key)
+            port = declared if declared is not None and declared.role is InputRole.ARTIFACT \
+                else None
+        if port is not None or given.declared in vocabulary.ASSET_TYPES:
+            return Literal(value, base=base)
+        return Literal(value, yaml=True)
 
     def bad_expression(self, where: Where, doc: Any, key: str, field: str, value: Any,
                        rule: str) -> None:
@@ -376,6 +524,80 @@ class _Reader:
                 doc, yamlfile.Mapping) else None))
 
 
-def _optional_names(command: str) -> set[str]:
-    return {m.group(1) for block in re.findall(r"\$\[\[(.*?)\]\]", command)
-            for m in re.finditer(r"\$\{\{\s*inputs\.([A-Za-z_]\w*)\s*\}\}", block)}
+def _settle_sibling_kinds(steps: dict[str, StepSpec],
+                          pending: dict[str, dict[str, tuple[str, str]]]) -> None:
+    """Give each implied port bound to a sibling's output that output's kind (the sibling may
+    come later in the YAML than the job that reads it)."""
+    for name, ports in pending.items():
+        step = steps.get(name)
+        if step is None or not isinstance(step.target, ComponentSpec):
+            continue
+        comp = step.target
+        kinds = {}
+        outputs = list(comp.outputs)
+        for key, (job, port) in ports.items():
+            if key == BODY:
+                body = steps.get(job)
+                have = {p.name for p in outputs}
+                if body is not None:
+                    outputs += [p for p in _outputs_of(body) if p.name not in have]
+                continue
+            kind = _output_kind(steps.get(job), port)
+            if kind is not None:
+                kinds[key] = kind
+        new_inputs = tuple(dataclasses.replace(p, kind=kinds[p.name]) if p.name in kinds
+                           else p for p in comp.inputs)
+        steps[name] = dataclasses.replace(step, target=dataclasses.replace(
+            comp, inputs=new_inputs, outputs=tuple(outputs)))
+
+
+def _outputs_of(step: StepSpec) -> tuple[PortSpec, ...]:
+    target = step.target
+    if isinstance(target, ComponentSpec):
+        return target.outputs
+    return tuple(PortSpec(name, _output_kind(step, name) or AssetType.URI_FOLDER)
+                 for name, _ in target.outputs)
+
+
+def _output_kind(step: StepSpec | None, port: str) -> AssetType | None:
+    if step is None:
+        return None
+    target = step.target
+    if isinstance(target, ComponentSpec):
+        found = target.output(port)
+        return None if found is None else found.kind
+    binding = target.output(port)
+    if isinstance(binding, StepOutput):
+        return _output_kind(target.step(binding.step), binding.port)
+    return None
+
+
+def _value_input(name: str, value: Any, loc: Location) -> PipelineInputSpec:
+    """A pipeline job's input given as a value: it declares no type; Azure ML passes the value
+    and each consumer reads it as its own type."""
+    return PipelineInputSpec(name, InputRole.PARAM, required=False, default=value,
+                             location=loc, yaml=True)
+
+
+def _compute(value: Any) -> Compute | None:
+    """A job's compute; one bound to a pipeline input (``${{parent.inputs.X}}``) is known only
+    when the job is submitted: it names no target here, only the input."""
+    body = nodes.expression(value)
+    if body is not None:
+        m = nodes.PARENT_INPUT.match(body)
+        return Compute(None, input=m["name"]) if m else None
+    return vocabulary.parse_compute(value)
+
+
+def _step_name(name: str) -> str:
+    cleaned = "".join(c if c.isalnum() or c == "_" else "_" for c in name.lower())
+    return cleaned if cleaned[:1].isalpha() else f"c_{cleaned}"
+
+
+def _plain(doc: Any) -> Any:
+    import json
+
+    return json.loads(json.dumps(doc, default=str))
+
+
+__all__ = ["ImportedPipeline", "load_pipeline_yaml", "read_azure_only_component"]

@@ -6,7 +6,7 @@ Talks to Azure only through a ``JobsService``; records through ``record`` when g
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,7 +60,7 @@ def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsServi
                     inputs: Mapping[str, Any] | None = None, experiment: str | None = None,
                     default_compute: str | None = None, run_id: str | None = None,
                     extra_diagnostics: list[Diagnostic] | None = None,
-                    store: Store | None = None) -> SubmittedRun:
+                    store: Store | None = None, ignore: Collection[str] = ()) -> SubmittedRun:
     """Check ``spec``, export it, load it with azure-ai-ml, record it and submit it.
 
     Checks run first and credentials/network are checked before anything is recorded or
@@ -76,6 +76,7 @@ def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsServi
         inputs: pipeline input values.
         run_id: mlpipe's run id (a new one by default), recorded in the job's tags.
         store: the evidence store to record the run in (None records nothing).
+        ignore: diagnostic codes the caller has reviewed: not reported, never stopping it.
 
     Returns:
         The submitted run's record.
@@ -86,17 +87,18 @@ def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsServi
         ExportError: the pipeline cannot be written as Azure ML YAML.
     """
     graph, diagnostics = check_pipeline(spec)
-    diagnostics = list(extra_diagnostics or []) + diagnostics
+    diagnostics = [d for d in list(extra_diagnostics or []) + diagnostics
+                   if d.code not in ignore]
     if has_errors(diagnostics):
         raise ChecksFailed(diagnostics)
     run_id = run_id or new_id("r", 5)
     experiment = experiment or spec.name
     ci = ci_provenance()
     with tempfile.TemporaryDirectory(prefix="mlpipe-azure-") as tmp:
-        write_export(spec, tmp, inputs=inputs, default_compute=default_compute, run_id=run_id,
-                     experiment=experiment, check=False,  # checked above
-                     tags=ci_tags(ci))
-        job = load_export(tmp)
+        export = write_export(spec, tmp, inputs=inputs, default_compute=default_compute,
+                              run_id=run_id, experiment=experiment, check=False,  # checked above
+                              tags=ci_tags(ci))
+        job = load_export(tmp, export.job_file)
         service.check_access()
         if store is None:
             created = parse_job(service.create(job, experiment))

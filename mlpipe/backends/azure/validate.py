@@ -14,8 +14,15 @@ from typing import Any
 from mlpipe.errors import ExportError
 
 
-def _quiet_azure() -> None:
-    # azure-ai-ml prints "experimental class" notices on import; they are not the user's concern.
+def quiet_azure_ai_ml() -> None:
+    """Import azure-ai-ml and keep its notices ("Class X: This is an experimental class ...",
+    printed when it builds its schemas) off the user's terminal; its errors still show.
+
+    azure-ai-ml sets its logger to INFO with its own stderr handler when it is imported, so
+    the level is set after the import, not before.
+    """
+    import azure.ai.ml  # noqa: F401  (its import installs the handler quieted below)
+
     logging.getLogger("azure.ai.ml").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore", module=r"azure\.ai\.ml.*")
 
@@ -26,7 +33,7 @@ def load_export(out_dir: str | os.PathLike[str], pipeline_file: str = "pipeline.
     Raises:
         ExportError: azure-ai-ml rejects a file, with its message.
     """
-    _quiet_azure()
+    quiet_azure_ai_ml()
     from azure.ai.ml import load_job
 
     path = Path(out_dir) / pipeline_file
@@ -68,9 +75,13 @@ def validate_export(out_dir: str | os.PathLike[str], pipeline_file: str = "pipel
 def _raise_if_failed(result: Any, path: Path) -> None:
     if result.passed:
         return
-    problems = "; ".join(f"{e.get('path', '?')}: {e.get('message', '')}"
-                         for e in result._to_dict().get("errors", []))
-    raise ExportError(f"azure-ai-ml's validation rejects {path}: {problems}", file=str(path))
+    errors = result._to_dict().get("errors", [])
+    problems = "; ".join(f"{e.get('path', '?')}: {e.get('message', '')}" for e in errors)
+    hint = None
+    if any(e.get("message") == "Compute not set" for e in errors):
+        hint = "the job names no compute: pass --compute NAME (a cluster, or serverless)"
+    raise ExportError(f"azure-ai-ml's validation rejects {path}: {problems}", file=str(path),
+                      hint=hint)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 
 from mlpipe.artifacts import AssetType
 from mlpipe.distribution import Distribution, Mpi, PyTorch, TensorFlow
+from mlpipe.params import azure_value  # noqa: F401  (re-exported: the YAML reader's)
 from mlpipe.spec import Compute, Environment, ParamSpec, ParamType
 
 COMPONENT_SCHEMA = "https://azuremlschemas.azureedge.net/latest/commandComponent.schema.json"
@@ -33,7 +34,27 @@ AZURE_PARAM_TYPES: dict[str, ParamType] = {
 }
 ASSET_TYPES = {k.value: k for k in AssetType}
 
-_ENV_REF = re.compile(r"^azureml:(?P<name>[^:@]+)(?::(?P<version>[^@]+)|@(?P<label>[\w.-]+))?$")
+#: Azure ML job (node) types, as a note names them. ``command`` and ``pipeline`` run here
+#: too; the others run only on Azure ML (mlpipe checks their wiring and exports them).
+JOB_KINDS: dict[str, str] = {
+    "command": "a command job",
+    "pipeline": "a pipeline job",
+    "sweep": "a sweep job",
+    "parallel": "a parallel job",
+    "spark": "a Spark job",
+    "automl": "an AutoML job",
+    "data_transfer": "a data transfer job",
+    "import": "an import job",
+    "if_else": "an if_else control-flow node",
+    "do_while": "a do_while control-flow node",
+    "parallel_for": "a parallel_for control-flow node",
+}
+CONTROL_FLOW = ("if_else", "do_while", "parallel_for")
+
+_ENV_REF = re.compile(r"^azureml:(?P<name>[^:@/][^:@]*)"
+                      r"(?::(?P<version>[^@]+)|@(?P<label>[\w.-]+))?$")
+_ENV_URI = re.compile(r"^(?P<base>azureml://.+/environments/[^/]+)"
+                      r"(?:/versions/(?P<version>[^/]+)|/labels/[^/]+)?$")
 _COMPUTE_REF = re.compile(r"^azureml:(?P<name>.+)$")
 
 
@@ -83,20 +104,27 @@ def environment_ref(env: Environment) -> str | dict[str, Any]:
 
 
 def parse_environment(value: Any) -> Environment | None:
-    """An Environment from a component's ``environment`` field; None when it is not one of
-    the forms mlpipe reads (``azureml:name:version``, ``azureml:name@label``, inline)."""
+    """An Environment from a component's ``environment`` field; None when it is no form Azure
+    ML reads. A registered one (``azureml:name:version``, ``azureml:name@label``, an
+    ``azureml://registries/.../environments/NAME/versions/V`` or ``.../labels/L`` URI, an ARM
+    id) keeps its reference as the name; an inline one (``image``, ``conda_file``, ``build``)
+    its image and conda file path (an inline conda mapping is left in the document)."""
     if isinstance(value, str):
         m = _ENV_REF.match(value)
-        if m is None:
-            return None
-        return Environment(m["name"], version=m["version"])
-    if isinstance(value, dict) and set(value) <= {"name", "version", "image", "conda_file",
-                                                  "description", "tags"}:
-        if "image" not in value and "conda_file" not in value:
-            return None
-        return Environment(str(value.get("name", "")),
+        if m is not None:
+            return Environment(m["name"], version=m["version"])
+        m = _ENV_URI.match(value)
+        if m is not None:
+            return Environment(m["base"], version=m["version"])
+        if value.startswith("azureml:"):
+            return Environment(value)
+        return None
+    if isinstance(value, dict) and any(k in value for k in ("image", "conda_file", "build")):
+        conda = value.get("conda_file")
+        return Environment(str(value.get("name") or ""),
                            version=None if value.get("version") is None else str(value["version"]),
-                           image=value.get("image"), conda_file=value.get("conda_file"))
+                           image=value.get("image"),
+                           conda_file=conda if isinstance(conda, str) else None)
     return None
 
 
@@ -128,30 +156,22 @@ def distribution_block(dist: Distribution) -> dict[str, Any]:
 
 
 def parse_distribution(value: Any) -> Distribution | str:
-    """A Distribution from a ``distribution`` block, or the text of what is wrong with it."""
+    """A Distribution from a ``distribution`` block, or the text of what is wrong with it.
+
+    Fields mlpipe does not read stay in the document, as Azure ML keeps them."""
     if not isinstance(value, dict):
         return f"is {value!r}, not a mapping with a type"
     kind = value.get("type")
     try:
         if kind == "pytorch":
-            _only(value, {"type", "process_count_per_instance"})
             return PyTorch(value.get("process_count_per_instance"))
         if kind == "mpi":
-            _only(value, {"type", "process_count_per_instance"})
             return Mpi(value.get("process_count_per_instance"))
         if kind == "tensorflow":
-            _only(value, {"type", "worker_count", "parameter_server_count"})
             return TensorFlow(value.get("worker_count"), value.get("parameter_server_count") or 0)
     except (TypeError, ValueError) as exc:
         return str(exc)
     return f"has type {kind!r}; mlpipe reads pytorch, tensorflow and mpi"
-
-
-def _only(value: dict[str, Any], allowed: set[str]) -> None:
-    extra = sorted(set(value) - allowed)
-    if extra:
-        raise ValueError(f"has field {extra[0]!r}, which mlpipe does not read "
-                         f"(it reads {', '.join(sorted(allowed))})")
 
 
 # --- the launch declaration in tags (writer policy, metric aggregation, backend) ------------

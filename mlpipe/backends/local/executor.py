@@ -10,7 +10,7 @@ import dataclasses
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,10 +97,13 @@ class LocalExecutor:
         self.fork_server = forkserver.enabled() if fork_server is None else fork_server
 
     def submit(self, graph: Graph, *, inputs: dict[str, str], params: dict[str, Any],
-               diagnostics: Sequence[Diagnostic] = ()) -> RunResult:
+               diagnostics: Sequence[Diagnostic] = (), ignore: Collection[str] = ()
+               ) -> RunResult:
         """Run ``graph`` (already checked) with the given pipeline inputs and parameters.
 
-        ``diagnostics`` are the check results (warnings, info) recorded with the run.
+        ``diagnostics`` are the check results (warnings, info) recorded with the run;
+        ``ignore`` the codes the caller chose not to report (``--ignore``), recorded in the
+        run's options (``ignored_codes``) so its evidence says what was set aside.
 
         Raises:
             UsageError: bad inputs or parameters (nothing is recorded).
@@ -109,6 +112,7 @@ class LocalExecutor:
             StoreError: the evidence store cannot be opened or written.
             StepFailed: a step failed; everything recorded up to then stays recorded.
         """
+        _refuse_azure_only(graph)
         paths, values = inputs_mod.resolve(graph.spec, inputs, params)
         inputs_mod.check_input_contracts(graph, paths)
         scaled = scaled_components(graph, self.local_scale)
@@ -117,7 +121,8 @@ class LocalExecutor:
         try:
             _sweep_work(store, self.location.work)
             run = _Run(self, graph, store, cache, paths, values)
-            run.diagnostics, run.scaled = list(diagnostics), scaled
+            run.diagnostics, run.scaled = [d for d in diagnostics if d.code not in ignore], scaled
+            run.ignored = sorted(set(ignore))
             return run.go()
         finally:
             cache.close()
@@ -142,6 +147,7 @@ class _Run:
         self.failed_log: dict[str, Path] = {}
         self.diagnostics: list[Any] = []
         self.scaled: dict[str, Any] = {}
+        self.ignored: list[str] = []
         self.fork_tried = not ex.fork_server
 
     # --- setup ------------------------------------------------------------------------------
@@ -169,6 +175,7 @@ class _Run:
             run_id=run_id,
             options={"reuse": self.ex.reuse, "max_parallel": self.ex.max_parallel,
                      "executor": "local", "checks": summary(self.diagnostics),
+                     **({"ignored_codes": self.ignored} if self.ignored else {}),
                      **({"local_scale": {k: f"{c.instances}x{_per_node(c)}"
                                          for k, c in sorted(self.scaled.items())}}
                         if self.scaled else {})})
@@ -435,6 +442,18 @@ class _Run:
         if model is None:
             return None
         return self.store.register_candidate(run_id, model, artifact(cand.evaluation), cand.name)
+
+
+def _refuse_azure_only(graph: Graph) -> None:
+    """Refuse, before anything is recorded, a pipeline with steps that run only on Azure ML."""
+    only = [f"{node.id!r} ({node.component.azure_only})" for node in graph.step_nodes()
+            if node.component.azure_only is not None]
+    if only:
+        raise UsageError(f"pipeline {graph.spec.name!r} cannot run here: step"
+                         f"{'s' if len(only) > 1 else ''} {', '.join(only)} run"
+                         f"{'' if len(only) > 1 else 's'} only on Azure ML",
+                         hint="submit it with --target azure (mlpipe checks and exports every "
+                              "step), or replace those steps with command jobs to run it here")
 
 
 def _per_node(comp: ComponentSpec) -> int:

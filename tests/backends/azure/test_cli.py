@@ -36,9 +36,11 @@ def test_compile_usage_errors_exit_2(tmp_path):
                                        "-o", str(tmp_path), "--input", "raw"])
     assert result.exit_code == 2
     assert "error: --input 'raw' is not NAME=VALUE" in result.output
-    result = CliRunner().invoke(main, ["compile", str(YAML / "sweep.yml"), "-o", str(tmp_path)])
+    result = CliRunner().invoke(main, ["compile", str(YAML / "unreadable.yml"), "-o",
+                                       str(tmp_path)])
     assert result.exit_code == 2
-    assert "job 'tune' has type 'sweep', which mlpipe cannot run" in result.output
+    assert "3 problems mlpipe cannot read" in result.output
+    assert "job 'publish' has type 'magic', which is not an Azure ML job type" in result.output
 
 
 def test_check_and_graph_accept_pipeline_yaml():
