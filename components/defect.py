@@ -7,11 +7,12 @@ import math
 import random
 import shutil
 from pathlib import Path
+from typing import Annotated
 
 import yaml
 
 from components.images import SIZE, read_pgm
-from mlpipe import Compute, Environment, Input, Output, Param, component
+from mlpipe import Compute, Environment, Input, Output, Param, Range, component
 from mlpipe.contracts import (
     ImageFolder,
     LabelMap,
@@ -38,11 +39,19 @@ MODEL = MLflowModel("defect-softmax", inputs=Tensor("float64", (-1, SIZE * SIZE)
 REPORT = MetricsReport("defect-evaluation", metrics=[
     Metric("accuracy", split="test"), *(Metric(f"recall_{c}", split="test") for c in CLASSES)])
 
+# The port types: the body receives a Path, and type checkers see one.
+Labels = Annotated[Path, LABELS]
+Split = Annotated[Path, SPLIT]
+Raw = Annotated[Path, RAW]
+Examples = Annotated[Path, EXAMPLES]
+Model = Annotated[Path, MODEL]
+Report = Annotated[Path, REPORT]
+
 
 @component(version="1.3.0", environment=Environment("defect-cpu", version="4"),
            compute=Compute("cpu-cluster", sku="Standard_D4s_v3"))
-def prepare(raw: Input[RAW], split: Input[SPLIT],
-            examples: Output[EXAMPLES], labels: Output[LABELS],
+def prepare(raw: Input[Raw], split: Input[Split],
+            examples: Output[Examples], labels: Output[Labels],
             seed: Param[int] = 13):
     """Sort the raw images into examples/<split>/<class>/ and write the label encoding."""
     with open(split, newline="") as fh:
@@ -75,9 +84,9 @@ def _predict(weights: list[list[float]], x: list[float]) -> int:
 # MP513). The distributed CNN trainer is components.defect_ddp.train.
 @component(version="2.1.0", environment=Environment("defect-cpu", version="4"),
            compute=Compute("cpu-cluster", sku="Standard_D4s_v3"))
-def train(examples: Input[EXAMPLES], labels: Input[LABELS],
-          model: Output[MODEL], epochs: Param[int, 1:200] = 10,
-          learning_rate: Param[float, 0.0001:1.0] = 0.5, seed: Param[int] = 13):
+def train(examples: Input[Examples], labels: Input[Labels],
+          model: Output[Model], epochs: Annotated[int, Range(1, 200)] = 10,
+          learning_rate: Annotated[float, Range(0.0001, 1.0)] = 0.5, seed: Param[int] = 13):
     """Fit a softmax classifier on the training split with plain SGD."""
     encoding = json.loads(Path(labels).read_text())
     data = _load(Path(examples) / "train", encoding)
@@ -107,8 +116,8 @@ def train(examples: Input[EXAMPLES], labels: Input[LABELS],
 
 @component(version="1.1.0", environment=Environment("defect-cpu", version="4"),
            compute=Compute("cpu-cluster", sku="Standard_D4s_v3"))
-def evaluate(model: Input[MODEL], examples: Input[EXAMPLES],
-             labels: Input[LABELS], report: Output[REPORT]):
+def evaluate(model: Input[Model], examples: Input[Examples],
+             labels: Input[Labels], report: Output[Report]):
     """Accuracy of the model on the test split, per class and overall."""
     saved = json.loads((Path(model) / "weights.json").read_text())
     encoding = json.loads(Path(labels).read_text())

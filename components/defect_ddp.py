@@ -15,21 +15,35 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Annotated
 
-from mlpipe import Compute, Environment, Input, Output, Param, PyTorch, component
+from mlpipe import (
+    Compute,
+    Environment,
+    Input,
+    Output,
+    Param,
+    PyTorch,
+    Range,
+    UriFile,
+    UriFolder,
+    component,
+)
 from mlpipe.contracts import MLflowModel
 
 #: The CNN as both steps see it: an MLflow model folder whose tensors are saved on the CPU.
 CNN = MLflowModel("defect-cnn", device="cpu")
+Cnn = Annotated[Path, CNN]
 
 
 @component(name="train_cnn", version="3.0.0", environment=Environment("defect-gpu", version="7"),
            compute=Compute("gpu-cluster", sku="Standard_NC24rs_v3"), instances=2,
            distribution=PyTorch(processes_per_node=4, backend="nccl", writers={"model": "rank0"},
                                 metrics={"train_loss": "mean", "train_accuracy": "mean"}))
-def train_cnn(examples: Input["uri_folder"], labels: Input["uri_file"],
-              model: Output[CNN], epochs: Param[int, 1:500] = 40,
-              learning_rate: Param[float, 0.0001:1.0] = 0.01, seed: Param[int] = 13):
+def train_cnn(examples: Input[UriFolder], labels: Input[UriFile],
+              model: Output[Cnn], epochs: Annotated[int, Range(1, 500)] = 40,
+              learning_rate: Annotated[float, Range(0.0001, 1.0)] = 0.01,
+              seed: Param[int] = 13):
     """Data-parallel CNN training: each rank trains on its shard, DDP averages the gradients,
     rank 0 saves the model."""
     import math
@@ -100,8 +114,8 @@ def train_cnn(examples: Input["uri_folder"], labels: Input["uri_file"],
 
 @component(name="evaluate_cnn", version="1.0.0", environment=Environment("defect-gpu", version="7"),
            compute=Compute("cpu-cluster", sku="Standard_D4s_v3"))
-def evaluate_cnn(model: Input[CNN], examples: Input["uri_folder"],
-                 labels: Input["uri_file"], report: Output["uri_file"]):
+def evaluate_cnn(model: Input[Cnn], examples: Input[UriFolder],
+                 labels: Input[UriFile], report: Output[UriFile]):
     """Accuracy of the CNN on the whole test split, per class and overall (one process)."""
     import torch
     from torch import nn

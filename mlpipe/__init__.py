@@ -2,7 +2,18 @@
 
 Importing mlpipe never imports azure-ai-ml, SQLAlchemy or torch.
 """
-from mlpipe.annotations import Input, Output, Param
+from mlpipe.annotations import (
+    Choices,
+    CustomModelFolder,
+    Input,
+    MLflowModelFolder,
+    MLTable,
+    Output,
+    Param,
+    Range,
+    UriFile,
+    UriFolder,
+)
 from mlpipe.distribution import Mpi, PyTorch, TensorFlow
 from mlpipe.dsl import Candidate, Component, Pipeline, component, pipeline
 from mlpipe.errors import DefinitionError, LoadError, MlpipeError, UsageError
@@ -26,19 +37,26 @@ def load_component(path):
 
 __all__ = [
     "Candidate",
+    "Choices",
     "Component",
     "Compute",
+    "CustomModelFolder",
     "DefinitionError",
     "Environment",
     "Input",
     "LoadError",
+    "MLTable",
+    "MLflowModelFolder",
     "MlpipeError",
     "Mpi",
     "Output",
     "Param",
     "Pipeline",
     "PyTorch",
+    "Range",
     "TensorFlow",
+    "UriFile",
+    "UriFolder",
     "UsageError",
     "component",
     "load_component",

@@ -1,21 +1,60 @@
-"""``Input[T]``, ``Output[T]`` and ``Param[T, constraint]``: how a component declares its ports.
+"""``Input[T]``, ``Output[T]`` and ``Param[T]``: how a component declares its ports.
 
-Each builds a ``typing.Annotated`` whose metadata the signature reader understands; type
-checkers see the run-time value (a ``Path`` for artifacts, the scalar for parameters).
-Subscripting never raises: a malformed annotation is reported, with the user's line, when
-the component is declared.
+The typed form, which type checkers (pyright, mypy) accept and see as the run-time value:
+
+- ``Input[UriFolder]``, ``Output[MLflowModelFolder]``: a port of an Azure ML kind; the body
+  gets a ``Path``. The kinds are ``Annotated[Path, AssetType...]`` aliases defined here.
+- ``Input[Labels]`` with ``Labels = Annotated[Path, LABELS]``: a port carrying a contract (the
+  contract in the alias's metadata, where a type checker accepts any value).
+- ``Param[int]`` (an ``int`` to checkers), ``Annotated[int, Range(1, 200)]``,
+  ``Annotated[str, Choices("adam", "sgd")]``: a parameter and its constraint.
+
+The short form ``Input["uri_folder"]``, ``Output[LABELS]``, ``Param[int, 1:200]`` keeps working
+at run time; type checkers cannot read it (a string or a value where a type belongs).
+
+Each builds a ``typing.Annotated`` whose metadata the signature reader understands.
+Subscripting never raises: a malformed annotation is reported, with the user's line, when the
+component is declared.
 """
 from __future__ import annotations
 
 import enum
 import pathlib
+import typing
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from mlpipe.artifacts import AssetType, parse_asset_type
 from mlpipe.contracts.base import Contract, contract_transport, is_contract
 
 _KINDS = ", ".join(k.value for k in AssetType)
+
+#: The Azure ML kinds as typed port types: ``Input[UriFolder]`` is a ``Path`` to checkers.
+UriFile = Annotated[pathlib.Path, AssetType.URI_FILE]
+UriFolder = Annotated[pathlib.Path, AssetType.URI_FOLDER]
+MLTable = Annotated[pathlib.Path, AssetType.MLTABLE]
+MLflowModelFolder = Annotated[pathlib.Path, AssetType.MLFLOW_MODEL]
+CustomModelFolder = Annotated[pathlib.Path, AssetType.CUSTOM_MODEL]
+
+
+@dataclass(frozen=True, slots=True)
+class Range:
+    """An inclusive range for an int or float parameter: ``Annotated[int, Range(1, 200)]``
+    (either end may be None: open). The typed spelling of ``Param[int, 1:200]``."""
+
+    low: float | None = None
+    high: float | None = None
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class Choices:
+    """The allowed values of a parameter: ``Annotated[str, Choices("adam", "sgd")]``. The typed
+    spelling of ``Param[str, ["adam", "sgd"]]``."""
+
+    values: tuple[Any, ...]
+
+    def __init__(self, *values: Any) -> None:
+        object.__setattr__(self, "values", values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +80,28 @@ class ParamMarker:
     problem: str | None = None
 
 
+def _port_type(direction: str, target: Any, description: str | None) -> PortMarker:
+    """The marker for ``Input[Annotated[Path, ...]]``: a kind alias or a contract alias."""
+    metadata = target.__metadata__
+    contract = next((m for m in metadata if is_contract(m)), None)
+    kind = next((m for m in metadata if isinstance(m, AssetType)), None)
+    text = next((m for m in metadata
+                 if isinstance(m, str) and not isinstance(m, AssetType)), None)
+    description = description or text
+    if contract is not None:
+        if kind is not None and kind is not contract_transport(contract):
+            return PortMarker(direction, None, None, problem=(
+                f"{direction}[...] names the kind {kind.value} and a contract that travels as "
+                f"{contract_transport(contract).value}; give the contract alone"))
+        return PortMarker(direction, contract_transport(contract), contract, description)
+    if kind is not None:
+        return PortMarker(direction, kind, None, description)
+    return PortMarker(direction, None, None, problem=(
+        f"{direction}[{target!r}] carries neither an artifact kind nor a contract; use one of "
+        f"UriFile, UriFolder, MLTable, MLflowModelFolder, CustomModelFolder, or "
+        f"Annotated[Path, CONTRACT]"))
+
+
 def _port(direction: str, item: Any) -> Any:
     args = item if isinstance(item, tuple) else (item,)
     target, rest = args[0], args[1:]
@@ -48,6 +109,8 @@ def _port(direction: str, item: Any) -> Any:
     if len(rest) > 1 or (rest and description is None):
         marker = PortMarker(direction, None, None, problem=(
             f"{direction}[...] takes a type and an optional description string, got {item!r}"))
+    elif typing.get_origin(target) is Annotated:
+        marker = _port_type(direction, target, description)
     elif is_contract(target):
         marker = PortMarker(direction, contract_transport(target), target, description)
     elif (kind := parse_asset_type(target)) is not None:
@@ -55,26 +118,28 @@ def _port(direction: str, item: Any) -> Any:
     else:
         marker = PortMarker(direction, None, None, problem=(
             f"{direction}[{target!r}] is not an artifact type; use one of {_KINDS} "
-            f"or a contract from mlpipe.contracts"))
+            f"(typed: UriFolder, ...) or a contract from mlpipe.contracts"))
     return Annotated[pathlib.Path, marker]
 
 
-class Input:
-    """An artifact the step reads: ``Input["uri_folder"]``, ``Input[SomeContract]``.
+class _Input:
+    """An artifact the step reads: ``Input[UriFolder]``, ``Input[Labels]`` (a contract alias
+    ``Annotated[Path, LABELS]``); the short form ``Input["uri_folder"]``, ``Input[LABELS]``.
 
     The step body receives the artifact's local path. A default of ``None`` makes the
     input optional.
 
     Example:
-        >>> def train(examples: Input["uri_folder"], model: Output["mlflow_model"]): ...
+        >>> def train(examples: Input[UriFolder], model: Output[MLflowModelFolder]): ...
     """
 
     def __class_getitem__(cls, item: Any) -> Any:
         return _port("Input", item)
 
 
-class Output:
-    """An artifact the step writes: ``Output["mlflow_model"]``, ``Output[SomeContract]``.
+class _Output:
+    """An artifact the step writes: ``Output[MLflowModelFolder]``, ``Output[Model]`` (a contract
+    alias); the short form ``Output["mlflow_model"]``, ``Output[MODEL]``.
 
     The step body receives the local path to write to. Outputs take no default.
     """
@@ -128,18 +193,60 @@ def _param(item: Any) -> Any:
     return Annotated[typ, ParamMarker(typ, minimum, maximum, choices, description)]
 
 
-class Param:
-    """A scalar parameter: ``Param[int]``, ``Param[int, 1:200]``, ``Param[str, ["adam", "sgd"]]``.
+class _Param:
+    """A scalar parameter: ``Param[int]``; with a constraint, typed
+    ``Annotated[int, Range(1, 200)]`` or ``Annotated[str, Choices("adam", "sgd")]``, short
+    ``Param[int, 1:200]`` or ``Param[str, ["adam", "sgd"]]``.
 
-    The type is one of int, float, str, bool or an Enum. A range ``low:high`` is inclusive at
-    both ends, either end may be left open (``1:``); a list gives the allowed choices. A last
-    string argument is the description. The function's default is the parameter's default;
-    without one the parameter is required.
+    The type is one of int, float, str, bool or an Enum. A range is inclusive at both ends,
+    either end may be left open (``1:``, ``Range(1, None)``); choices list the allowed values.
+    A last string argument (or string in ``Annotated``) is the description. The function's
+    default is the parameter's default; without one the parameter is required.
 
     Example:
-        >>> def train(epochs: Param[int, 1:200] = 10,
-        ...           optimizer: Param[str, ["adam", "sgd"]] = "adam"): ...
+        >>> def train(epochs: Annotated[int, Range(1, 200)] = 10,
+        ...           optimizer: Annotated[str, Choices("adam", "sgd")] = "adam"): ...
     """
 
     def __class_getitem__(cls, item: Any) -> Any:
         return _param(item)
+
+
+def param_marker(hint: Any) -> ParamMarker | None:
+    """The parameter ``Annotated[T, Range(...) | Choices(...) | "description"]`` declares, or
+    None when ``hint`` is not such an annotation."""
+    if typing.get_origin(hint) is not Annotated:
+        return None
+    base = typing.get_args(hint)[0]
+    if not (base in _SCALARS or (isinstance(base, type) and issubclass(base, enum.Enum))):
+        return None
+    constraint: Any = None
+    description = None
+    for meta in hint.__metadata__:
+        if isinstance(meta, Range):
+            constraint = slice(meta.low, meta.high)
+        elif isinstance(meta, Choices):
+            constraint = list(meta.values)
+        elif isinstance(meta, str):
+            description = meta
+    args = (base, *([constraint] if constraint is not None else []),
+            *([description] if description is not None else []))
+    return typing.get_args(_param(args))[1]
+
+
+if TYPE_CHECKING:
+    # What type checkers see: a port is the Path the body receives, a parameter its value.
+    from typing import TypeVar
+
+    from typing_extensions import TypeAliasType
+
+    _K = TypeVar("_K")
+    _T = TypeVar("_T")
+    Input = TypeAliasType("Input", pathlib.Path, type_params=(_K,))
+    Output = TypeAliasType("Output", pathlib.Path, type_params=(_K,))
+    Param = TypeAliasType("Param", _T, type_params=(_T,))
+else:
+    Input, Output, Param = _Input, _Output, _Param
+    Input.__name__ = Input.__qualname__ = "Input"
+    Output.__name__ = Output.__qualname__ = "Output"
+    Param.__name__ = Param.__qualname__ = "Param"

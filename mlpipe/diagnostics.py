@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from mlpipe.errors import UsageError
 from mlpipe.paths import display_path
 
 
@@ -109,6 +110,25 @@ class Diagnostic:
         if self.hint:
             lines.append(f"  help: {self.hint}")
         return "\n".join(lines)
+
+
+class ChecksFailed(UsageError):
+    """A backend was asked to run or submit a pipeline its checks find errors in; nothing was
+    run, sent or recorded. ``diagnostics`` holds every diagnostic, errors and the rest.
+
+    Args:
+        diagnostics: what the checks reported.
+        message: what was refused (the default names the count).
+        hint: what to do; None for none.
+    """
+
+    exit_code = 1
+
+    def __init__(self, diagnostics: list[Diagnostic], message: str | None = None, *,
+                 hint: str | None = "fix them (mlpipe check shows them) and try again") -> None:
+        self.diagnostics = list(diagnostics)
+        errors = sum(1 for d in self.diagnostics if d.severity is Severity.ERROR)
+        super().__init__(message or f"the pipeline has {errors} check error(s)", hint=hint)
 
 
 def sort_key(d: Diagnostic) -> tuple:

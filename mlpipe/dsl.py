@@ -14,7 +14,7 @@ import sys
 import traceback
 from collections.abc import Callable, Mapping
 from types import FunctionType
-from typing import Any, TypeVar, overload
+from typing import Any, Generic, TypeVar, overload
 
 from mlpipe.distribution import Distribution, as_distribution
 from mlpipe.errors import DefinitionError, MlpipeError
@@ -101,19 +101,20 @@ def _refuse_candidates(label: str, args: tuple, kwargs: dict[str, Any], where: L
 
 # --- components ---------------------------------------------------------------------------
 
-class Component:
+class Component(Generic[F]):
     """A decorated component function: a step factory inside a pipeline.
 
-    ``spec`` is its ComponentSpec; ``fn`` the original function, callable directly so a
-    step body can be unit-tested without a pipeline. The decorator validates everything at
-    once but takes the code digest (an AST walk of the module) on the first use of ``spec``,
-    so a step process that only runs the body never pays for it.
+    ``spec`` is its ComponentSpec; ``fn`` the original function (with its signature, for type
+    checkers too), callable directly so a step body can be unit-tested without a pipeline.
+    The decorator validates everything at once but takes the code digest (an AST walk of the
+    module) on the first use of ``spec``, so a step process that only runs the body never
+    pays for it.
     """
 
-    def __init__(self, fn: FunctionType, spec: ComponentSpec | Callable[[], ComponentSpec],
+    def __init__(self, fn: F, spec: ComponentSpec | Callable[[], ComponentSpec],
                  params: tuple[ParamSpec, ...] | None = None,
                  fields: dict[str, Any] | None = None) -> None:
-        self.fn = fn
+        self.fn: F = fn
         self._spec = spec if isinstance(spec, ComponentSpec) else None
         self._build = None if isinstance(spec, ComponentSpec) else spec
         self._params = params
@@ -149,14 +150,14 @@ class Component:
 
 
 @overload
-def component(fn: F) -> Component: ...
+def component(fn: F) -> Component[F]: ...
 @overload
 def component(*, name: str | None = ..., version: str = ..., display_name: str | None = ...,
               description: str | None = ..., environment: Environment | None = ...,
               compute: Compute | str | None = ..., instances: int = ...,
               distribution: Distribution | None = ...,
               environment_variables: Mapping[str, str] | None = ...,
-              reuse: bool = ...) -> Callable[[F], Component]: ...
+              reuse: bool = ...) -> Callable[[F], Component[F]]: ...
 
 
 def component(fn: FunctionType | None = None, *, name: str | None = None, version: str = "1",

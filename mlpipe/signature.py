@@ -12,7 +12,7 @@ from dataclasses import replace
 from types import FunctionType
 from typing import Any
 
-from mlpipe.annotations import Param, ParamMarker, PortMarker
+from mlpipe.annotations import Param, ParamMarker, PortMarker, param_marker
 from mlpipe.errors import DefinitionError
 from mlpipe.params import check_value, param_type_of
 from mlpipe.source import FunctionSource
@@ -42,7 +42,7 @@ def _marker(hint: Any) -> PortMarker | ParamMarker | None:
     for meta in getattr(hint, "__metadata__", ()):
         if isinstance(meta, (PortMarker, ParamMarker)):
             return meta
-    return None
+    return param_marker(hint)  # Annotated[int, Range(1, 200)]
 
 
 Ports = tuple[PortSpec, ...]

@@ -189,6 +189,13 @@ def _module_file(name: str) -> str | None:
     module = sys.modules.get(name)
     if isinstance(module, ModuleType):
         return getattr(module, "__file__", None)
+    top, dot, _ = name.partition(".")
+    if dot:
+        # find_spec("torch.distributed") imports torch: seconds, and its warnings, during a
+        # check. A submodule of a package that is not local is not local either.
+        top_file = _module_file(top)
+        if top_file is not None and not _is_local_file(top_file):
+            return top_file
     try:
         spec = importlib.util.find_spec(name)
     except (ImportError, ValueError, AttributeError):

@@ -25,7 +25,7 @@ def test_every_constant_is_published_and_named_after_its_code():
 
 
 def test_the_table_is_in_code_order():
-    order = re.findall(r'"(MP\d{3})"', TABLE.read_text())
+    order = re.findall(r'_code\(\s*"(MP\d{3})"', TABLE.read_text())
     assert order == sorted(order) and len(order) == len(set(order))
 
 

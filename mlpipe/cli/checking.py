@@ -6,10 +6,11 @@ import sys
 import click
 
 from mlpipe.cli.base import EXIT_CLEAN, EXIT_PROBLEMS, TARGET, code_set, load_graph, main
+from mlpipe.errors import UsageError
 
 
 @main.command()
-@click.argument("target", metavar=TARGET)
+@click.argument("target", metavar=TARGET, required=False)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="How to print the diagnostics.")
 @click.option("--select", metavar="CODES", help="Report only these codes (comma-separated).")
@@ -17,11 +18,21 @@ from mlpipe.cli.base import EXIT_CLEAN, EXIT_PROBLEMS, TARGET, code_set, load_gr
 @click.option("--fail-on", type=click.Choice(["error", "warning", "info"]), default="error",
               show_default=True,
               help="Exit 1 when a diagnostic of this severity or a worse one is reported.")
-def check(target: str, fmt: str, select: str | None, ignore: str | None, fail_on: str) -> None:
+@click.option("--explain", metavar="CODE",
+              help="Print what a code checks, why it matters, an example and the fix "
+                   "(MP301 or artifact-kind-mismatch), and check nothing.")
+def check(target: str | None, fmt: str, select: str | None, ignore: str | None,
+          fail_on: str, explain: str | None) -> None:
     """Compile a pipeline and run every check; exit 1 if any error (or, with --fail-on, any
     warning or info) is found."""
     from mlpipe.diagnostics import Severity, render_json, render_text
 
+    if explain is not None:
+        click.echo(_explain(explain), nl=False)
+        return
+    if target is None:
+        raise UsageError("check needs a TARGET (FILE.py[:function] or pipeline.yml)",
+                         hint="give the pipeline to check, or --explain CODE")
     selected, ignored = code_set(select), code_set(ignore)
     _, diagnostics = load_graph(target)
     diagnostics = [d for d in diagnostics if (not selected or d.code in selected)
@@ -30,6 +41,22 @@ def check(target: str, fmt: str, select: str | None, ignore: str | None, fail_on
     failing = {"error": {Severity.ERROR}, "warning": {Severity.ERROR, Severity.WARNING},
                "info": set(Severity)}[fail_on]
     sys.exit(EXIT_PROBLEMS if any(d.severity in failing for d in diagnostics) else EXIT_CLEAN)
+
+
+def _explain(code: str) -> str:
+    import difflib
+
+    from mlpipe.codes import CODES, explain
+
+    try:
+        return explain(code)
+    except KeyError:
+        names = [*CODES, *(c.name for c in CODES.values())]
+        close = ([] if code.strip().upper().startswith("MP")
+                 else difflib.get_close_matches(code.strip(), names, n=3))
+        raise UsageError(f"no published code {code!r}",
+                         hint=(f"did you mean {', '.join(close)}? " if close else "")
+                         + "codes are listed in docs/checks.md") from None
 
 
 @main.command()

@@ -12,12 +12,10 @@ import click
 from mlpipe.cli.azure import AZURE_FLAGS, azure_options, submit_to_workspace
 from mlpipe.cli.base import (
     EXIT_INTERRUPTED,
-    EXIT_PROBLEMS,
     TARGET,
     assignments,
     code_set,
     ignore_option,
-    load_graph,
     main,
     open_evidence_store,
 )
@@ -99,14 +97,12 @@ def _submit_local(target: str, inputs: dict[str, str], params: dict[str, str], n
     import signal
 
     from mlpipe.backends.local.executor import LocalExecutor
-    from mlpipe.diagnostics import has_errors, render_text
+    from mlpipe.diagnostics import ChecksFailed, render_text
+    from mlpipe.graph import compile_pipeline
+    from mlpipe.loader import load_spec
 
-    graph, diagnostics = load_graph(target)
-    diagnostics = [d for d in diagnostics if d.code not in ignored]
-    if has_errors(diagnostics):
-        click.echo(render_text(diagnostics), err=True)
-        click.echo("error: the pipeline has check errors; nothing was run", err=True)
-        sys.exit(EXIT_PROBLEMS)
+    spec, found = load_spec(target)
+    graph = compile_pipeline(spec)
 
     def _stop(signum, _frame):
         raise KeyboardInterrupt(f"signal {signum}")
@@ -115,8 +111,11 @@ def _submit_local(target: str, inputs: dict[str, str], params: dict[str, str], n
     try:
         executor = LocalExecutor(max_parallel=max_parallel, reuse=not no_reuse,
                                  local_scale=scale)
-        result = executor.submit(graph, inputs=inputs, params=params, diagnostics=diagnostics,
+        result = executor.submit(graph, inputs=inputs, params=params, diagnostics=found,
                                  ignore=ignored)
+    except ChecksFailed as err:
+        click.echo(render_text(err.diagnostics), err=True)
+        raise
     except KeyboardInterrupt:
         click.echo("error: interrupted; the run is recorded as interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)

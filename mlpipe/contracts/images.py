@@ -6,7 +6,7 @@ folder may instead list its files in a CSV manifest. Knows nothing of specs.
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,8 +53,8 @@ class ImageFolder(Contract):
     name: str | None = None
     layout: str = "{class}/{file}"
     classes: Any = None
-    splits: tuple[str, ...] | None = None
-    file_kinds: tuple[str, ...] = tuple(FILE_KINDS)
+    splits: Sequence[str] | None = None
+    file_kinds: Sequence[str] = tuple(FILE_KINDS)
     manifest: str | None = None
     version: str = "1"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,7 +68,7 @@ class MetricsReport(Contract):
     holds_examples = False
 
     name: str | None = None
-    metrics: tuple[Metric, ...] = ()
+    metrics: Sequence[Metric] = ()
     version: str = "1"
 
     def __post_init__(self) -> None:

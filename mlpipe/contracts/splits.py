@@ -8,7 +8,7 @@ from __future__ import annotations
 import csv
 import gc
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
@@ -43,8 +43,8 @@ class SplitManifest(Contract):
     holds_examples = False
 
     name: str | None = None
-    splits: tuple[str, ...] | None = None
-    required: tuple[str, ...] = ()
+    splits: Sequence[str] | None = None
+    required: Sequence[str] = ()
     disjoint: bool = True
     id_column: str = "id"
     split_column: str = "split"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import csv
 import difflib
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,7 +86,7 @@ class TabularSchema(Contract):
     file_suffix = ".csv"
 
     name: str | None = None
-    columns: tuple[Column, ...] = ()
+    columns: Sequence[Column] = ()
     ordered: bool = False
     version: str = "1"
 

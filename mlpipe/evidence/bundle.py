@@ -287,7 +287,9 @@ def build(s: Session, candidate: m.CandidateRow, *, hash_model: bool = True) -> 
             "metrics": [] if eval_entry is None else eval_entry["metrics"],
             "report": report,
         },
-        "checks": {"recorded": recorded, "errors": 0,
+        "checks": {"recorded": recorded,
+                   "errors": sum(1 for d in checks if d["severity"] == "error"),
+                   "error_results": [d for d in checks if d["severity"] == "error"],
                    "warnings": [d for d in checks if d["severity"] == "warning"],
                    "info": [d for d in checks if d["severity"] == "info"]},
         "coordination": [{"step": st["step"], **st["topology"]["coordination"]}

@@ -160,12 +160,17 @@ def sections(statement: dict[str, Any], digest: str) -> list[tuple[str, list[str
         lines += [f"  {f['severity']}[{f['code']}] {f['message']}" for f in co.get("findings", [])]
         out.append(("Coordination", lines))
     ch = p["checks"]
+    errors = ch.get("error_results", [])
     checks = ([f"{d['severity']}[{d['code']}] {d['name']}: {d['message']}"
-               for d in ch["warnings"] + ch["info"]] if ch["recorded"]
+               for d in errors + ch["warnings"] + ch["info"]] if ch["recorded"]
               else ["the check results of this run were not recorded"])
-    out.append(("Compile-time checks",
-                (["0 errors (a run with check errors never starts)"] if ch["recorded"] else [])
-                + (checks or ["no warnings"])))
+    if not ch["recorded"]:
+        count = []
+    elif ch["errors"] == 0:
+        count = ["0 errors (a run with check errors never starts)"]
+    else:
+        count = [f"{ch['errors']} ERROR(S) recorded with this run: it ran with check errors"]
+    out.append(("Compile-time checks", count + (checks or ["no warnings"])))
     out.append(("Bundle", [f"digest {digest}", f"sealed {p['sealed_at']} UTC",
                            f"previous {p['previous_bundle'] or 'none (first bundle)'}"]))
     return out

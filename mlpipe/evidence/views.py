@@ -81,7 +81,8 @@ def show_run(s: Session, run: m.Run) -> str:
                          f"{', mutable' if ri.snapshot.mutable else ''}; content not hashed)")
             continue
         lines.append(f"  input {ri.name} = {ri.snapshot.reference}  {ri.snapshot.digest[:26]}  "
-                     f"({ri.snapshot.file_count} files, {ri.snapshot.size} bytes)")
+                     f"({ri.snapshot.file_count} file{'' if ri.snapshot.file_count == 1 else 's'}, "
+                     f"{ri.snapshot.size} bytes)")
     if run.message:
         lines.append(f"  note: {run.message}")
     rows = []

@@ -1,12 +1,16 @@
 """Every check code: one pipeline that triggers it (at the marked line) and a near-identical
-clean one. A fixture marks the expected place with ``# expect: MPxxx [step]``."""
+clean one. A fixture marks the expected place with ``# expect: MPxxx [step]``; the whole
+diagnostic output of each triggering pipeline is a snapshot (tests/golden/checks/, regenerated
+with ``make golden``), so a second, changed or lost diagnostic fails too."""
 import importlib
 import pathlib
 import re
 
 import pytest
 
+from golden_files import assert_golden, mask
 from mlpipe.checks import check_pipeline
+from mlpipe.diagnostics import render_text
 from mlpipe.dsl import Pipeline
 
 FIXTURES = pathlib.Path(__file__).parent.parent / "fixtures" / "checks"
@@ -47,6 +51,16 @@ def test_bad_fixture_triggers_its_code_at_the_marked_place(name):
     if step is not None:
         assert d.step == step
     assert d.message and d.hint
+
+
+ROOT = str(FIXTURES.parents[2])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_bad_fixture_reports_exactly_its_snapshot(name):
+    # a message may quote an absolute path of the checkout (a parameter naming a file)
+    assert_golden(f"checks/{name}.txt", render_text(_diagnostics(name, "bad")),
+                  lambda text: mask(text).replace(ROOT, "<checkout>"))
 
 
 @pytest.mark.parametrize("name", NAMES)

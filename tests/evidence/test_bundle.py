@@ -138,9 +138,28 @@ def test_check_warnings_of_the_run_are_in_the_bundle(tmp_path):
     proj = BundleProject(tmp_path / "proj")
     cand = proj.submit("ranks")
     checks = proj.bundle(cand)["predicate"]["checks"]
-    assert checks["recorded"] and checks["errors"] == 0
+    assert checks["recorded"] and (checks["errors"], checks["error_results"]) == (0, [])
     coordination = proj.bundle(cand)["predicate"]["coordination"]
     assert coordination[0]["step"] == "fit_ranks" and coordination[0]["world_size"] == 2
+
+
+def test_the_error_count_is_counted_from_the_stored_check_results(tmp_path):
+    # mlpipe never starts a run with check errors; a store that holds one anyway (written by
+    # another tool, or edited) must say so in the bundle, not print a constant 0
+    proj = BundleProject(tmp_path / "proj")
+    cand = proj.submit()
+    run = proj.bundle(cand)["predicate"]["run"]["id"]
+    for code, name in (("MP301", "artifact-kind-mismatch"), ("MP202", "param-out-of-range")):
+        proj.sql(f"INSERT INTO check_results (run_id, code, name, severity, message) VALUES "
+                 f"('{run}', '{code}', '{name}', 'error', 'recorded by hand')")
+    checks = proj.bundle(cand, "--rebuild")["predicate"]["checks"]
+    assert checks["errors"] == 2
+    assert [(d["code"], d["severity"]) for d in checks["error_results"]] == [
+        ("MP301", "error"), ("MP202", "error")]
+    text = proj.evidence(cand).stdout
+    assert "2 ERROR(S) recorded with this run: it ran with check errors" in text
+    assert "error[MP301] artifact-kind-mismatch: recorded by hand" in text
+    assert "0 errors" not in text
 
 
 def test_a_later_bundle_records_the_previous_digest(tmp_path):

@@ -16,8 +16,8 @@ from mlpipe.backends.azure.sync import parse_job
 from mlpipe.backends.azure.validate import load_export
 from mlpipe.backends.azure.workspace import Workspace
 from mlpipe.checks import check_pipeline
-from mlpipe.diagnostics import Diagnostic, has_errors
-from mlpipe.errors import MlpipeError, UsageError
+from mlpipe.diagnostics import ChecksFailed, Diagnostic, has_errors
+from mlpipe.errors import MlpipeError
 from mlpipe.evidence.ci import ci_provenance, ci_tags
 from mlpipe.evidence.store import Store, new_id
 from mlpipe.spec import PipelineSpec
@@ -42,18 +42,6 @@ class SubmittedRun:
                 "status": self.status, "experiment": self.experiment, "pipeline": self.pipeline,
                 "pipeline_digest": self.pipeline_digest, "workspace": self.workspace.arm_id,
                 "ci": self.ci}
-
-
-class ChecksFailed(UsageError):
-    """``submit`` found check errors; nothing was sent. ``diagnostics`` holds them all."""
-
-    exit_code = 1
-
-    def __init__(self, diagnostics: list[Diagnostic]) -> None:
-        self.diagnostics = diagnostics
-        errors = sum(1 for d in diagnostics if d.severity.value == "error")
-        super().__init__(f"the pipeline has {errors} error(s); nothing was submitted",
-                         hint="fix them (mlpipe check shows them) and submit again")
 
 
 def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsService, *,
@@ -90,7 +78,10 @@ def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsServi
     diagnostics = [d for d in list(extra_diagnostics or []) + diagnostics
                    if d.code not in ignore]
     if has_errors(diagnostics):
-        raise ChecksFailed(diagnostics)
+        errors = sum(1 for d in diagnostics if d.severity.value == "error")
+        raise ChecksFailed(diagnostics, f"the pipeline has {errors} error(s); nothing was "
+                                        f"submitted",
+                           hint="fix them (mlpipe check shows them) and submit again")
     run_id = run_id or new_id("r", 5)
     experiment = experiment or spec.name
     ci = ci_provenance()

@@ -28,7 +28,8 @@ from mlpipe.backends.local.stepproc import (
     execute,
     tail,
 )
-from mlpipe.diagnostics import Diagnostic
+from mlpipe.checks import run_checks
+from mlpipe.diagnostics import ChecksFailed, Diagnostic, has_errors
 from mlpipe.digests.snapshot import StatCache, snapshot
 from mlpipe.environments import environment_identity
 from mlpipe.errors import StepFailed, UsageError
@@ -99,19 +100,34 @@ class LocalExecutor:
     def submit(self, graph: Graph, *, inputs: dict[str, str], params: dict[str, Any],
                diagnostics: Sequence[Diagnostic] = (), ignore: Collection[str] = ()
                ) -> RunResult:
-        """Run ``graph`` (already checked) with the given pipeline inputs and parameters.
+        """Check ``graph`` and run it with the given pipeline inputs and parameters.
 
-        ``diagnostics`` are the check results (warnings, info) recorded with the run;
-        ``ignore`` the codes the caller chose not to report (``--ignore``), recorded in the
-        run's options (``ignored_codes``) so its evidence says what was set aside.
+        Every graph check runs here, whoever calls: a pipeline with a check error is refused
+        before anything is recorded. What the checks report (warnings, info), with
+        ``diagnostics``, is recorded with the run.
+
+        Args:
+            graph: the compiled pipeline.
+            inputs: pipeline input -> local path.
+            params: pipeline parameter -> value.
+            diagnostics: problems found before the graph existed, e.g. while reading Azure ML
+                YAML (MP6xx); the graph checks are not to be passed here.
+            ignore: the codes the caller chose not to report (``--ignore``): neither refused
+                on nor recorded, and listed in the run's options (``ignored_codes``) so its
+                evidence says what was set aside.
 
         Raises:
+            ChecksFailed: check errors (nothing is run or recorded).
             UsageError: bad inputs or parameters (nothing is recorded).
             ContractError: an input's data does not match a contract a step requires of it
                 (nothing is recorded).
             StoreError: the evidence store cannot be opened or written.
             StepFailed: a step failed; everything recorded up to then stays recorded.
         """
+        found = [d for d in [*diagnostics, *run_checks(graph)] if d.code not in ignore]
+        if has_errors(found):
+            raise ChecksFailed(found, "the pipeline has check errors; nothing was run",
+                               hint=None)
         _refuse_azure_only(graph)
         paths, values = inputs_mod.resolve(graph.spec, inputs, params)
         inputs_mod.check_input_contracts(graph, paths)
@@ -121,7 +137,7 @@ class LocalExecutor:
         try:
             _sweep_work(store, self.location.work)
             run = _Run(self, graph, store, cache, paths, values)
-            run.diagnostics, run.scaled = [d for d in diagnostics if d.code not in ignore], scaled
+            run.diagnostics, run.scaled = found, scaled
             run.ignored = sorted(set(ignore))
             return run.go()
         finally:

@@ -48,3 +48,17 @@ def test_check_and_graph_accept_pipeline_yaml():
     assert result.exit_code == 1 and "error[MP103] unknown-port" in result.output
     result = CliRunner().invoke(main, ["graph", str(YAML / "pipeline.yml")])
     assert result.exit_code == 0 and "evaluate.score" in result.output
+
+
+def test_compile_prints_no_azure_ai_ml_chatter(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "mlpipe.cli", "compile",
+                           str(ROOT / "pipelines" / "defect_classifier.py"), "-o",
+                           str(tmp_path / "build"), "--input", "raw=azureml:raw:1",
+                           "--input", "split=azureml:split:1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert "experimental" not in done.stdout

@@ -149,7 +149,8 @@ def _start_held_run(proj, gate: Path):
                       f"gate={gate}")
     started = Path(f"{gate}.started")
     deadline = time.monotonic() + 60
-    while not started.exists():
+    # the file appears before the pid is written into it: wait for the pid
+    while not (started.exists() and started.read_text().strip()):
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline
         time.sleep(0.05)
