@@ -309,6 +309,17 @@ ENVIRONMENT_WITHOUT_MLPIPE = _code(
     "A function step's environment has a conda file that does not list mlpipe, which its "
     "command runs.")
 
+# --- MP660-MP679: evidence of what lives only on Azure ML (mlpipe.evidence.findings,
+#     mlpipe.evidence.verify)
+CONTENT_UNKNOWN = _code(
+    "MP660", "content-unknown", ERROR,
+    "The candidate's model or evaluation report has no content digest: only a reference to "
+    "where its bytes are was recorded.")
+ARTIFACT_NOT_REHASHED = _code(
+    "MP661", "artifact-not-rehashed", INFO,
+    "An artifact the bundle names lives only in remote storage (an Azure ML output) and was "
+    "not downloaded and re-hashed by this verification.")
+
 # --- MP700-MP709: findings of the evidence bundle (mlpipe.evidence.findings)
 CANDIDATE_NOT_EVALUATED = _code(
     "MP701", "candidate-not-evaluated", ERROR,

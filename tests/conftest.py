@@ -33,7 +33,11 @@ def azureml(azureml_service, monkeypatch):
     azureml_service.reset()
     for key, value in azureml_service.environ().items():
         monkeypatch.setenv(key, value)
-    monkeypatch.delenv("AZUREML_CURRENT_CLOUD", raising=False)
+    # azure-ai-ml sets AZUREML_CURRENT_CLOUD itself once it read the cloud's metadata: set it
+    # through monkeypatch first, so that its deletion is recorded and the value azure-ai-ml
+    # writes during the test is removed afterwards (a later subprocess would inherit it)
+    monkeypatch.setenv("AZUREML_CURRENT_CLOUD", "")
+    monkeypatch.delenv("AZUREML_CURRENT_CLOUD")
     yield azureml_service
     errors = list(azureml_service.errors)
     azureml_service.reset()

@@ -3,7 +3,8 @@
 It speaks, over HTTPS on 127.0.0.1 with a throw-away certificate, the parts of the Azure
 Resource Manager and Azure ML REST APIs that ``mlpipe submit --target azure`` and
 ``mlpipe sync`` reach through azure-ai-ml, plus the workspace's MLflow REST API and the subset
-of the Blob service a code upload uses. Payloads are azure-ai-ml's own REST models.
+of the Blob service that a code upload and an output download use. Payloads are azure-ai-ml's
+own REST models.
 
 Starting it (the pytest fixture ``azureml`` in ``tests/conftest.py`` does this once per session)::
 
@@ -36,6 +37,13 @@ Test-facing API:
   ``metrics/get-history``, ``artifacts/list``); ``log_artifact(path, bytes)``;
   ``set_output(port, uri=None, files={"MLmodel": b"..."})`` sets an output's location and
   puts files there in the default datastore (``lb.datastore_files(uri)`` reads them back).
+- Running a step for real. ``run_node(job, folder)`` (``loopback.azureml.runner``) runs a
+  child job's component command as a compute node would: the uploaded code snapshot, inputs
+  copied from the datastore, outputs uploaded to it, ``MLFLOW_TRACKING_URI`` on the workspace's
+  MLflow (``api/2.0/mlflow/runs/log-batch`` is served), then ``complete()`` or ``fail()``.
+- Downloads. azure-ai-ml reaches the datastore at ``https://<account>.blob.<storage suffix>``:
+  ``environ()`` sets ``HTTPS_PROXY`` to the service's proxy, which tunnels that host (and only
+  it) to the service, whose certificate names it; ``lb.tunnels`` lists the tunnels opened.
 - Faults. ``lb.fail(status, match=r"PUT .*/jobs/", times=1, retry_after=None, code=None,
   message=None)`` answers the next ``times`` requests whose ``"METHOD /path"`` matches with
   that status and an ARM (or MLflow) error body; ``times=None`` for all of them.
@@ -45,7 +53,8 @@ Test-facing API:
 """
 from loopback.azureml.credential import StaticTokenCredential
 from loopback.azureml.jobs import STATUSES, TERMINAL, Job
+from loopback.azureml.runner import NodeFailed, run_node
 from loopback.azureml.service import AzureMLLoopback, Fault, Request
 
-__all__ = ["STATUSES", "TERMINAL", "AzureMLLoopback", "Fault", "Job", "Request",
-           "StaticTokenCredential"]
+__all__ = ["STATUSES", "TERMINAL", "AzureMLLoopback", "Fault", "Job", "NodeFailed", "Request",
+           "StaticTokenCredential", "run_node"]

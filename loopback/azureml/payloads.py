@@ -296,3 +296,31 @@ def mlflow_run(svc: Any, job: Job) -> dict[str, Any]:
             "tags": [{"key": k, "value": v} for k, v in sorted(tags.items())]}
     return {"run": {"info": {k: v for k, v in info.items() if v is not None}, "data": data,
                     "inputs": {}}}
+
+
+def run_data(svc: Any, job: Job) -> dict[str, Any]:
+    """Run history's ``rundata`` answer (``GetRunDataResult``): the run's metadata, which is
+    where azure-ai-ml's ``jobs.download`` reads a job's outputs (their asset ids) from."""
+    return _dict(rh.GetRunDataResult(run_metadata=rh.Run(run(svc, job)),
+                                     run_definition=None, job_specification=None))
+
+
+def resolved_data_uris(svc: Any, found: dict[str, Any]) -> dict[str, Any]:
+    """The data plane's ``batchGetResolvedUris`` answer: each data output's asset id -> the
+    long-form datastore URI of its files."""
+    from azure.ai.ml._restclient.dataset_dataplane import models as dd
+
+    return _dict(dd.BatchDataUriResponse(values_property={
+        asset_id: dd.DataUriV2Response(uri=svc.long_datastore_uri(out.uri), type=out.type)
+        for asset_id, out in found.items()}))
+
+
+def resolved_model_paths(svc: Any, found: dict[str, Any]) -> dict[str, Any]:
+    """The model registry's ``batchGetResolvedUris`` answer: each model output's asset id ->
+    the long-form datastore URI of its files."""
+    from azure.ai.ml._restclient.model_dataplane import models as md
+
+    return _dict(md.BatchModelPathResponseDto(values_property={
+        asset_id: md.ModelPathResponseDto(path=svc.long_datastore_uri(out.uri),
+                                          type=RUN_OUTPUT_TYPES.get(out.type, out.type))
+        for asset_id, out in found.items()}))

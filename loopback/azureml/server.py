@@ -87,6 +87,11 @@ class Handler(BaseHTTPRequestHandler):
         svc = self.service
         split = urlsplit(self.path)
         path, query = unquote(split.path), parse_qs(split.query)
+        host = (self.headers.get("Host") or "").rsplit(":", 1)[0].lower()
+        if host == svc.storage_host:
+            # reached through the proxy by the account's host: the Blob service's host-style
+            # paths (/container/blob), answered as the path-style ones (/account/container/blob)
+            path = f"/{svc.storage_account}{path}"
         body = self._body()
         started = time.perf_counter()
         self._path, self._query, self._sent = path, split.query, body
@@ -162,12 +167,15 @@ class Handler(BaseHTTPRequestHandler):
         if path.rstrip("/") == "/discovery":  # anonymous, as the service's is
             return self._send(200, payloads.discovery(svc))
         self._authorized()
-        for prefix in ("/history/v1.0", "/mlflow/v1.0", "/mlflow/v2.0"):
+        for prefix in ("/history/v1.0", "/mlflow/v1.0", "/mlflow/v2.0", "/data/v1.0",
+                       "/modelregistry/v1.0"):
             if path.startswith(prefix + "/subscriptions/"):
                 rest = self._in_workspace(path[len(prefix):])
                 if prefix == "/history/v1.0":
-                    return self._history(rest, query)
-                return self._mlflow(rest, query)
+                    return self._history(rest, query, body)
+                if prefix in ("/data/v1.0", "/modelregistry/v1.0"):
+                    return self._resolve_uris(prefix, rest, body)
+                return self._mlflow(rest, query, body)
         return self._management(self._in_workspace(path), query, body)
 
     def _cloud(self) -> dict[str, Any]:
@@ -361,9 +369,16 @@ class Handler(BaseHTTPRequestHandler):
 
     # --- run history ------------------------------------------------------------------------
 
-    def _history(self, rest: str, query: dict[str, list[str]]) -> None:
+    def _history(self, rest: str, query: dict[str, list[str]], body: bytes) -> None:
         svc = self.service
         parts = [p for p in rest.split("/") if p]
+        if parts == ["rundata"] and self.command == "POST":
+            # what azure-ai-ml's jobs.download reads a job's outputs from
+            sent = json.loads(body) if body.strip() else {}
+            job = svc.jobs.get(str(sent.get("runId") or ""))
+            if job is None:
+                raise Answer(404, "UserError", f"Run {sent.get('runId')} was not found.")
+            return self._send(200, payloads.run_data(svc, job))
         # runs/{id}, runs/{id}/children, experimentids/{exp}/runs/{id}[/children]
         if parts[:1] == ["experimentids"]:
             parts = parts[2:]
@@ -387,12 +402,45 @@ class Handler(BaseHTTPRequestHandler):
         token = str(start + len(chunk)) if start + len(chunk) < len(children) else None
         return self._send(200, payloads.run_list(svc, chunk, continuation=token))
 
+    # --- the data and model planes: an output's asset id -> where it lives --------------------
+
+    def _resolve_uris(self, prefix: str, rest: str, body: bytes) -> None:
+        svc = self.service
+        wanted = {"/data/v1.0": "/dataversion/batchGetResolvedUris",
+                  "/modelregistry/v1.0": "/models/batchGetResolvedUris"}[prefix]
+        if rest.rstrip("/") != wanted or self.command != "POST":
+            raise Answer(404, "NoRoute", f"No route for {self.command} {prefix}{rest}.")
+        ids = [str(i) for i in (json.loads(body) if body.strip() else {}).get("values") or []]
+        found = {}
+        for asset_id in ids:
+            out = svc.output_of_asset(asset_id)
+            if out is not None:
+                found[asset_id] = out
+        if prefix == "/data/v1.0":
+            return self._send(200, payloads.resolved_data_uris(svc, found))
+        return self._send(200, payloads.resolved_model_paths(svc, found))
+
     # --- MLflow -----------------------------------------------------------------------------------
 
-    def _mlflow(self, rest: str, query: dict[str, list[str]]) -> None:
+    def _mlflow(self, rest: str, query: dict[str, list[str]], body: bytes) -> None:
         svc = self.service
         parts = rest.strip("/")
         run_id = (query.get("run_id") or query.get("run_uuid") or [None])[0]
+        if parts == "api/2.0/mlflow/runs/log-batch" and self.command == "POST":
+            # what a job's MLflow client sends (MLFLOW_RUN_ID is the job's name)
+            sent = json.loads(body) if body.strip() else {}
+            job = svc.jobs.get(str(sent.get("run_id") or sent.get("run_uuid") or ""))
+            if job is None:
+                raise Answer(404, "RESOURCE_DOES_NOT_EXIST",
+                             f"Run '{sent.get('run_id')}' not found.")
+            for m in sent.get("metrics") or []:
+                job.log_metric(str(m["key"]), float(m["value"]), int(m.get("step") or 0),
+                               int(m.get("timestamp") or 0))
+            for t in sent.get("tags") or []:
+                job.set_tag(str(t["key"]), str(t["value"]))
+            for p in sent.get("params") or []:
+                job.log_param(str(p["key"]), p["value"])
+            return self._send(200, {})
         if parts == "api/2.0/mlflow/runs/get" and self.command == "GET":
             job = svc.jobs.get(run_id or "")
             if job is None:
@@ -458,9 +506,25 @@ class Handler(BaseHTTPRequestHandler):
                                   content_type="application/xml",
                                   headers={**headers, "x-ms-error-code": "BlobNotFound"})
             meta = {f"x-ms-meta-{k}": v for k, v in svc.blob_metadata.get(key, {}).items()}
-            return self._send(200, raw=data, content_type="application/octet-stream",
-                              headers={**headers, **meta, "x-ms-blob-type": "BlockBlob",
-                                       "Accept-Ranges": "bytes"})
+            headers = {**headers, **meta, "x-ms-blob-type": "BlockBlob", "Accept-Ranges": "bytes"}
+            wanted = self.headers.get("x-ms-range") or self.headers.get("Range")
+            found = re.match(r"bytes=(\d+)-(\d*)$", wanted or "")
+            if found is None:
+                return self._send(200, raw=data, content_type="application/octet-stream",
+                                  headers=headers)
+            start = int(found.group(1))
+            end = min(int(found.group(2) or len(data) - 1), len(data) - 1)
+            if start >= len(data):  # as the service answers a range past the end
+                return self._send(416, raw=_blob_error("InvalidRange", "The range specified "
+                                                       "is invalid for the current size of the "
+                                                       "resource."),
+                                  content_type="application/xml",
+                                  headers={**headers, "Content-Range": f"bytes */{len(data)}",
+                                           "x-ms-error-code": "InvalidRange"})
+            return self._send(206, raw=data[start:end + 1],
+                              content_type="application/octet-stream",
+                              headers={**headers,
+                                       "Content-Range": f"bytes {start}-{end}/{len(data)}"})
         return self._send(400, raw=_blob_error("UnsupportedOperation", f"{method} {path}"),
                           content_type="application/xml")
 

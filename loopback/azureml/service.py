@@ -97,6 +97,8 @@ class AzureMLLoopback:
         self.folder = Path(folder if folder is not None else self._tmp.name)
         self._lock = threading.RLock()
         self._server: Any = None
+        self._proxy: Any = None
+        self._tunnels: list[str] = []
         self.url = ""
         #: Children per run-history page (None: all on one page). azure-ai-ml's
         #: ``jobs.list(parent_job_name=)`` reads only the first page.
@@ -129,7 +131,32 @@ class AzureMLLoopback:
 
     @property
     def storage_suffix(self) -> str:
-        return "loopback.test"
+        """The cloud's storage suffix (its metadata's ``suffixes.storage``)."""
+        return "core.loopback.test"
+
+    @property
+    def storage_host(self) -> str:
+        """The blob host azure-ai-ml reaches the datastore by: ``<account>.blob.<suffix>``,
+        served here through the proxy (``loopback.azureml.proxy``)."""
+        return f"{self.storage_account}.blob.{self.storage_suffix}"
+
+    @property
+    def storage_key(self) -> str:
+        """The storage account's key (``listSecrets``); the service does not check signatures."""
+        import base64
+
+        return base64.b64encode(f"loopback-key-{self.workspace_id}".encode()).decode()
+
+    @property
+    def proxy_url(self) -> str:
+        """What ``HTTPS_PROXY`` is set to: the proxy that tunnels the storage host here."""
+        return f"http://127.0.0.1:{self._proxy.server_address[1]}"
+
+    @property
+    def tunnels(self) -> list[str]:
+        """The host of each tunnel the proxy opened, in order (a test can see that a download
+        reached the storage host)."""
+        return self._tunnels
 
     @property
     def port(self) -> int:
@@ -144,6 +171,12 @@ class AzureMLLoopback:
     def mlflow_tracking_uri(self) -> str:
         """The workspace's MLflow tracking URI, in the ``azureml://`` form the service gives."""
         return (f"azureml://127.0.0.1:{self.port}/mlflow/v1.0{self.workspace_id_arm}")
+
+    @property
+    def mlflow_https_uri(self) -> str:
+        """The workspace's MLflow as a plain ``https`` tracking URI (what ``azureml-mlflow``
+        turns the ``azureml://`` one into), for an MLflow client without that plugin."""
+        return f"{self.url}/mlflow/v2.0{self.workspace_id_arm}"
 
     @property
     def cert_path(self) -> Path:
@@ -163,19 +196,26 @@ class AzureMLLoopback:
 
     def start(self) -> AzureMLLoopback:
         """Write the certificate and serve on a free loopback port (a daemon thread)."""
+        from loopback.azureml.proxy import serve_proxy
         from loopback.azureml.server import serve
         from loopback.azureml.tls import write_certificate
 
-        cert, key = write_certificate(self.folder)
+        cert, key = write_certificate(self.folder, hosts=(self.storage_host,))
         self._server = serve(self, cert, key)
         self.url = f"https://127.0.0.1:{self.port}"
+        self._proxy, self._tunnels = serve_proxy(self._route)
         return self
 
+    def _route(self, host: str) -> tuple[str, int] | None:
+        """Where the proxy tunnels ``CONNECT host:443``: the storage host to this service."""
+        return ("127.0.0.1", self.port) if host == self.storage_host else None
+
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
+        for server in (self._server, self._proxy):
+            if server is not None:
+                server.shutdown()
+                server.server_close()
+        self._server = self._proxy = None
         if self._tmp is not None:
             self._tmp.cleanup()
 
@@ -186,9 +226,15 @@ class AzureMLLoopback:
         self.stop()
 
     def environ(self) -> dict[str, str]:
-        """The environment that points azure-ai-ml (and ``ssl``) at this service."""
+        """The environment that points azure-ai-ml (and ``ssl``) at this service: the cloud
+        metadata, the certificate to trust, and the proxy through which the storage host is
+        reached (both spellings: ``urllib`` prefers the lower-case one when both are set;
+        loopback addresses bypass it)."""
+        bypass = "127.0.0.1,localhost,::1"
         return {"ARM_CLOUD_METADATA_URL": self.metadata_url,
-                "REQUESTS_CA_BUNDLE": str(self.cert_path), "SSL_CERT_FILE": str(self.cert_path)}
+                "REQUESTS_CA_BUNDLE": str(self.cert_path), "SSL_CERT_FILE": str(self.cert_path),
+                "HTTPS_PROXY": self.proxy_url, "https_proxy": self.proxy_url,
+                "NO_PROXY": bypass, "no_proxy": bypass}
 
     def credential(self, lifetime_s: int = 3600):
         """A static token credential that this service accepts."""
@@ -212,6 +258,7 @@ class AzureMLLoopback:
             self.blobs: dict[tuple[str, str], bytes] = {}
             self.blocks: dict[tuple[str, str, str], bytes] = {}
             self.blob_metadata: dict[tuple[str, str], dict[str, str]] = {}
+            self._tunnels.clear()
             self.assets: dict[tuple[str, str, str | None], Asset] = {}
             self.computes: dict[str, tuple[str, int]] = dict(DEFAULT_COMPUTES)
             self.environments: dict[tuple[str, str], str] = dict(DEFAULT_ENVIRONMENTS)
@@ -327,6 +374,24 @@ class AzureMLLoopback:
         blob = f"{prefix.rstrip('/')}/{rel.lstrip('/')}" if rel else prefix.rstrip("/")
         with self._lock:
             self.blobs[(self.container, blob)] = data.encode() if isinstance(data, str) else data
+
+    def long_datastore_uri(self, uri: str) -> str:
+        """``azureml://datastores/D/paths/P`` in the long form the service resolves asset ids
+        to (``azureml://subscriptions/.../workspaces/W/datastores/D/paths/P``)."""
+        if not uri.startswith("azureml://datastores/"):
+            return uri
+        return (f"azureml://subscriptions/{self.subscription_id}/resourcegroups/"
+                f"{self.resource_group}/workspaces/{self.workspace_name}/"
+                + uri[len("azureml://"):])
+
+    def output_of_asset(self, asset_id: str) -> Any:
+        """The job output whose run-history asset id is ``asset_id`` (None if none is)."""
+        with self._lock:
+            for job in self.jobs.values():
+                for out in job.outputs.values():
+                    if out.uri == asset_id:
+                        return out
+        return None
 
     def datastore_files(self, uri: str) -> dict[str, bytes]:
         """The files under a datastore folder URI, by path relative to it."""

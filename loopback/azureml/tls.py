@@ -1,4 +1,5 @@
-"""A throw-away TLS certificate for the loopback service (``127.0.0.1`` and ``localhost``).
+"""A throw-away TLS certificate for the loopback service (``127.0.0.1``, ``localhost`` and the
+host names it answers through its proxy, such as the storage account's blob host).
 
 Self-signed, valid for a day, written with its key into a folder the caller owns; clients
 trust it through ``REQUESTS_CA_BUNDLE`` (azure-core's requests transport) and
@@ -11,8 +12,9 @@ import ipaddress
 from pathlib import Path
 
 
-def write_certificate(folder: str | Path) -> tuple[Path, Path]:
-    """Write ``cert.pem`` and ``key.pem`` into ``folder``; return their paths."""
+def write_certificate(folder: str | Path, hosts: tuple[str, ...] = ()) -> tuple[Path, Path]:
+    """Write ``cert.pem`` and ``key.pem`` into ``folder``; return their paths. The certificate
+    names ``localhost``, ``127.0.0.1`` and each of ``hosts``."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -28,7 +30,8 @@ def write_certificate(folder: str | Path) -> tuple[Path, Path]:
             .not_valid_before(now - datetime.timedelta(minutes=5))
             .not_valid_after(now + datetime.timedelta(days=1))
             .add_extension(x509.SubjectAlternativeName([
-                x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                x509.DNSName("localhost"), *(x509.DNSName(h) for h in hosts),
+                x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
                 critical=False)
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
             .sign(key, hashes.SHA256()))

@@ -7,8 +7,10 @@ service instead of azure-identity's DefaultAzureCredential.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from pathlib import Path
 
 import click
 
@@ -206,6 +208,19 @@ def _fetch(store, run_id: str, job_name: str, service):
         options = dict(find_run(s, run_id).options or {})
     return sync_run(job_name, service, fetch=outputs_to_fetch(options),
                     into=locate().home / "downloads" / run_id)
+
+
+@contextlib.contextmanager
+def output_fetcher():
+    """``mlpipe evidence --verify --fetch``'s downloads: Azure ML outputs brought into a
+    temporary folder (removed afterwards) through the workspace each run was submitted to."""
+    import tempfile
+
+    from mlpipe.backends.azure.download import OutputFetcher
+    from mlpipe.backends.azure.service import MLClientService
+
+    with tempfile.TemporaryDirectory(prefix="mlpipe-fetch-") as folder:
+        yield OutputFetcher(lambda ws: _service(MLClientService, ws), Path(folder))
 
 
 def _credential():

@@ -40,27 +40,45 @@ def candidates(limit: int, fmt: str) -> None:
 @click.option("--verify", is_flag=True,
               help="Re-hash every artifact and snapshot, compare the store with the sealed "
                    "bundle, recompute its digest; exit 1 on any mismatch.")
+@click.option("--fetch", is_flag=True,
+              help="With --verify: download what lives only on Azure ML (the run's outputs "
+                   "the bundle names, from the workspace the run was submitted to) and re-hash "
+                   "it against its recorded digests.")
 @click.option("--rebuild", is_flag=True,
               help="Rebuild the bundle from the store and seal a new one (recording the "
                    "previous digest) if anything changed; by default a sealed bundle is shown "
                    "as sealed.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write to this file instead of stdout.")
-def evidence(candidate: str, fmt: str, verify: bool, rebuild: bool, output: str | None) -> None:
+def evidence(candidate: str, fmt: str, verify: bool, fetch: bool, rebuild: bool,
+             output: str | None) -> None:
     """The verifiable evidence bundle of CANDIDATE (an id or an unambiguous prefix).
 
     The first call builds the bundle from the store and seals it; later calls show that sealed
-    bundle (--rebuild seals a new one if the store changed; --verify checks everything).
+    bundle (--rebuild seals a new one if the store changed; --verify checks everything here,
+    and with --fetch also what lives only on Azure ML).
     """
     from mlpipe.evidence.config import locate
 
+    if fetch and not verify:
+        from mlpipe.errors import UsageError
+
+        raise UsageError("--fetch applies to --verify only",
+                         hint=f"run `mlpipe evidence {candidate} --verify --fetch`")
     if verify:
+        import contextlib
         import json
 
         from mlpipe.evidence.render import render_verification
         from mlpipe.evidence.verify import verify_bundle
 
-        result = verify_bundle(locate().url, candidate).to_dict()
+        with contextlib.ExitStack() as stack:
+            fetcher = None
+            if fetch:
+                from mlpipe.cli.azure import output_fetcher
+
+                fetcher = stack.enter_context(output_fetcher())
+            result = verify_bundle(locate().url, candidate, fetch=fetcher).to_dict()
         text = (json.dumps(result, indent=2, sort_keys=True) if fmt == "json"
                 else render_verification(result))
         _emit(text.encode() + b"\n", output)

@@ -42,6 +42,26 @@ def digest_bytes(content: bytes) -> str:
     return "sha256:" + hashlib.sha256(content).hexdigest()
 
 
+#: Digests of references (an Azure ML data asset, an output's URI) start with this: they name
+#: the reference, never the content behind it.
+REFERENCE = "ref:"
+
+
+def reference_digest(reference: str) -> str:
+    """A digest that names a reference, never its content: ``ref:sha256:`` over the text.
+
+    Example:
+        >>> reference_digest("azureml:images:1")[:11]
+        'ref:sha256:'
+    """
+    return REFERENCE + digest_bytes(reference.encode("utf-8"))
+
+
+def is_reference(digest: str | None) -> bool:
+    """Whether ``digest`` names a reference (``ref:...``) rather than content."""
+    return isinstance(digest, str) and digest.startswith(REFERENCE)
+
+
 def sha256_file(path: str | os.PathLike[str]) -> str:
     """The SHA-256 hex digest of one file's bytes, read in chunks.
 
@@ -95,5 +115,6 @@ def script_code_digest(code: str | None, command: str, base: Path) -> str:
     return "sha256:" + h.hexdigest()
 
 
-__all__ = ["canonical_json", "digest_bytes", "digest_of", "file_digests", "script_code_digest",
+__all__ = ["REFERENCE", "canonical_json", "digest_bytes", "digest_of", "file_digests",
+           "is_reference", "reference_digest", "script_code_digest",
            "sha256_file"]

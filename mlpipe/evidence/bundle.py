@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
-from mlpipe.digests import file_digests
+from mlpipe.digests import file_digests, is_reference
 from mlpipe.errors import UsageError
 from mlpipe.evidence import models as m
 from mlpipe.evidence.checkresults import stored_checks
@@ -59,10 +60,27 @@ def files_of(location: str) -> list[tuple[str, str]]:
     return sorted(found)
 
 
+def remote(location: str | None) -> bool:
+    """Whether ``location`` names storage elsewhere (a URI: ``azureml://...``, ``https://...``)
+    rather than a path on this machine.
+
+    Example:
+        >>> remote("azureml://datastores/workspaceblobstore/paths/azureml/j1/model/")
+        True
+    """
+    return bool(location) and _URI.match(location) is not None
+
+
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+#: Who took an artifact's content digest (the bundle's ``artifacts[].digest_by``).
+BY_MLPIPE, BY_STEP_RUNTIME = "mlpipe", "step-runtime"
+
+
 def subject(model: m.Artifact, label: str) -> list[dict[str, Any]]:
     """The in-toto subject: every file of the model artifact with its sha256 and blake3,
     hashed here, or as its step record gave them where the files are not here (an Azure ML
-    output: ``Artifact.files``).
+    output: ``Artifact.files``). Empty when the model's files are unknown (only a reference to
+    them was recorded: finding MP660 says so).
 
     Raises:
         UsageError: the model's files are no longer at their location.
@@ -71,6 +89,8 @@ def subject(model: m.Artifact, label: str) -> list[dict[str, Any]]:
         return [{"name": f"{label}/{f['name']}",
                  "digest": {"sha256": f["sha256"], "blake3": f["blake3"]}}
                 for f in sorted(model.files, key=lambda f: f["name"])]
+    if is_reference(model.digest) or (remote(model.location) and model.files is None):
+        return []  # nothing here to hash, and no file digests recorded: unknown
     if not os.path.exists(model.location):
         raise UsageError(f"the model artifact {model.digest} is no longer at {model.location}, "
                          f"so its files cannot be named in a new bundle",
@@ -81,8 +101,16 @@ def subject(model: m.Artifact, label: str) -> list[dict[str, Any]]:
 
 
 def _artifact(a: m.Artifact) -> dict[str, Any]:
-    return {"digest": a.digest, "kind": a.kind, "size": a.size, "file_count": a.file_count,
-            "location": a.location}
+    """An artifact as the bundle names it. ``remote``: its bytes live only in the backend's
+    storage (an Azure ML output); ``digest_by``: who hashed them (``mlpipe``, here, as it stored
+    or downloaded them; ``step-runtime``, the step's own runtime where it wrote them) or null
+    when only a reference is known, and then ``size`` and ``file_count`` are unknown (null)."""
+    unknown = is_reference(a.digest)
+    far = remote(a.location) and not getattr(a, "key", None)
+    return {"digest": a.digest, "kind": a.kind, "size": None if unknown else a.size,
+            "file_count": None if unknown else a.file_count, "location": a.location,
+            "remote": far,
+            "digest_by": None if unknown else BY_STEP_RUNTIME if far else BY_MLPIPE}
 
 
 def _metric(x: m.Metric, origin: m.StepRun) -> dict[str, Any]:
@@ -131,6 +159,7 @@ def _step(s: Session, sr: m.StepRun, artifacts: dict[str, dict[str, Any]]) -> di
                   "executed_run": None if origin is None else origin.run_id,
                   "chain": chain}
     material = sr.key_material or {}
+    recorded = sr.record is not None or (origin is not None and origin.record is not None)
     return {
         "step": sr.step, "step_run": sr.id, "status": sr.status, "reused_from": reused,
         "component": {"name": sr.component.name, "version": sr.component.version,
@@ -145,6 +174,8 @@ def _step(s: Session, sr: m.StepRun, artifacts: dict[str, dict[str, Any]]) -> di
         "metrics": [] if origin is None else [_metric(x, origin) for x in
                                               sorted(origin.metrics, key=lambda x: x.id)],
         "message": sr.message,
+        "step_record": True if recorded else None if (sr.status == m.REUSED and origin is None)
+        else False,
     }
 
 
@@ -209,7 +240,9 @@ def build(s: Session, candidate: m.CandidateRow, *, hash_model: bool = True) -> 
                        .join(m.Snapshot, m.Snapshot.id == m.RunInput.snapshot_id)
                        .where(m.RunInput.run_id == run.id).order_by(m.RunInput.name)).all()
     snapshots = [{"input": name, "reference": snap.reference, "digest": snap.digest,
-                  "size": snap.size, "file_count": snap.file_count, "mutable": snap.mutable}
+                  "size": None if is_reference(snap.digest) else snap.size,
+                  "file_count": None if is_reference(snap.digest) else snap.file_count,
+                  "mutable": snap.mutable}
                  for name, snap in inputs]
     artifacts: dict[str, dict[str, Any]] = {}
     steps = [_step(s, sr, artifacts) for sr in _load_steps(s, run.id)]
@@ -270,4 +303,4 @@ def build(s: Session, candidate: m.CandidateRow, *, hash_model: bool = True) -> 
 
 
 __all__ = ["PREDICATE_TYPE", "STATEMENT_TYPE", "build", "file_digests", "files_of",
-           "find_candidate", "subject"]
+           "find_candidate", "remote", "subject"]

@@ -1,5 +1,6 @@
 """What a reviewer must see first about a candidate: missing or misplaced evaluation, global
-metrics that are not, reuse with nothing executed behind it. Findings are MP701-MP704.
+metrics that are not, reuse with nothing executed behind it, a model or report whose bytes
+nothing names. Findings are MP660 and MP701-MP704.
 
 Judges the predicate the builder assembled; reads nothing else and never raises for what it
 finds.
@@ -11,11 +12,13 @@ from typing import Any
 
 from mlpipe.codes import (
     CANDIDATE_NOT_EVALUATED,
+    CONTENT_UNKNOWN,
     EVALUATION_OVERLAPS_TRAINING,
     GLOBAL_METRIC_FROM_TOO_FEW_RANKS,
     REUSED_WITHOUT_EXECUTED_ORIGIN,
 )
 from mlpipe.diagnostics import Code, Severity
+from mlpipe.digests import is_reference
 
 _WHOLE = {"all", "full", "everything", "whole", "*"}
 
@@ -154,6 +157,30 @@ def _reuse(p: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
+def _content(p: dict[str, Any]) -> list[dict[str, Any]]:
+    """The candidate's model and evaluation report where only a reference to their bytes is
+    known (an Azure ML output whose step left no step record): nothing names the bytes."""
+    artifacts = {a["digest"]: a for a in p["artifacts"]}
+    producer = {o["digest"]: (st["step"], o["port"]) for st in p["steps"] for o in st["outputs"]}
+    found = []
+    for what, digest in (("model", p["candidate"]["model"]),
+                         ("evaluation report", p["candidate"]["evaluation"])):
+        art = artifacts.get(digest or "")
+        if art is None or not is_reference(digest):
+            continue
+        step, port = producer.get(digest, (None, None))
+        found.append(_finding(
+            CONTENT_UNKNOWN,
+            f"the candidate's {what}{f' ({step}.{port})' if step else ''} has no content "
+            f"digest: only where it is was recorded ({art['location']}), so nothing in this "
+            f"bundle names the bytes a reviewer would approve"
+            + ("" if what == "model" else " or the metrics read from them"),
+            "produce it with an mlpipe function component (its step runtime records the "
+            "digests of its outputs, which `mlpipe sync` reads), then sync the run again",
+            step=step))
+    return found
+
+
 def find(_session: Any, predicate: dict[str, Any]) -> list[dict[str, Any]]:
     """Every finding about the candidate the predicate describes, most severe first.
 
@@ -164,7 +191,7 @@ def find(_session: Any, predicate: dict[str, Any]) -> list[dict[str, Any]]:
     Returns:
         ``{"code", "name", "severity", "step", "message", "hint"}`` dicts.
     """
-    found = (_evaluation(predicate) + _overlap(predicate) + _global_metrics(predicate)
-             + _reuse(predicate))
+    found = (_content(predicate) + _evaluation(predicate) + _overlap(predicate)
+             + _global_metrics(predicate) + _reuse(predicate))
     order = {"error": 0, "warning": 1, "info": 2}
     return sorted(found, key=lambda f: (order[f["severity"]], f["code"], f["step"] or ""))

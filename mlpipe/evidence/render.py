@@ -47,6 +47,16 @@ def _topology(t: dict[str, Any]) -> str | None:
     return text
 
 
+def _held(art: dict[str, Any]) -> str:
+    """Where an artifact's bytes are and who hashed them, when that is not "here, by mlpipe"."""
+    if art.get("digest_by", "mlpipe") is None:
+        return f"  (content unknown: only its location {art['location']} was recorded)"
+    if art.get("remote"):
+        return (f"  (only on {art['location']}; digest recorded by the step runtime that wrote "
+                f"it, not re-hashed here)")
+    return ""
+
+
 def _reuse_line(st: dict[str, Any]) -> str:
     r = st["reused_from"]
     if r["executed_step_run"] is None:
@@ -65,10 +75,12 @@ def sections(statement: dict[str, Any], digest: str) -> list[tuple[str, list[str
                 + (f" (fix: {f['hint']})" if f.get("hint") else "") for f in p["findings"]]
     out.append(("Findings", findings or ["none: no finding about evaluation, metric scope or "
                                          "reuse"]))
+    model = next((a for a in p["artifacts"] if a["digest"] == c["model"]), {})
     out.append(("Candidate", [
         f"id {c['id']}" + (f"  name {c['name']}" if c["name"] else ""),
-        f"model {c['model']}",
-        *[f"  file {s['name']}  sha256:{s['digest']['sha256']}" for s in statement["subject"]],
+        f"model {c['model']}" + _held(model),
+        *([f"  file {s['name']}  sha256:{s['digest']['sha256']}" for s in statement["subject"]]
+          or ["  files: unknown (no digest of them was recorded)"]),
         f"run {p['run']['id']} ({p['run']['status']}, {p['run']['target']}) pipeline "
         f"{p['pipeline']['name']} {p['pipeline']['digest']}"]))
     ev = p["evaluation"]
@@ -92,6 +104,11 @@ def sections(statement: dict[str, Any], digest: str) -> list[tuple[str, list[str
 
         prov.append(f"ci {describe(p['ci'])}")
     for snap in p["snapshots"]:
+        if snap["file_count"] is None:  # a reference (an Azure ML data asset): content unknown
+            prov.append(f"data {snap['input']} = {snap['reference']}  {snap['digest']}  "
+                        f"(a reference: its content was not recorded"
+                        f"{', and it can move' if snap['mutable'] else ''})")
+            continue
         files = f"{snap['file_count']} file{'' if snap['file_count'] == 1 else 's'}"
         prov.append(f"data {snap['input']} = {snap['reference']}  {snap['digest']}  "
                     f"({files}, {snap['size']} bytes"
@@ -121,9 +138,14 @@ def sections(statement: dict[str, Any], digest: str) -> list[tuple[str, list[str
         for port in st["inputs"]:
             steps.append(f"    in  {port['port']} {port['digest']}")
         for port in st["outputs"]:
-            steps.append(f"    out {port['port']} {port['digest']}")
+            art = next((a for a in p["artifacts"] if a["digest"] == port["digest"]), {})
+            steps.append(f"    out {port['port']} {port['digest']}" + _held(art))
         for x in st["metrics"]:
             steps.append(f"    metric {_metric_line(x)}")
+        if st.get("step_record") is False and st["status"] != "skipped":
+            steps.append("    no step record: what its runtime would have observed (contract "
+                         "checks, metrics by rank, coordination, reads and writes) is unknown, "
+                         "not absent")
     reused = [st["step"] for st in p["steps"] if st["reused_from"]]
     if reused:
         steps.append(f"{len(reused)} of {len(p['steps'])} steps were reused, not executed for "
@@ -176,11 +198,21 @@ def render_markdown(statement: dict[str, Any], digest: str) -> str:
 
 
 def render_verification(v: dict[str, Any]) -> str:
-    """``--verify``'s report: each mismatch, then one verdict line."""
+    """``--verify``'s report: each mismatch, what was not re-hashed (and why), then one verdict
+    line that says whether the verification was complete."""
     lines = [f"error[{f['code']}] {f['name']}: {f['message']}\n  help: {f['hint']}"
              for f in v["mismatches"]]
+    left = v.get("not_rehashed") or []
+    lines += [f"info[{f['code']}] {f['name']}: {f['message']}" for f in left]
+    if left:
+        hints = list(dict.fromkeys(f["hint"] for f in left))
+        lines += [f"  help: {h}" for h in hints]
+    fetched = f", {v['fetched']} downloaded" if v.get("fetched") else ""
     verdict = (f"verified bundle {v['bundle']}: {v['bundles_checked']} sealed bundle(s), "
-               f"{v['files_hashed']} files ({v['bytes_hashed']} bytes) re-hashed")
-    lines.append(verdict + (", nothing changed" if v["ok"] else
-                            f"; {len(v['mismatches'])} mismatch(es)"))
+               f"{v['files_hashed']} files ({v['bytes_hashed']} bytes) re-hashed{fetched}")
+    verdict += ", nothing changed" if v["ok"] else f"; {len(v['mismatches'])} mismatch(es)"
+    if left:
+        verdict += (f"; {len(left)} artifact(s) and snapshot(s) NOT re-hashed (listed above): "
+                    f"the verification is incomplete")
+    lines.append(verdict)
     return "\n".join(lines)

@@ -1,11 +1,15 @@
 """Verifying a sealed bundle: its bytes against its digest and chain, the store against its
 predicate, and every file it names against its recorded digest (MP711-MP714).
 
-Reads and hashes only; reports every mismatch and never raises for a missing file.
+Reads and hashes only; reports every mismatch and never raises for a missing file. What lives
+only in remote storage (an Azure ML output) is listed as not re-hashed (MP661) unless the
+caller hands in a ``fetch`` that brings its bytes here, which are then re-hashed like the rest;
+this module knows no backend.
 """
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,37 +18,51 @@ from sqlalchemy.orm import Session
 from mlpipe.codes import (
     ARTIFACT_CHANGED,
     ARTIFACT_MISSING,
+    ARTIFACT_NOT_REHASHED,
     BUNDLE_BYTES_CHANGED,
     EVIDENCE_CHANGED_IN_STORE,
 )
 from mlpipe.diagnostics import Code
-from mlpipe.digests import digest_bytes, sha256_file
+from mlpipe.digests import digest_bytes, is_reference, sha256_file
 from mlpipe.digests.snapshot import snapshot
 from mlpipe.errors import StoreError
 from mlpipe.evidence import models as m
-from mlpipe.evidence.bundle import build
+from mlpipe.evidence.bundle import build, remote
 from mlpipe.evidence.compare import differences
 from mlpipe.evidence.seal import chain, load_sealed, unsealed
+
+#: ``fetch(statement, artifact)``: the local path of a remote artifact's bytes, brought here
+#: (None when its storage has nothing there); raises for what stops every download
+#: (no credentials, no network).
+Fetch = Callable[[dict[str, Any], dict[str, Any]], "str | None"]
 
 
 @dataclass(slots=True)
 class Verification:
-    """What ``--verify`` found: ``ok`` when nothing differs."""
+    """What ``--verify`` found: ``ok`` when nothing differs; ``complete`` when, besides, every
+    artifact and snapshot the bundle names was re-hashed (none ``not_rehashed``)."""
 
     digest: str
     findings: list[dict[str, Any]] = field(default_factory=list)
     files: int = 0
     bytes: int = 0
     bundles: int = 0
+    not_rehashed: list[dict[str, Any]] = field(default_factory=list)
+    fetched: int = 0
 
     @property
     def ok(self) -> bool:
         return not self.findings
 
+    @property
+    def complete(self) -> bool:
+        return not self.not_rehashed
+
     def to_dict(self) -> dict[str, Any]:
         return {"bundle": self.digest, "ok": self.ok, "bundles_checked": self.bundles,
                 "files_hashed": self.files, "bytes_hashed": self.bytes,
-                "mismatches": self.findings}
+                "mismatches": self.findings, "complete": self.complete,
+                "not_rehashed": self.not_rehashed, "fetched": self.fetched}
 
 
 def _mismatch(code: Code, message: str, hint: str) -> dict[str, Any]:
@@ -79,35 +97,82 @@ def _check_chain(rows: list[m.BundleRow], out: Verification) -> dict[str, Any] |
     return statement
 
 
-def _hash_path(path: str, digest: str, what: str, out: Verification) -> None:
+def _hash_path(path: str, digest: str, what: str, out: Verification,
+               where: str | None = None) -> None:
+    """Re-hash ``path`` against ``digest``; ``where`` names it in messages when ``path`` is a
+    temporary copy (a download)."""
+    where = where or f"at {path}"
     if not os.path.exists(path):
-        out.findings.append(_mismatch(ARTIFACT_MISSING, f"{what} is missing: nothing at {path}",
+        out.findings.append(_mismatch(ARTIFACT_MISSING, f"{what} is missing: nothing {where}",
                                       "restore it from a backup; its digest is " + digest))
         return
     try:
         snap = snapshot(path)
     except OSError as exc:
-        out.findings.append(_mismatch(ARTIFACT_MISSING, f"{what} at {path} cannot be read: "
+        out.findings.append(_mismatch(ARTIFACT_MISSING, f"{what} {where} cannot be read: "
                                       f"{exc.strerror or exc}", "fix its permissions"))
         return
     out.files += snap.file_count
     out.bytes += snap.size
     if snap.digest != digest:
-        out.findings.append(_mismatch(ARTIFACT_CHANGED, f"{what} at {path} changed: recorded "
+        out.findings.append(_mismatch(ARTIFACT_CHANGED, f"{what} {where} changed: recorded "
                                       f"{digest}, now {snap.digest}",
                                       "the bundle no longer describes these bytes; restore "
                                       "them or re-run the pipeline for a new candidate"))
 
 
-def _check_subject(statement: dict[str, Any], out: Verification) -> None:
+def _storage(location: str) -> str:
+    """What holds a remote location, for a reader: ``azureml://...`` -> ``Azure ML``."""
+    scheme = location.split("://", 1)[0].lower()
+    return {"azureml": "Azure ML", "https": "remote storage", "wasbs": "Azure Blob Storage",
+            "abfss": "Azure Data Lake"}.get(scheme, f"{scheme}:// storage")
+
+
+def _not_rehashed(out: Verification, what: str, digest: str, location: str, why: str,
+                  hint: str) -> None:
+    out.not_rehashed.append({"code": ARTIFACT_NOT_REHASHED.code,
+                             "name": ARTIFACT_NOT_REHASHED.name, "artifact": what,
+                             "digest": digest, "location": location,
+                             "message": f"{what} was not re-hashed: {why}", "hint": hint})
+
+
+def _check_remote(statement: dict[str, Any], art: dict[str, Any], what: str, out: Verification,
+                  fetch: Fetch | None) -> str | None:
+    """An artifact that lives only in remote storage: re-hashed from a download when ``fetch``
+    is given (its local path returned), else listed as not re-hashed."""
+    held = _storage(art["location"])
+    if fetch is None:
+        _not_rehashed(out, what, art["digest"], art["location"],
+                      f"it lives only on {held} ({art['location']}); its digest was recorded "
+                      f"by the step that wrote it, and no copy is here",
+                      "run `mlpipe evidence CANDIDATE --verify --fetch` to download it and "
+                      "re-hash it against its recorded digest")
+        return None
+    path = fetch(statement, art)
+    out.fetched += path is not None
+    if path is None:
+        out.findings.append(_mismatch(
+            ARTIFACT_MISSING, f"{what} is missing: {held} has nothing at {art['location']}",
+            "the output was deleted from its datastore; restore it from a backup (its digest "
+            "is " + art["digest"] + ")"))
+        return None
+    _hash_path(path, art["digest"], what, out, where=f"downloaded from {art['location']}")
+    return path
+
+
+def _check_subject(statement: dict[str, Any], out: Verification,
+                   fetched: dict[str, str]) -> None:
     p = statement["predicate"]
     model = next((a for a in p["artifacts"] if a["digest"] == p["candidate"]["model"]), None)
     if model is None:
         return
-    is_dir = model["file_count"] != 1 or os.path.isdir(model["location"])
+    location = fetched.get(model["digest"], model["location"])
+    if location == model["location"] and model.get("remote", remote(location)):
+        return  # only on remote storage and not downloaded: listed as not re-hashed
+    is_dir = model["file_count"] != 1 or os.path.isdir(location)
     for entry in statement["subject"]:
         rel = entry["name"].split("/", 1)[1] if "/" in entry["name"] else entry["name"]
-        path = os.path.join(model["location"], rel) if is_dir else model["location"]
+        path = os.path.join(location, rel) if is_dir else location
         try:
             now = sha256_file(path)
         except FileNotFoundError:
@@ -125,12 +190,15 @@ def _check_subject(statement: dict[str, Any], out: Verification) -> None:
                 "the bundle no longer describes this model; restore it"))
 
 
-def verify(s: Session, candidate: m.CandidateRow) -> Verification:
+def verify(s: Session, candidate: m.CandidateRow, *, fetch: Fetch | None = None
+           ) -> Verification:
     """Verify the candidate's sealed bundles against their bytes, the store and the files.
 
     Args:
         s: an open session.
         candidate: a candidate with at least one sealed bundle.
+        fetch: brings an artifact that lives only in remote storage here (``Fetch``); without
+            it such artifacts are listed as not re-hashed.
 
     Returns:
         Every mismatch found (``ok`` when none).
@@ -153,12 +221,19 @@ def verify(s: Session, candidate: m.CandidateRow) -> Verification:
                                       f"bundle: {line} (sealed -> store now)",
                                       "find who changed the store; the sealed bundle is the "
                                       "record the reviewer saw"))
-    _check_subject(statement, out)
     p = statement["predicate"]
     seen: set[tuple[str, str]] = set()
     for snap in p["snapshots"]:
         seen.add((snap["reference"], snap["digest"]))
-        _hash_path(snap["reference"], snap["digest"], f"data snapshot {snap['input']!r}", out)
+        what = f"data snapshot {snap['input']!r}"
+        if is_reference(snap["digest"]) or remote(snap["reference"]):
+            _not_rehashed(out, what, snap["digest"], snap["reference"],
+                          f"{snap['reference']} is a reference to data in a workspace; no "
+                          f"content digest of it was recorded", "pass the data by a local "
+                          "path to record its content, or pin the data asset version")
+            continue
+        _hash_path(snap["reference"], snap["digest"], what, out)
+    fetched: dict[str, str] = {}
     for art in p["artifacts"]:
         if (art["location"], art["digest"]) in seen:
             continue
@@ -166,13 +241,25 @@ def verify(s: Session, candidate: m.CandidateRow) -> Verification:
         producers = [f"{st['step']}.{o['port']}" for st in p["steps"] for o in st["outputs"]
                      if o["digest"] == art["digest"]]
         what = (f"artifact {producers[0]}" if producers else f"artifact {art['digest'][:19]}")
-        _hash_path(art["location"], art["digest"], what, out)
+        if is_reference(art["digest"]):
+            _not_rehashed(out, what, art["digest"], art["location"],
+                          f"only its location ({art['location']}) was recorded, no content "
+                          f"digest to re-hash it against (finding MP660 for a candidate's model "
+                          f"or report)", "produce it with an mlpipe function component, whose "
+                          "step runtime records its outputs' digests, and sync again")
+        elif art.get("remote", remote(art["location"])):
+            found = _check_remote(statement, art, what, out, fetch)
+            if found is not None:
+                fetched[art["digest"]] = found
+        else:
+            _hash_path(art["location"], art["digest"], what, out)
+    _check_subject(statement, out, fetched)
     return out
 
 
-def verify_bundle(url: str, ref: str) -> Verification:
+def verify_bundle(url: str, ref: str, *, fetch: Fetch | None = None) -> Verification:
     """``mlpipe evidence REF --verify``: verify the candidate's sealed bundles, sealing the first
-    one from the store when none is sealed yet.
+    one from the store when none is sealed yet (``fetch``: see ``verify``).
 
     Raises:
         UsageError: no candidate, or more than one, matches ``ref``.
@@ -188,9 +275,9 @@ def verify_bundle(url: str, ref: str) -> Verification:
             found = find_candidate(s, ref)
             if sealed_or_none(s, found) is None:
                 seal(s, found)
-            return verify(s, found)
+            return verify(s, found, fetch=fetch)
     finally:
         store.close()
 
 
-__all__ = ["Verification", "verify", "verify_bundle"]
+__all__ = ["Fetch", "Verification", "verify", "verify_bundle"]

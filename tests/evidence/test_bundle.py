@@ -196,6 +196,12 @@ def test_verify_passes_on_an_untouched_store(sealed):
     assert done.returncode == 0, done.stdout
     assert done.stdout.startswith("verified bundle sha256:")
     assert "nothing changed" in done.stdout
+    # everything a local run names is here: re-hashed, nothing listed as not (MP661)
+    assert "NOT re-hashed" not in done.stdout
+    as_json = json.loads(sealed.evidence(sealed.candidate, "--verify", "--format", "json").stdout)
+    assert (as_json["ok"], as_json["complete"], as_json["not_rehashed"]) == (True, True, [])
+    assert {(a["remote"], a["digest_by"]) for a in sealed.sealed["predicate"]["artifacts"]} == {
+        (False, "mlpipe")}
 
 
 def test_verify_finds_a_changed_model_byte(sealed):

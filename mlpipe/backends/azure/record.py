@@ -14,7 +14,7 @@ from sqlalchemy import update
 
 from mlpipe.backends.azure.sync import JobRecord
 from mlpipe.backends.azure.workspace import Workspace
-from mlpipe.digests import digest_bytes
+from mlpipe.digests import REFERENCE, reference_digest
 from mlpipe.digests.snapshot import snapshot
 from mlpipe.environments import environment_identity
 from mlpipe.evidence import models as m
@@ -24,20 +24,7 @@ from mlpipe.evidence.store import Store, utcnow
 from mlpipe.graph import FromInput, FromStep, Graph
 from mlpipe.spec import InputRole, declared_topology, plain_value
 
-#: Digests of references (Azure data URIs, output URIs) start with this: they name the
-#: reference, not the content, which Azure ML does not report.
-REFERENCE = "ref:"
 _PINNED_ASSET = re.compile(r"/data/[^/]+/versions/(?!latest/?$)[^/]+/?$")
-
-
-def reference_digest(reference: str) -> str:
-    """A digest that names a reference, never its content: ``ref:sha256:`` over the text.
-
-    Example:
-        >>> reference_digest("azureml:images:1")[:11]
-        'ref:sha256:'
-    """
-    return REFERENCE + digest_bytes(reference.encode("utf-8"))
 
 
 def reference_mutable(reference: str) -> bool:

@@ -271,7 +271,7 @@ class MLClientService:
             return _get_aml_resource_id_from_metadata() + "/.default"
         return _get_base_url_from_metadata() + "/.default"
 
-    def _send(self, doing: str, url: str, scope: str) -> Any:
+    def _send(self, doing: str, url: str, scope: str, json: Any = None) -> Any:
         from azure.core import PipelineClient
         from azure.core.exceptions import HttpResponseError, map_error
         from azure.core.pipeline.policies import (
@@ -291,7 +291,8 @@ class MLClientService:
                 BearerTokenCredentialPolicy(self.credential, scope)])
 
         def go():
-            response = self._rest[scope].send_request(HttpRequest("GET", url))
+            response = self._rest[scope].send_request(
+                HttpRequest("GET", url) if json is None else HttpRequest("POST", url, json=json))
             if response.status_code != 200:
                 map_error(response.status_code, response, {})
                 raise HttpResponseError(response=response)
@@ -367,14 +368,61 @@ class MLClientService:
         return self._send(f"read the MLflow run of {run_id!r}", url, self._scope("aml"))
 
     def fetch_output(self, job_name: str, output: str, into: Path) -> Path | None:
-        # azure-ai-ml puts a named output under <download_path>/named-outputs/<output>
-        job = self._call(f"read job {job_name!r}", self.client.jobs.get, job_name)
-        if output not in (getattr(job, "outputs", None) or {}):
-            return None
-        self._call(f"download output {output!r} of job {job_name!r}", self.client.jobs.download,
-                   job_name, download_path=str(into), output_name=output)
+        # jobs.download reads the job's outputs from run history (a pipeline's child job has
+        # no outputs in the entity jobs.get gives), resolves the output's asset id through
+        # the data or model plane, and downloads its files from the datastore's storage
+        # account, under <download_path>/named-outputs/<output>; an output the job does not
+        # have is skipped (nothing downloaded).
+        doing = f"download output {output!r} of job {job_name!r}"
+        try:
+            self._call(doing, self.client.jobs.download, job_name, download_path=str(into),
+                       output_name=output)
+        except AzureError as err:
+            if not _cannot_resolve_models(err.__cause__):
+                raise
+            self._download_model(job_name, output, Path(into), doing)
         found = Path(into) / "named-outputs" / output
         return found if found.exists() else None
+
+    def _workspace_path(self, api: str) -> str:
+        ws = self.workspace
+        return (f"{self._service_url()}/{api}/subscriptions/{ws.subscription_id}/resourceGroups/"
+                f"{ws.resource_group}/providers/Microsoft.MachineLearningServices/workspaces/"
+                f"{ws.workspace_name}")
+
+    def _download_model(self, job_name: str, output: str, into: Path, doing: str) -> None:
+        """What ``jobs.download`` does for a model output, where azure-ai-ml cannot: the run's
+        output (of the job it reused, for a reused job), its asset id resolved through the model
+        registry, its files downloaded from the datastore by azure-ai-ml."""
+        from urllib.parse import quote
+
+        from azure.ai.ml._artifacts._artifact_utilities import download_artifact_from_aml_uri
+
+        runs = self._workspace_path("history/v1.0") + "/runs/"
+        run = self._send(doing, runs + quote(job_name, safe=""), self._scope("arm"))
+        props = run.get("properties") or {}
+        if str(props.get("azureml.isreused", "")).lower() == "true" and props.get(
+                "azureml.reusedrunid"):
+            run = self._send(doing, runs + quote(props["azureml.reusedrunid"], safe=""),
+                             self._scope("arm"))
+        asset = ((run.get("outputs") or {}).get(output) or {}).get("assetId")
+        if not asset:
+            return
+        found = self._send(doing, self._workspace_path("modelregistry/v1.0")
+                           + "/models/batchGetResolvedUris", self._scope("arm"),
+                           json={"values": [asset]})
+        path = (((found or {}).get("values") or {}).get(asset) or {}).get("path")
+        if path:
+            self._call(doing, download_artifact_from_aml_uri, uri=path,
+                       destination=str(into / "named-outputs" / output),
+                       datastore_operation=self.client.datastores)
+
+
+def _cannot_resolve_models(exc: BaseException | None) -> bool:
+    """azure-ai-ml 1.35's ``jobs.download`` of a model output (run history type
+    ``MLFlowModel``, ``CustomModel``, ``TritonModel``) fails before sending anything: it builds
+    ``BatchGetResolvedUrisDto(values=...)``, a keyword its model does not accept."""
+    return isinstance(exc, TypeError) and "BatchGetResolvedUrisDto" in str(exc)
 
 
 def job_payload(job: Any) -> dict[str, Any]:

@@ -103,3 +103,51 @@ def test_sync_lists_a_nested_pipeline_the_way_the_service_does(cli, azureml):
     assert sorted(s["node"] for s in synced["steps"]) == ["evaluate", f"{inner}.fit", "prepare"]
     assert synced["recorded"]["status"] == "succeeded"
     assert synced["recorded"]["candidate"] is not None
+
+
+def test_jobs_download_reaches_the_storage_host_through_the_proxy(azureml, service,
+                                                                  project_spec, tmp_path):
+    """MLClientService.fetch_output is azure-ai-ml's jobs.download over the wire: run history,
+    the data plane (a folder), the model registry (a model output), the datastore's account
+    host; a reused job's output comes from the job it reused; a missing output is None."""
+    from mlpipe.backends.azure.submit import submit_to_azure
+
+    submit_to_azure(project_spec("flat"), service.workspace, service,
+                    inputs={"raw": "azureml:defect-images:1"})
+    job = azureml.last_job
+    prepare = job.child("prepare").start()
+    prepare.set_output("examples", files={"a.txt": b"A", "sub/b.txt": b"B" * 70_000})
+    prepare.complete()
+    fit = job.child("fit").start().set_output("model", files={"MLmodel": b"flavors: {}\n"})
+    fit.complete()
+    reused = job.child("evaluate").reuse(prepare)   # a job reusing prepare (as the service marks)
+
+    got = service.fetch_output(prepare.name, "examples", tmp_path / "a")
+    assert {p.relative_to(got).as_posix(): p.read_bytes() for p in got.rglob("*")
+            if p.is_file()} == {"a.txt": b"A", "sub/b.txt": b"B" * 70_000}
+    model = service.fetch_output(fit.name, "model", tmp_path / "b")
+    assert (model / "MLmodel").read_bytes() == b"flavors: {}\n"
+    assert (service.fetch_output(reused.name, "examples", tmp_path / "c") / "a.txt").read_bytes() \
+        == b"A"
+    assert service.fetch_output(prepare.name, "no_such_output", tmp_path / "d") is None
+    assert set(azureml.tunnels) == {azureml.storage_host}
+    kinds = azureml.request_kinds()
+    assert kinds["POST rundata"] >= 3 and kinds["POST dataversion"] >= 2
+    assert kinds["POST models"] == 1   # the model output, resolved by the model registry
+
+
+def test_the_proxy_tunnels_only_the_storage_host(azureml):
+    import http.client
+    from urllib.parse import urlsplit
+
+    proxy = urlsplit(azureml.proxy_url)
+    answers = []
+    for method, target in (("CONNECT", "login.microsoftonline.com:443"),
+                           ("CONNECT", f"{azureml.storage_host}:80"),
+                           ("GET", "http://example.com/")):
+        conn = http.client.HTTPConnection(proxy.hostname, proxy.port, timeout=10)
+        conn.request(method, target)
+        answers.append(conn.getresponse().status)
+        conn.close()
+    assert answers == [403, 403, 405]
+    assert azureml.tunnels == []

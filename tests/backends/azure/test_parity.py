@@ -5,9 +5,10 @@ handed to the loopback workspace as the service would hold them, then synced: th
 evidence as a local run of the same pipeline (the same keys, the same findings); only
 ``ran_on`` (and the run's backend options) tell them apart.
 
-The one call not exercised end to end is the output download: the loopback has no run-history
-download route, so ``fetch_output`` reads the loopback's datastore directly (docs/azure.md,
-"What is exercised").
+Every call of the sync goes over the wire to the loopback, the output downloads included:
+``jobs.download`` reads the job's outputs from run history, resolves them through the data and
+model planes, and downloads the files from the storage account's blob host, reached through
+the loopback's proxy (docs/azure.md, "How it is tested").
 """
 from __future__ import annotations
 
@@ -67,27 +68,6 @@ def run_locally(spec, inputs, params, tmp_path, **options):
     return location, result.candidate_id, None
 
 
-class LoopbackService(MLClientService):
-    """The real MLClientService on the loopback workspace, but for the output download, which
-    reads the loopback's datastore (it has no run-history download route)."""
-
-    def __init__(self, lb) -> None:
-        super().__init__(Workspace(lb.subscription_id, lb.resource_group, lb.workspace_name),
-                         credential=lb.credential())
-        self.lb = lb
-
-    def fetch_output(self, job_name, output, into):
-        found = self.lb.job(job_name).outputs.get(output)
-        files = self.lb.datastore_files(found.uri) if found is not None else {}
-        if not files:
-            return None
-        target = Path(into) / "named-outputs" / output
-        for rel, data in files.items():
-            (target / rel).parent.mkdir(parents=True, exist_ok=True)
-            (target / rel).write_bytes(data)
-        return target
-
-
 def _azure_env(job: str, mlflow_uri: str, workspace: str) -> dict[str, str]:
     """What Azure ML sets for a job's processes (the launcher adds the rank variables)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "MLPIPE_"))}
@@ -126,7 +106,8 @@ def run_as_azure(spec, inputs, params, tmp_path, mlflow_uri, azureml, scale=None
 
     location = _location(tmp_path)
     store = Store.open(location.url)
-    service = LoopbackService(azureml)
+    service = MLClientService(Workspace(azureml.subscription_id, azureml.resource_group,
+                                        azureml.workspace_name), credential=azureml.credential())
     values = {**inputs, **{k: str(v) for k, v in params.items()}}
     azureml.add_environment("parity-env", "1")
     # the data is a registered asset in the workspace; the steps here read its local copy
@@ -280,6 +261,8 @@ def test_the_same_evidence_both_ways(tmp_path, mlflow_server, azureml):
     there, azure_candidate, outcome, errors = run_as_azure(
         parity.spec, inputs, {}, tmp_path / "azure", mlflow_server, azureml)
     assert outcome.status == "succeeded", (outcome.notes, errors)
+    # the step records and the report came down from the storage account's blob host
+    assert set(azureml.tunnels) == {azureml.storage_host}
     local, azure = bundle(here, local_candidate), bundle(there, azure_candidate)
     same_shape(azure, local)
     assert findings(azure) == findings(local)

@@ -11,6 +11,7 @@ import re
 import pytest
 from click.testing import CliRunner
 
+from backends.azure.azure_helpers import stage
 from mlpipe.cli import azure as cli_azure
 from mlpipe.cli import main
 from mlpipe.cli.progress import LiveProgress, PlainProgress, live_terminal, progress_view
@@ -32,17 +33,6 @@ def mlpipe(azureml, azureml_project, tmp_path, monkeypatch):
         return CliRunner().invoke(main, argv, catch_exceptions=False)
 
     return run
-
-
-def stage(azureml, *steps):
-    """Stage the next submitted job's life: each step runs on one GET of the job."""
-    def hook(method, path):
-        job = azureml.last_job
-        if not job._script and not getattr(job, "_staged", False):
-            job._staged = True
-            job.script(*steps)
-
-    azureml.on(r"^GET .*/jobs/[^/]+$", hook)
 
 
 def test_wait_follows_the_job_syncs_it_and_exits_0_when_it_completed(mlpipe, azureml):
