@@ -54,6 +54,9 @@ def evidence(candidate: str, fmt: str, verify: bool, fetch: bool, rebuild: bool,
              output: str | None) -> None:
     """The verifiable evidence bundle of CANDIDATE (an id or an unambiguous prefix).
 
+    Exit codes: 0 the bundle has no error-severity finding; 1 it has one (the bundle is still
+    shown in full), or with --verify any mismatch; 2 an unknown candidate or a usage error.
+
     The first call builds the bundle from the store and seals it; later calls show that sealed
     bundle (--rebuild seals a new one if the store changed; --verify checks everything here,
     and with --fetch also what lives only on Azure ML).
@@ -91,10 +94,18 @@ def evidence(candidate: str, fmt: str, verify: bool, fetch: bool, rebuild: bool,
                    f"{sealed.digest} recording it as previous. What changed:", err=True)
         for line in sealed.changes:
             click.echo(f"  {line}", err=True)
-    _show(fmt, sealed.digest, sealed.content, output)
+    statement = _show(fmt, sealed.digest, sealed.content, output)
+    errors = sorted({f["code"] for f in statement["predicate"]["findings"]
+                     if f["severity"] == "error"})
+    if errors:
+        count = sum(1 for f in statement["predicate"]["findings"] if f["severity"] == "error")
+        click.echo(f"error: candidate {statement['predicate']['candidate']['id']} has {count} "
+                   f"error-severity finding{'' if count == 1 else 's'} ({', '.join(errors)}): "
+                   f"it is not ready for review", err=True)
+        sys.exit(EXIT_PROBLEMS)
 
 
-def _show(fmt: str, digest: str, content: bytes, output: str | None) -> None:
+def _show(fmt: str, digest: str, content: bytes, output: str | None) -> dict:
     from mlpipe.errors import StoreError
     from mlpipe.evidence.seal import load_sealed
 
@@ -105,7 +116,7 @@ def _show(fmt: str, digest: str, content: bytes, output: str | None) -> None:
         sys.exit(EXIT_PROBLEMS)
     if fmt == "json":
         _emit(content, output)
-        return
+        return statement
     from mlpipe.evidence.render import render_markdown, render_text
 
     if fmt == "html":
@@ -114,6 +125,7 @@ def _show(fmt: str, digest: str, content: bytes, output: str | None) -> None:
     else:
         text = (render_markdown if fmt == "markdown" else render_text)(statement, digest)
     _emit(text.rstrip("\n").encode() + b"\n", output)
+    return statement
 
 
 def _emit(content: bytes, output: str | None) -> None:
