@@ -165,3 +165,23 @@ def test_all_reduce_metric_needs_a_process_group(monkeypatch, tmp_path):
                                                r"2 processes but no torch.distributed process "
                                                r"group is initialised"):
         all_reduce_metric("loss", 2.0)
+
+
+def test_waiting_for_the_process_group_to_release_a_tensor_is_bounded():
+    torch = pytest.importorskip("torch")
+    import threading
+    import time
+
+    tensor = torch.zeros(1)
+    held = [tensor.view(1)]            # the worker thread's reference, as gloo's work holds it
+    threading.Timer(0.05, held.clear).start()
+    started = time.monotonic()
+    distributed._wait_until_released(tensor)
+    assert tensor._use_count() == 1
+    assert time.monotonic() - started >= 0.04
+
+    never = tensor.view(1)             # never released: the wait gives up, it never hangs
+    started = time.monotonic()
+    distributed._wait_until_released(tensor, timeout=0.1)
+    assert 0.1 <= time.monotonic() - started < 10  # bounded, on however loaded a machine
+    assert never is not None
