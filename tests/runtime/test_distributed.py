@@ -210,3 +210,23 @@ def test_an_empty_output_and_a_silent_shard_are_declared_writers_that_never_wrot
     assert check_coordination(blind, world_size=2, distribution=dist,
                               step_part=_step_part({"parts": 1}, {"parts": observed})
                               ).findings == ()
+
+
+def test_waiting_for_the_process_group_to_release_a_tensor_is_bounded():
+    torch = pytest.importorskip("torch")
+    import threading
+    import time
+
+    tensor = torch.zeros(1)
+    held = [tensor.view(1)]            # the worker thread's reference, as gloo's work holds it
+    threading.Timer(0.05, held.clear).start()
+    started = time.monotonic()
+    distributed._wait_until_released(tensor)
+    assert tensor._use_count() == 1
+    assert time.monotonic() - started >= 0.04
+
+    never = tensor.view(1)             # never released: the wait gives up, it never hangs
+    started = time.monotonic()
+    distributed._wait_until_released(tensor, timeout=0.1)
+    assert 0.1 <= time.monotonic() - started < 10  # bounded, on however loaded a machine
+    assert never is not None
