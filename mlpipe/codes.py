@@ -272,6 +272,9 @@ UNDECLARED_WRITER = _code(
 PARTIAL_METRIC_LOGGED_AS_GLOBAL = _code(
     "MP526", "partial-metric-logged-as-global", ERROR,
     "A metric logged as global by more than one rank: each rank's partial view, not the whole.")
+DECLARED_WRITER_NEVER_WROTE = _code(
+    "MP527", "declared-writer-never-wrote", ERROR,
+    "An output's declared writer (or, for a sharded output, a rank) wrote nothing to it.")
 
 # --- MP6xx: Azure ML YAML import (mlpipe.backends.azure.importer)
 UNREADABLE_BINDING_EXPRESSION = _code(

@@ -43,10 +43,11 @@ LAYERS: dict[str, str] = {
     "runtime": "mlpipe's step runtime",
 }
 
-#: The coordination findings (MP521-MP526) a failed distributed step is diagnosed by, in the
+#: The coordination findings (MP521-MP527) a failed distributed step is diagnosed by, in the
 #: order they are reported: who owns the output first, then the data, then the metrics.
 _COORDINATION = (("MP524", OUTPUT_OWNERSHIP_VIOLATED, "output-ownership"),
                  ("MP525", OUTPUT_OWNERSHIP_VIOLATED, "output-ownership"),
+                 ("MP527", OUTPUT_OWNERSHIP_VIOLATED, "output-ownership"),
                  ("MP521", DATA_NOT_DIVIDED, "launch"),
                  ("MP522", DATA_NOT_DIVIDED, "launch"),
                  ("MP523", DATA_NOT_DIVIDED, "launch"),
