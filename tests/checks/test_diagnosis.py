@@ -38,6 +38,8 @@ CASES = [
     (dict(launch="refused", hint="launch fewer"), "MP908", "launch", None, None),
     (dict(launch="coordination", coordination=[{"code": "MP522", "severity": "error"}]),
      "MP910", "launch", None, None),
+    (dict(launch="coordination", coordination=[{"code": "MP527", "severity": "error"}]),
+     "MP913", "output-ownership", None, None),
     (dict(launch="coordination", coordination=[{"code": "MP526", "severity": "error"},
                                                 {"code": "MP524", "severity": "error"}]),
      "MP913", "output-ownership", None, None),
