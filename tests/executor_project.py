@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 FIXTURES = Path(__file__).parent / "fixtures" / "executor"
-MODULES = ("steps", "chain", "hold", "failing", "odd", "observed", "diagnosed")
+MODULES = ("steps", "chain", "hold", "failing", "odd", "observed", "diagnosed", "spawner")
 
 
 class Project:
