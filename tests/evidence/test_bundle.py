@@ -101,7 +101,7 @@ def test_a_run_that_reuses_training_says_so_and_a_full_rerun_is_no_new_candidate
     text = proj.evidence(again).stdout
     assert "fit: fit@1.0.0  REUSED from run r-" in text
     assert "not re-executed for this candidate" in text
-    assert "1 of 2 steps were reused" in text
+    assert "1 of 2 steps was reused from run r-" in text
 
 
 @pytest.mark.parametrize("pipeline, extra, code, message", [
