@@ -117,8 +117,16 @@ def test_each_finding_is_at_the_top(tmp_path, pipeline, extra, code, message):
     findings = proj.bundle(cand)["predicate"]["findings"]
     assert [f["code"] for f in findings] == [code]
     assert re.search(message, findings[0]["message"])
-    text = proj.evidence(cand).stdout
-    assert text.split("\n\n")[1].startswith(f"FINDINGS\n  ERROR [{code}")
+    shown = proj.evidence(cand)
+    assert shown.stdout.split("\n\n")[1].startswith(f"FINDINGS\n  ERROR [{code}")
+    # the findings gate: the bundle is shown in full, and the command fails
+    assert shown.returncode == 1
+    assert shown.stderr == (f"error: candidate {cand} has 1 error-severity finding ({code}): "
+                            f"it is not ready for review\n")
+    for fmt in ("markdown", "html"):
+        assert proj.evidence(cand, "--format", fmt).returncode == 1
+    # --verify judges integrity only: nothing in the store differs from the sealed bundle
+    assert proj.evidence(cand, "--verify").returncode == 0
 
 
 def test_reuse_with_no_executed_run_behind_it_is_a_finding(tmp_path):
