@@ -26,6 +26,7 @@ from mlpipe.backends.local.stepproc import (
     StepOutcome,
     declared_topology,
     execute,
+    rendezvous_timeout,
     tail,
 )
 from mlpipe.checks import run_checks
@@ -94,6 +95,7 @@ class LocalExecutor:
         if max_parallel is not None and max_parallel < 1:
             raise UsageError(f"--max-parallel {max_parallel} is not a positive number",
                              hint="pass --max-parallel 1 or more")
+        rendezvous_timeout()  # a bad MLPIPE_RENDEZVOUS_TIMEOUT_S is refused before a run
         self.location = location or locate()
         self.max_parallel = max_parallel or os.cpu_count() or 1
         self.reuse = reuse
@@ -101,6 +103,8 @@ class LocalExecutor:
         self.local_scale = dict(local_scale or {})
         self.fork_server = forkserver.enabled() if fork_server is None else fork_server
         self.isolate = isolate
+        #: the run the last submit recorded, once it is in the store (None before)
+        self.run_id: str | None = None
 
     def submit(self, graph: Graph, *, inputs: dict[str, str], params: dict[str, Any],
                diagnostics: Sequence[Diagnostic] = (), ignore: Collection[str] = ()
@@ -131,6 +135,7 @@ class LocalExecutor:
             EnvironmentBuildFailed: with ``isolate``, an environment could not be built
                 (nothing is run or recorded).
         """
+        self.run_id = None
         found = [d for d in [*diagnostics, *run_checks(graph)] if d.code not in ignore]
         if has_errors(found):
             raise ChecksFailed(found, "the pipeline has check errors; nothing was run",
@@ -215,6 +220,7 @@ class _Run:
                      **({"local_scale": {k: f"{c.instances}x{_per_node(c)}"
                                          for k, c in sorted(self.scaled.items())}}
                         if self.scaled else {})})
+        self.ex.run_id = run_id
         record_checks(self.store, run_id, self.diagnostics)
         self.result = RunResult(run_id, m.RUNNING)
         self.progress.header(run_id, spec.name, self.ex.max_parallel)
