@@ -26,7 +26,7 @@ from mlpipe.errors import UsageError
 @click.argument("target", metavar=TARGET)
 @click.option("--input", "inputs", multiple=True, metavar="NAME=PATH",
               help="A pipeline input: a file or folder (snapshotted by content), or on Azure "
-                   "a data path/URI.")
+                   "a data path/URI. Locally, STEP.PORT=PATH replaces a path a job writes.")
 @click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
               help="A pipeline parameter.")
 @click.option("--target", "run_target", type=click.Choice(["local", "azure"]), default="local",
