@@ -26,6 +26,7 @@ from mlpipe.backends.local.stepproc import (
     StepOutcome,
     declared_topology,
     execute,
+    rendezvous_timeout,
     tail,
 )
 from mlpipe.checks import run_checks
@@ -91,6 +92,7 @@ class LocalExecutor:
         if max_parallel is not None and max_parallel < 1:
             raise UsageError(f"--max-parallel {max_parallel} is not a positive number",
                              hint="pass --max-parallel 1 or more")
+        rendezvous_timeout()  # a bad MLPIPE_RENDEZVOUS_TIMEOUT_S is refused before a run
         self.location = location or locate()
         self.max_parallel = max_parallel or os.cpu_count() or 1
         self.reuse = reuse
