@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 FIXTURES = Path(__file__).parent / "fixtures" / "executor"
-MODULES = ("steps", "chain", "hold", "failing", "odd", "observed", "hidden", "diagnosed")
+MODULES = ("steps", "chain", "hold", "failing", "odd", "observed", "hidden", "diagnosed",
+           "spawner")
 
 
 class Project:

@@ -99,6 +99,8 @@ class LocalExecutor:
         self.stream = stream
         self.local_scale = dict(local_scale or {})
         self.fork_server = forkserver.enabled() if fork_server is None else fork_server
+        #: the run the last submit recorded, once it is in the store (None before)
+        self.run_id: str | None = None
 
     def submit(self, graph: Graph, *, inputs: dict[str, str], params: dict[str, Any],
                diagnostics: Sequence[Diagnostic] = (), ignore: Collection[str] = ()
@@ -127,6 +129,7 @@ class LocalExecutor:
             StoreError: the evidence store cannot be opened or written.
             StepFailed: a step failed; everything recorded up to then stays recorded.
         """
+        self.run_id = None
         found = [d for d in [*diagnostics, *run_checks(graph)] if d.code not in ignore]
         if has_errors(found):
             raise ChecksFailed(found, "the pipeline has check errors; nothing was run",
@@ -205,6 +208,7 @@ class _Run:
                      **({"local_scale": {k: f"{c.instances}x{_per_node(c)}"
                                          for k, c in sorted(self.scaled.items())}}
                         if self.scaled else {})})
+        self.ex.run_id = run_id
         record_checks(self.store, run_id, self.diagnostics)
         self.result = RunResult(run_id, m.RUNNING)
         self.progress.header(run_id, spec.name, self.ex.max_parallel)
