@@ -139,12 +139,13 @@ class LocalExecutor:
         store = Store.open(self.location.url)
         cache = StatCache(self.location.stat_cache)
         try:
-            _sweep_work(store, self.location.work)
             run = _Run(self, graph, store, cache, paths, values)
             run.diagnostics, run.scaled = found, scaled
             run.literals, run.overrides = literals, sorted(overrides)
             run.ignored = sorted(set(ignore))
-            return run.go()
+            with run.cas.lock():  # `mlpipe gc` removes nothing while a run holds it
+                _sweep_work(store, self.location.work)
+                return run.go()
         finally:
             cache.close()
             store.close()
