@@ -102,14 +102,14 @@ def _submit_local(target: str, inputs: dict[str, str], params: dict[str, str], n
     from mlpipe.graph import compile_pipeline
     from mlpipe.loader import load_spec
 
-    spec, found = load_spec(target)
-    graph = compile_pipeline(spec)
-
     def _stop(signum, _frame):
         raise KeyboardInterrupt(f"signal {signum}")
 
     signal.signal(signal.SIGTERM, _stop)
+    executor = None
     try:
+        spec, found = load_spec(target)
+        graph = compile_pipeline(spec)
         executor = LocalExecutor(max_parallel=max_parallel, reuse=not no_reuse,
                                  local_scale=scale)
         result = executor.submit(graph, inputs=inputs, params=params, diagnostics=found,
@@ -118,7 +118,10 @@ def _submit_local(target: str, inputs: dict[str, str], params: dict[str, str], n
         click.echo(render_text(err.diagnostics), err=True)
         raise
     except KeyboardInterrupt:
-        click.echo("error: interrupted; the run is recorded as interrupted", err=True)
+        begun = executor.run_id if executor is not None else None
+        click.echo(f"error: interrupted; run {begun} is recorded as interrupted" if begun else
+                   "error: interrupted before a run was recorded; nothing was recorded",
+                   err=True)
         sys.exit(EXIT_INTERRUPTED)
     if fmt == "json":
         import json
