@@ -211,6 +211,7 @@ def _execute(request: dict[str, Any]) -> int:
     started = record.now()
     inputs_checked: dict[str, Any] = {}
     outputs: list[finish.Port] = []
+    reads: tuple[str, ...] = ()
     observer: observe.Observer | None = None
     failure: dict[str, Any] | None = None
     code = 0
@@ -222,6 +223,7 @@ def _execute(request: dict[str, Any]) -> int:
         component = _resolve(request["function"])
         fn = getattr(component, "fn", component)
         outputs = _ports(component, "outputs")
+        reads = tuple(_declared(component, "reads") or ())
         _launch_env(_declared(component, "distribution"))
         kwargs = {**request["inputs"], **request["outputs"],
                   **_params(component, request["params"])}
@@ -275,7 +277,8 @@ def _execute(request: dict[str, Any]) -> int:
               "inputs": inputs_checked}
     try:
         step = finish.finish(record.folder(), me=part.data, outputs=outputs,
-                             paths=request["outputs"], header=header, failure=failure)
+                             paths=request["outputs"], header=header, failure=failure,
+                             reads=reads)
     except OSError as exc:
         print(f"mlpipe: the step record could not be written: {exc}", file=sys.stderr)
         return code or 1

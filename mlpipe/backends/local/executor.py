@@ -30,6 +30,7 @@ from mlpipe.backends.local.stepproc import (
     tail,
 )
 from mlpipe.checks import run_checks
+from mlpipe.checks.reads import check_reads
 from mlpipe.diagnostics import ChecksFailed, Diagnostic, has_errors
 from mlpipe.digests.snapshot import StatCache, snapshot
 from mlpipe.environments import environment_identity
@@ -159,6 +160,7 @@ class _Run:
     def __init__(self, ex: LocalExecutor, graph: Graph, store: Store, cache: StatCache,
                  paths: dict[str, str], values: dict[str, Any]) -> None:
         self.ex, self.graph, self.store, self.cache = ex, graph, store, cache
+        self.stale: dict[str, str] = {}  # why a step's earlier run was passed over
         self.paths, self.values = paths, values
         self.cas = ArtifactStore(ex.location.artifacts, cache)
         self.procs = Processes()
@@ -367,7 +369,7 @@ class _Run:
             self.store, self.cas, comp, environment_digest=env_row.digest, params=params,
             inputs={port: p.artifact.digest for port, p in bound.items()},
             local_scale=(declared_topology(self.scaled[node.id]) if node.id in self.scaled
-                         else None), enabled=self.ex.reuse)
+                         else None), enabled=self.ex.reuse, cache=self.cache)
         common = dict(run_id=run_id, step=node.id,
                       component_version_id=self._component_row(node).id,
                       environment_id=env_row.id, compute=_compute(node), cache_key=decision.key,
@@ -384,6 +386,9 @@ class _Run:
             self.progress.finished(node.id, m.REUSED,
                                    detail=f"from {original.id} (run {original.run_id})")
             return None
+        if decision.stale is not None:
+            self.stale[node.id] = decision.stale
+            self.progress.note(f"{node.id!r} is not reused: {decision.stale}")
         topology = declared_topology(comp)
         if node.id in self.scaled:
             comp = self.scaled[node.id]
@@ -444,7 +449,7 @@ class _Run:
                                    detail=f"log: {job.log}")
             return False
         filed = self.store.complete_step_run(
-            step_run_id, status=m.EXECUTED, message=outcome.not_cached,
+            step_run_id, status=m.EXECUTED, message=outcome.not_cached or self.stale.get(sid),
             cacheable=outcome.not_cached is None, topology=topology,
             outputs={port: (snap.digest, job.component.output(port).kind.value, snap.size,
                             snap.file_count, str(location))
@@ -454,6 +459,8 @@ class _Run:
         self.produced[sid] = arts
         self.result.steps[sid] = m.EXECUTED
         self.progress.finished(sid, m.EXECUTED, outcome.seconds, detail=outcome.not_cached)
+        for finding in check_reads(outcome.record, step=sid):
+            self.progress.note(finding.render())
         return True
 
     def _register_candidate(self, run_id: str) -> str | None:
