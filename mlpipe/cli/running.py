@@ -153,7 +153,8 @@ def _json(document: dict[str, Any]) -> None:
 
 @main.command()
 @click.option("--pipeline", default=None, help="Only the runs of this pipeline.")
-@click.option("--limit", default=50, show_default=True, help="How many runs, newest first.")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(min=0),
+              help="How many runs, newest first.")
 @FORMAT
 def runs(pipeline: str | None, limit: int, fmt: str) -> None:
     """List recorded runs, newest first."""
