@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 from typing import Any
+from urllib.parse import quote
 
 from mlpipe.evidence.dag import COLORS, svg
 from mlpipe.evidence.render import _population, _topology, _value, reuse_origins, reuse_summary
@@ -226,7 +227,8 @@ def _reuse(p: dict[str, Any]) -> str:
     if origins:
         rows = [[f"<code>{_e(run)}</code>" if run else
                  "<span class='flag'>no executed run in this store</span>",
-                 ", ".join(f'<a href="#step-{_e(s)}">{_e(s)}</a>' for s in steps)]
+                 ", ".join(f'<a href="#step-{_e(quote(s, safe=""))}">{_e(s)}</a>'
+                           for s in steps)]
                 for run, steps in origins.items()]
         lines.append(_table(["Executed in run", "Reused steps"], rows))
         lines.append("<p class='muted'>Reused steps were not re-executed for this candidate. "
