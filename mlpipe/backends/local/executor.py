@@ -153,13 +153,14 @@ class LocalExecutor:
         store = Store.open(self.location.url)
         cache = StatCache(self.location.stat_cache)
         try:
-            _sweep_work(store, self.location.work)
             run = _Run(self, graph, store, cache, paths, values)
             run.diagnostics, run.scaled = found, scaled
             run.literals, run.overrides = literals, sorted(overrides)
             run.interpreters = interpreters
             run.ignored = sorted(set(ignore))
-            return run.go()
+            with run.cas.lock():  # `mlpipe gc` removes nothing while a run holds it
+                _sweep_work(store, self.location.work)
+                return run.go()
         finally:
             cache.close()
             store.close()
@@ -194,7 +195,13 @@ class _Run:
     # --- setup ------------------------------------------------------------------------------
 
     def _input_artifact(self, path: str, kind: str) -> tuple[_Produced, Any]:
-        snap = snapshot(path, self.cache)
+        try:
+            snap = snapshot(path, self.cache)
+        except OSError as exc:  # a file in it that cannot be read, a symlink cycle
+            where = f" ({exc.filename})" if exc.filename and exc.filename != path else ""
+            raise UsageError(f"input {path} cannot be read{where}: {exc.strerror}",
+                             hint="make every file in it readable and remove links that "
+                                  "lead back into it, or give another path") from None
         art = self.store.artifact(snap.digest, kind, snap.size, snap.file_count, path)
         return _Produced(art, path), snap
 
