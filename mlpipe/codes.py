@@ -191,6 +191,9 @@ EVALUATION_READS_TRAINING_ARTIFACT = _code(
     "MP416", "evaluation-reads-training-artifact", WARNING,
     "An evaluation reads the artifact its model trained on, and nothing says which part each "
     "reads.")
+EVALUATION_OVERLAP_UNCHECKED = _code(
+    "MP417", "evaluation-overlap-unchecked", WARNING,
+    "Nothing recorded can tell whether the evaluation population overlaps the training one.")
 
 # --- MP500-MP519: the distributed launch contract (mlpipe.checks.distribution)
 PYTORCH_ONE_PROCESS_PER_NODE = _code(
@@ -362,6 +365,10 @@ MOVING_REFERENCE = _code(
 IMAGE_TAG_WITHOUT_DIGEST = _code(
     "MP803", "image-tag-without-digest", WARNING,
     "A Docker image is referenced by a tag, which can be moved, not by its digest.")
+READ_OUTSIDE_INPUTS = _code(
+    "MP804", "read-outside-inputs", WARNING,
+    "A step read files that are none of its declared inputs, so its cache key cannot see them "
+    "change.")
 
 # --- MP900-MP929: a failed step, diagnosed at the layer that failed (mlpipe.checks.diagnosis)
 #     MP900-MP904 contract and output completeness

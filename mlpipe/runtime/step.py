@@ -96,11 +96,12 @@ def _layer(exc: BaseException) -> str:
 
 def preload() -> None:
     """Import (and work out) now what running a step otherwise does on first use: the host
-    name's ``socket``, the output digests' ``blake3`` and folder manifest, the observation's
-    interpreter folders. The fork server calls it once, so that each step forked from it does
-    not pay them again (tens of milliseconds a step); a fresh interpreter never calls it.
-    Starts no thread."""
+    name's ``socket``, the output digests' ``blake3`` and folder manifest, ``ctypes`` for
+    adopting orphans, the observation's interpreter folders. The fork server calls it once,
+    so that each step forked from it does not pay them again (tens of milliseconds a step);
+    a fresh interpreter never calls it. Starts no thread."""
     import atexit  # noqa: F401  (record: the rank's part is saved at exit)
+    import ctypes  # noqa: F401  (children: the step adopts its orphans)
     import socket  # noqa: F401  (record's host name)
 
     import blake3  # noqa: F401  (finish: output digests)
@@ -211,6 +212,7 @@ def _execute(request: dict[str, Any]) -> int:
     started = record.now()
     inputs_checked: dict[str, Any] = {}
     outputs: list[finish.Port] = []
+    reads: tuple[str, ...] = ()
     observer: observe.Observer | None = None
     failure: dict[str, Any] | None = None
     code = 0
@@ -222,6 +224,7 @@ def _execute(request: dict[str, Any]) -> int:
         component = _resolve(request["function"])
         fn = getattr(component, "fn", component)
         outputs = _ports(component, "outputs")
+        reads = tuple(_declared(component, "reads") or ())
         _launch_env(_declared(component, "distribution"))
         kwargs = {**request["inputs"], **request["outputs"],
                   **_params(component, request["params"])}
@@ -275,7 +278,8 @@ def _execute(request: dict[str, Any]) -> int:
               "inputs": inputs_checked}
     try:
         step = finish.finish(record.folder(), me=part.data, outputs=outputs,
-                             paths=request["outputs"], header=header, failure=failure)
+                             paths=request["outputs"], header=header, failure=failure,
+                             reads=reads)
     except OSError as exc:
         print(f"mlpipe: the step record could not be written: {exc}", file=sys.stderr)
         return code or 1
