@@ -1,5 +1,5 @@
 """Whether a step is reused: its cache key, and the newest executed run of it whose outputs are
-all still intact in the artifact store.
+all intact in this run's own artifact root (fetched from the shared root when it lacks them).
 
 Decides only: reads the store and re-verifies stored outputs; the executor records what was
 decided. What goes into the key is ``cachekey``'s.
@@ -7,12 +7,13 @@ decided. What goes into the key is ``cachekey``'s.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from mlpipe.backends.local import cachekey
-from mlpipe.backends.local.cas import ArtifactStore
 from mlpipe.evidence import models as m
 from mlpipe.evidence.queries import Reusable, reusable_outputs
+from mlpipe.evidence.roots import ArtifactRoots, key_in
 from mlpipe.evidence.store import Store
 from mlpipe.spec import ComponentSpec
 
@@ -22,24 +23,27 @@ class Decision:
     """What the executor does with one step.
 
     ``origin`` is the executed step run to reuse (None: run the step), ``outputs`` its output
-    artifacts by port, verified intact; ``why_not`` says why reuse was not even looked for.
+    artifacts by port, verified intact, and ``paths`` where they are in this run's own root;
+    ``why_not`` says why reuse was not even looked for.
     """
 
     key: str
     material: dict[str, Any]
     origin: Reusable | None = None
     outputs: dict[str, m.Artifact] = field(default_factory=dict)
+    paths: dict[str, Path] = field(default_factory=dict)
     why_not: str | None = None
 
 
-def decide(store: Store, cas: ArtifactStore, component: ComponentSpec, *,
+def decide(store: Store, roots: ArtifactRoots, component: ComponentSpec, *,
            environment_digest: str, params: dict[str, Any], inputs: dict[str, str],
            local_scale: dict[str, Any] | None = None, enabled: bool = True) -> Decision:
     """Make the step's cache key and look for an executed run of it to reuse.
 
     Args:
         store: the open evidence store.
-        cas: the artifact store the outputs must still be intact in.
+        roots: the run's artifact roots: the outputs must be intact in its own root, or be
+            fetched into it from the shared root.
         component: the step's component, as declared.
         environment_digest: its environment's content digest.
         params: every parameter's value.
@@ -60,24 +64,31 @@ def decide(store: Store, cas: ArtifactStore, component: ComponentSpec, *,
     elif not component.reuse:
         decision.why_not = f"component {component.name!r} declares reuse=False"
     else:
-        found = _intact_origin(store, cas, decision.key, component)
+        found = _intact_origin(store, roots, decision.key, component)
         if found is not None:
-            decision.origin, decision.outputs = found
+            decision.origin, decision.outputs, decision.paths = found
     return decision
 
 
-def _intact_origin(store: Store, cas: ArtifactStore, key: str, component: ComponentSpec
-                   ) -> tuple[Reusable, dict[str, m.Artifact]] | None:
+def _intact_origin(store: Store, roots: ArtifactRoots, key: str, component: ComponentSpec
+                   ) -> tuple[Reusable, dict[str, m.Artifact], dict[str, Path]] | None:
     """The newest executed run with ``key`` that produced exactly the component's outputs, all
-    of them still intact in ``cas``."""
+    of them intact in this run's own root (or fetched into it); never a path outside it."""
     with store.session() as s:
         found = reusable_outputs(s, key)
     wanted = {p.name for p in component.outputs}
     for original in found:
         if set(original.outputs) != wanted:
             continue
-        if all(cas.verify(art.location, art.digest) for art in original.outputs.values()):
-            return original, dict(original.outputs)
+        paths: dict[str, Path] = {}
+        for port, art in original.outputs.items():
+            art_key = art.key or key_in(art.location, art.digest)
+            path = None if art_key is None else roots.resolve(art_key, art.digest)
+            if path is None:
+                break
+            paths[port] = path
+        else:
+            return original, dict(original.outputs), paths
     return None
 
 
