@@ -272,6 +272,9 @@ UNDECLARED_WRITER = _code(
 PARTIAL_METRIC_LOGGED_AS_GLOBAL = _code(
     "MP526", "partial-metric-logged-as-global", ERROR,
     "A metric logged as global by more than one rank: each rank's partial view, not the whole.")
+DECLARED_WRITER_NEVER_WROTE = _code(
+    "MP527", "declared-writer-never-wrote", ERROR,
+    "An output's declared writer (or, for a sharded output, a rank) wrote nothing to it.")
 
 # --- MP6xx: Azure ML YAML import (mlpipe.backends.azure.importer)
 UNREADABLE_BINDING_EXPRESSION = _code(
@@ -359,3 +362,64 @@ MOVING_REFERENCE = _code(
 IMAGE_TAG_WITHOUT_DIGEST = _code(
     "MP803", "image-tag-without-digest", WARNING,
     "A Docker image is referenced by a tag, which can be moved, not by its digest.")
+
+# --- MP900-MP929: a failed step, diagnosed at the layer that failed (mlpipe.checks.diagnosis)
+#     MP900-MP904 contract and output completeness
+STEP_INPUT_REJECTED = _code(
+    "MP900", "step-input-rejected", ERROR,
+    "An input did not match its contract when the step started, so its body never ran.")
+STEP_OUTPUT_NOT_WRITTEN = _code(
+    "MP901", "step-output-not-written", ERROR,
+    "A step finished without writing one of its declared outputs.")
+STEP_OUTPUT_REJECTED = _code(
+    "MP902", "step-output-rejected", ERROR,
+    "An output the step wrote does not match its contract, so no consumer may read it.")
+#     MP905-MP912 launch topology and framework initialization
+RENDEZVOUS_NOT_FORMED = _code(
+    "MP905", "rendezvous-not-formed", ERROR,
+    "A rank of a distributed step never joined the rendezvous, so the process group never "
+    "formed.")
+PROCESS_GROUP_INIT_FAILED = _code(
+    "MP906", "process-group-init-failed", ERROR,
+    "Initializing the framework's process group raised (init_process_group, its store, or a "
+    "collective without a group).")
+RANK_DIED = _code(
+    "MP907", "rank-died", ERROR,
+    "A step process ended without recording a failure: killed by a signal, or exited before "
+    "its runtime could say why.")
+LAUNCH_REFUSED = _code(
+    "MP908", "launch-refused", ERROR,
+    "A distributed launch was refused before any process started: it does not fit this "
+    "machine as declared.")
+DATA_NOT_DIVIDED = _code(
+    "MP910", "data-not-divided", ERROR,
+    "The ranks of a distributed step all ran, but did not divide the data between them.")
+#     MP913-MP916 model output ownership
+OUTPUT_OWNERSHIP_VIOLATED = _code(
+    "MP913", "output-ownership-violated", ERROR,
+    "A single-writer output was written by more than one rank, or by a rank that does not "
+    "own it.")
+#     MP917-MP920 application logging and worker aggregation
+METRIC_NOT_AGGREGATED = _code(
+    "MP917", "metric-not-aggregated", ERROR,
+    "Ranks logged their own partial values of a metric as the global one.")
+METRIC_MISSING_FROM_REPORT = _code(
+    "MP918", "metric-missing-from-report", ERROR,
+    "The step ran, but its metrics report lacks a metric its contract requires, or records "
+    "it with the wrong scope or population.")
+#     MP921-MP924 declared dependencies and reuse
+UNDECLARED_INPUT_FAILED = _code(
+    "MP921", "undeclared-input-failed", ERROR,
+    "The step failed on a file it reads without declaring it as an input.")
+#     MP926-MP929 the step's own code, and mlpipe's runtime
+STEP_CODE_RAISED = _code(
+    "MP926", "step-code-raised", ERROR,
+    "The step's own code raised (or its script exited non-zero) after its inputs were "
+    "accepted.")
+STEP_NOT_STARTED = _code(
+    "MP927", "step-not-started", ERROR,
+    "A step's processes could not be started: its command, its code folder or its launch is "
+    "not usable as declared.")
+RUNTIME_FAILED = _code(
+    "MP928", "runtime-failed", ERROR,
+    "The step runtime of mlpipe itself failed around the step's body.")

@@ -90,11 +90,16 @@ class LaunchFailed(DistributedError):
         returncode: its exit status (negative: killed by that signal), where known.
         log_path: its log file.
         log_tail: the last lines of that log.
+        kind: how the launch ended: ``exited`` (a worker exited non-zero), ``rendezvous`` (a
+            worker never joined), ``timeout`` (the step's time ran out), ``start`` (a worker
+            could not be started), ``refused`` (nothing started); None where not said.
     """
 
     def __init__(self, reason: str, *, rank: int | None = None, returncode: int | None = None,
-                 log_path: str | None = None, log_tail: str = "", hint: str | None = None) -> None:
+                 log_path: str | None = None, log_tail: str = "", hint: str | None = None,
+                 kind: str | None = None) -> None:
         self.reason = reason
+        self.kind = kind
         self.rank = rank
         self.returncode = returncode
         self.log_path = log_path
@@ -109,6 +114,9 @@ class LaunchFailed(DistributedError):
 class LaunchRefused(LaunchFailed):
     """A launch this machine cannot make as declared (more CUDA ranks than visible GPUs);
     refused before any process started."""
+
+    def __init__(self, reason: str, *, hint: str | None = None, **kw) -> None:
+        super().__init__(reason, hint=hint, kind="refused", **kw)
 
 
 class StoreError(MlpipeError, RuntimeError):

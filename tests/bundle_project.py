@@ -41,8 +41,12 @@ class BundleProject:
 
     def bundle(self, candidate: str, *extra: str) -> dict:
         done = self.evidence(candidate, "--format", "json", *extra)
-        assert done.returncode == 0, done.stderr
-        return json.loads(done.stdout)
+        assert done.returncode in (0, 1), done.stderr
+        bundle = json.loads(done.stdout)
+        # the findings gate: exit 1 exactly when the bundle has an error-severity finding
+        errors = [f for f in bundle["predicate"]["findings"] if f["severity"] == "error"]
+        assert done.returncode == (1 if errors else 0), done.stderr
+        return bundle
 
     def sql(self, statement: str) -> None:
         import sqlalchemy as sa

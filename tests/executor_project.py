@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 FIXTURES = Path(__file__).parent / "fixtures" / "executor"
-MODULES = ("steps", "chain", "hold", "failing", "odd")
+MODULES = ("steps", "chain", "hold", "failing", "odd", "observed", "diagnosed")
 
 
 class Project:
@@ -33,10 +33,11 @@ class Project:
             env.pop("MLPIPE_STORE_URL", None)
         return env
 
-    def cli(self, *args: str, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
+    def cli(self, *args: str, timeout: float = 120, env_extra: dict[str, str] | None = None,
+            **kw) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "mlpipe.cli", *args], cwd=self.root,
-                              env=self.env(), capture_output=True, text=True, timeout=timeout,
-                              **kw)
+                              env={**self.env(), **(env_extra or {})}, capture_output=True,
+                              text=True, timeout=timeout, **kw)
 
     def popen(self, *args: str) -> subprocess.Popen:
         return subprocess.Popen([sys.executable, "-m", "mlpipe.cli", *args], cwd=self.root,

@@ -15,7 +15,8 @@ RUN_KEYS = {"run_id", "pipeline", "pipeline_digest", "status", "target", "starte
             "finished_at", "duration_s", "job_name", "studio_url", "azure_status", "message",
             "ci"}
 STEP_KEYS = {"step", "status", "step_run_id", "reused_from", "component", "started_at",
-             "finished_at", "duration_s", "message", "job_name", "studio_url", "metrics"}
+             "finished_at", "duration_s", "message", "job_name", "studio_url", "metrics",
+             "log", "diagnosis"}
 SECTIONS = {"pipeline", "code_revision", "data_snapshots", "parameters", "components", "code",
             "environment", "steps_and_reuse", "metrics"}
 

@@ -14,6 +14,7 @@ from typing import Any
 from mlpipe.codes import (
     COORDINATION_UNRECORDED,
     COVERAGE_GAP,
+    DECLARED_WRITER_NEVER_WROTE,
     INDEPENDENT_COPIES,
     MULTIPLE_WRITERS,
     PARTIAL_METRIC_LOGGED_AS_GLOBAL,
@@ -28,7 +29,7 @@ from mlpipe.distribution import Distribution
 class CoordinationReport:
     """What the records of one distributed step show.
 
-    ``findings`` are diagnostics (codes MP520-MP526); ``ok`` is False when any is an error.
+    ``findings`` are diagnostics (codes MP520-MP527); ``ok`` is False when any is an error.
     ``to_dict()`` is what the evidence store keeps.
     """
 
@@ -86,9 +87,113 @@ def _few(ids: set[str] | list[str], n: int = 3) -> str:
     return ", ".join(repr(i) for i in shown) + (f" and {more} more" if more > 0 else "")
 
 
+def _step_part(step_dir: str | Path | list[dict[str, Any]],
+               given: dict[str, Any] | None) -> dict[str, Any] | None:
+    if given is not None or isinstance(step_dir, list):
+        return given
+    try:
+        data = json.loads((Path(step_dir) / "step.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _writers(records: dict[int, dict[str, Any]]
+             ) -> tuple[dict[str, set[int]], dict[str, dict[int, list[str]]]]:
+    """Who wrote each output: the ranks that called ``mark_written`` for it or whose audit
+    hook saw them write under it; and, per output and rank, the files the hook saw."""
+    writers: dict[str, set[int]] = {}
+    wrote: dict[str, dict[int, list[str]]] = {}
+    for r, rec in sorted(records.items()):
+        for name in rec.get("marked_written") or []:
+            writers.setdefault(name, set()).add(r)
+        for name, files in sorted((rec.get("writes") or {}).items()):
+            if files:
+                writers.setdefault(name, set()).add(r)
+                wrote.setdefault(name, {})[r] = sorted(files)
+    return writers, wrote
+
+
+def _seen(name: str, ranks: list[int], wrote: dict[str, dict[int, list[str]]]) -> str:
+    """What the audit hooks saw ranks write under an output, for a message."""
+    shown = [f"rank {r} wrote {_few(wrote[name][r], 2)}" for r in ranks
+             if r in wrote.get(name, {})]
+    return f" (observed: {'; '.join(shown)})" if shown else ""
+
+
+def _writer_findings(writers: dict[str, set[int]], wrote: dict[str, dict[int, list[str]]],
+                     records: dict[int, dict[str, Any]], step_part: dict[str, Any] | None,
+                     distribution: Distribution | None, world_size: int,
+                     where: dict[str, Any]) -> list[Diagnostic]:
+    """MP524/MP525 from what the ranks declared (``mark_written``) or were seen writing;
+    MP527 for an output its declared writer (or, sharded, a rank) left without a file."""
+    findings: list[Diagnostic] = []
+    outputs = (step_part or {}).get("outputs") or {}
+    for name in sorted(set(writers) | set(outputs)):
+        policy = distribution.writer_policy(name) if distribution else None
+        policy = "rank0" if policy is None else policy
+        ranks = sorted(writers.get(name, ()))
+        if policy == "sharded":
+            findings += _sharded_silent(name, records, step_part, wrote, world_size, where)
+            continue
+        expected = 0 if policy == "rank0" else policy
+        if len(ranks) > 1:
+            findings.append(Diagnostic.of(
+                MULTIPLE_WRITERS, f"output {name!r} was written by {len(ranks)} ranks "
+                         f"({', '.join(map(str, ranks))}); its writer policy is {policy!r}"
+                         + _seen(name, [r for r in ranks if r != expected], wrote),
+                hint="guard the save with mlpipe.runtime.is_writer(...)", port=name, **where))
+        elif len(ranks) == 1 and ranks[0] != expected:
+            findings.append(Diagnostic.of(
+                UNDECLARED_WRITER,
+                f"output {name!r} was written by rank {ranks[0]}, but its writer "
+                f"is rank {expected} (policy {policy!r})" + _seen(name, ranks, wrote),
+                hint="guard the save with mlpipe.runtime.is_writer(...)", port=name, **where))
+        entry = outputs.get(name) or {}
+        if world_size > 1 and not ranks and entry.get("exists") and entry.get("file_count") == 0:
+            findings.append(Diagnostic.of(
+                DECLARED_WRITER_NEVER_WROTE,
+                f"output {name!r} is empty: its declared writer, rank {expected} (policy "
+                f"{policy!r}), wrote nothing there, and neither did any other rank",
+                hint=f"save the output on rank {expected}: guard the save with "
+                     f"mlpipe.runtime.is_writer({name!r})", port=name, **where))
+    return findings
+
+
+def _sharded_silent(name: str, records: dict[int, dict[str, Any]],
+                    step_part: dict[str, Any] | None, wrote: dict[str, dict[int, list[str]]],
+                    world_size: int, where: dict[str, Any]) -> list[Diagnostic]:
+    """The ranks of a sharded output that wrote no part of it, where that is known: every
+    rank was watched and every file of the output is one a rank's hook saw written."""
+    if world_size <= 1 or step_part is None or len(records) < world_size:
+        return []
+    entry = (step_part.get("outputs") or {}).get(name) or {}
+    rows = (step_part.get("writes") or {}).get(name)
+    if not entry.get("exists") or rows is None:
+        return []
+    if any(row.get("how") != "observed" for row in rows):
+        return []  # a file some native code wrote: who else wrote is not known
+    watched = [r for r, rec in records.items() if (rec.get("observation") or {}).get("enabled")]
+    if len(watched) < world_size:
+        return []
+    marked = {r for r, rec in records.items() if name in (rec.get("marked_written") or [])}
+    silent = sorted(r for r in watched if r not in wrote.get(name, {}) and r not in marked)
+    if not silent:
+        return []
+    return [Diagnostic.of(
+        DECLARED_WRITER_NEVER_WROTE,
+        f"output {name!r} is sharded (every rank writes its own part), but "
+        f"{len(silent)} of {world_size} ranks wrote nothing there "
+        f"(rank{'s' if len(silent) > 1 else ''} {', '.join(map(str, silent))})",
+        hint=f"save each rank's part under {name!r} on every rank "
+             f"(<output>/rank-<RANK>/...), or declare the output's writer as 'rank0'",
+        port=name, **where)]
+
+
 def check_coordination(step_dir: str | Path | list[dict[str, Any]], *, world_size: int,
                        distribution: Distribution | None = None,
-                       step: str | None = None) -> CoordinationReport:
+                       step: str | None = None,
+                       step_part: dict[str, Any] | None = None) -> CoordinationReport:
     """Judge the coordination records one distributed step left behind.
 
     Args:
@@ -97,6 +202,8 @@ def check_coordination(step_dir: str | Path | list[dict[str, Any]], *, world_siz
         distribution: the step's declared distribution (for its writer policies); None means
             ``"rank0"`` for every output.
         step: the step id, to locate the findings.
+        step_part: the finisher's ``step.json`` (what each output holds and who wrote its
+            files); read from ``step_dir`` when that is a folder and this is None.
 
     Returns:
         The report; it never raises for what it finds.
@@ -151,27 +258,9 @@ def check_coordination(step_dir: str | Path | list[dict[str, Any]], *, world_siz
                       f"({_few(gap)})", hint="deal out every id (shard() does), or drop "
                       "unused ids from the data set before the step", **where))
 
-    writers: dict[str, list[int]] = {}
-    for r, rec in sorted(records.items()):
-        for name in rec.get("marked_written", []):
-            writers.setdefault(name, []).append(r)
-    for name, ranks in sorted(writers.items()):
-        policy = distribution.writer_policy(name) if distribution else None
-        policy = "rank0" if policy is None else policy
-        if policy == "sharded":
-            continue
-        if len(ranks) > 1:
-            findings.append(Diagnostic.of(
-                MULTIPLE_WRITERS, f"output {name!r} was written by {len(ranks)} ranks "
-                         f"({', '.join(map(str, ranks))}); its writer policy is {policy!r}",
-                hint="guard the save with mlpipe.runtime.is_writer(...)", port=name, **where))
-        expected = 0 if policy == "rank0" else policy
-        if any(r != expected for r in ranks) and len(ranks) == 1:
-            findings.append(Diagnostic.of(
-                UNDECLARED_WRITER,
-                f"output {name!r} was written by rank {ranks[0]}, but its writer "
-                f"is rank {expected} (policy {policy!r})",
-                hint="guard the save with mlpipe.runtime.is_writer(...)", port=name, **where))
+    writers, wrote = _writers(records)
+    findings += _writer_findings(writers, wrote, records, _step_part(step_dir, step_part),
+                                 distribution, world_size, where)
 
     metrics: dict[str, dict[str, Any]] = {}
     for line in (x for r in records.values() for x in r.get("metrics") or []):
@@ -195,5 +284,5 @@ def check_coordination(step_dir: str | Path | list[dict[str, Any]], *, world_siz
         world_size=world_size, recorded_ranks=tuple(sorted(records)),
         consumed={r: len(ids) for r, ids in consumed.items()}, population=len(population),
         covered=len(population & seen) if population else len(seen),
-        writers={k: tuple(v) for k, v in writers.items()}, metrics=summary,
+        writers={k: tuple(sorted(v)) for k, v in writers.items()}, metrics=summary,
         findings=tuple(findings))

@@ -54,6 +54,9 @@ def evidence(candidate: str, fmt: str, verify: bool, fetch: bool, rebuild: bool,
              output: str | None) -> None:
     """The verifiable evidence bundle of CANDIDATE (an id or an unambiguous prefix).
 
+    Exit codes: 0 the bundle has no error-severity finding; 1 it has one (the bundle is still
+    shown in full), or with --verify any mismatch; 2 an unknown candidate or a usage error.
+
     The first call builds the bundle from the store and seals it; later calls show that sealed
     bundle (--rebuild seals a new one if the store changed; --verify checks everything here,
     and with --fetch also what lives only on Azure ML).
@@ -83,37 +86,72 @@ def evidence(candidate: str, fmt: str, verify: bool, fetch: bool, rebuild: bool,
                 else render_verification(result))
         _emit(text.encode() + b"\n", output)
         sys.exit(0 if result["ok"] else EXIT_PROBLEMS)
+    url = locate().url
+    if not rebuild:
+        from mlpipe.evidence.fastpath import read_sealed
+
+        found = read_sealed(url, candidate)  # a sealed bundle, without SQLAlchemy
+        if found is not None:
+            _gate(_show(fmt, *found, output))
+            return
     from mlpipe.evidence.seal import sealed_bundle
 
-    sealed = sealed_bundle(locate().url, candidate, rebuild=rebuild)
+    sealed = sealed_bundle(url, candidate, rebuild=rebuild)
     if sealed.changes:
         click.echo(f"warning: the store no longer matches bundle {sealed.previous}; sealed "
                    f"{sealed.digest} recording it as previous. What changed:", err=True)
         for line in sealed.changes:
             click.echo(f"  {line}", err=True)
-    _show(fmt, sealed.digest, sealed.content, output)
+    _gate(_show(fmt, sealed.digest, sealed.content, output))
 
 
-def _show(fmt: str, digest: str, content: bytes, output: str | None) -> None:
+def _gate(statement: dict) -> None:
+    """The findings gate: exit 1, after the bundle was shown in full, when it has an
+    error-severity finding (docs/evidence.md, "Exit codes")."""
+    errors = [f["code"] for f in statement["predicate"]["findings"] if f["severity"] == "error"]
+    if errors:
+        click.echo(f"error: candidate {statement['predicate']['candidate']['id']} has "
+                   f"{len(errors)} error-severity finding{'' if len(errors) == 1 else 's'} "
+                   f"({', '.join(sorted(set(errors)))}): it is not ready for review", err=True)
+        sys.exit(EXIT_PROBLEMS)
+
+
+def _show(fmt: str, digest: str, content: bytes, output: str | None) -> dict:
+    """Show a sealed bundle. Its integrity is its digest (bytes altered in the store are
+    refused in every format); the schema was checked when it was sealed, and is checked again
+    here only when the bytes cannot be rendered (a digest recomputed over altered bytes)."""
     from mlpipe.errors import StoreError
-    from mlpipe.evidence.seal import load_sealed
+    from mlpipe.evidence.fastpath import sealed_statement
 
     try:
-        statement = load_sealed(digest, content)  # altered bytes are refused in every format
+        statement = sealed_statement(digest, content)
+        if fmt == "json":
+            _emit(content, output)
+            return statement
+        text = _render(fmt, statement, digest)
     except StoreError as err:
         click.echo(f"error: {err.render()}", err=True)
         sys.exit(EXIT_PROBLEMS)
-    if fmt == "json":
-        _emit(content, output)
-        return
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError):
+        from mlpipe.evidence.seal import load_sealed
+
+        try:
+            load_sealed(digest, content)
+        except StoreError as err:
+            click.echo(f"error: {err.render()}", err=True)
+            sys.exit(EXIT_PROBLEMS)
+        raise  # a bundle that matches its schema and still cannot be rendered: a defect
+    _emit(text.rstrip("\n").encode() + b"\n", output)
+    return statement
+
+
+def _render(fmt: str, statement: dict, digest: str) -> str:
     from mlpipe.evidence.render import render_markdown, render_text
 
     if fmt == "html":
         from mlpipe.evidence.html import render_html
-        text = render_html(statement, digest)
-    else:
-        text = (render_markdown if fmt == "markdown" else render_text)(statement, digest)
-    _emit(text.rstrip("\n").encode() + b"\n", output)
+        return render_html(statement, digest)
+    return (render_markdown if fmt == "markdown" else render_text)(statement, digest)
 
 
 def _emit(content: bytes, output: str | None) -> None:

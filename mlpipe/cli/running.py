@@ -1,4 +1,5 @@
-"""Commands that run pipelines and read the evidence store: submit, runs, show, diff, store.
+"""Commands that run pipelines and read the evidence store: submit, runs, show, logs, diff,
+store.
 
 SQLAlchemy (and the executor) are imported inside each command, so ``mlpipe --help`` stays light.
 """
@@ -26,7 +27,7 @@ from mlpipe.errors import UsageError
 @click.argument("target", metavar=TARGET)
 @click.option("--input", "inputs", multiple=True, metavar="NAME=PATH",
               help="A pipeline input: a file or folder (snapshotted by content), or on Azure "
-                   "a data path/URI.")
+                   "a data path/URI. Locally, STEP.PORT=PATH replaces a path a job writes.")
 @click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
               help="A pipeline parameter.")
 @click.option("--target", "run_target", type=click.Choice(["local", "azure"]), default="local",
@@ -182,6 +183,33 @@ def show(run: str, why_step: str | None, fmt: str) -> None:
             _json(run_document(s, found))
         else:
             click.echo(why(s, found, why_step) if why_step else show_run(s, found))
+
+
+@main.command()
+@click.argument("run")
+@click.argument("step")
+@click.option("--rank", type=click.IntRange(min=0), default=None, metavar="N",
+              help="The log of rank N of a distributed step.")
+@click.option("--follow", "-f", is_flag=True,
+              help="Keep printing as the step writes, until it ends.")
+def logs(run: str, step: str, rank: int | None, follow: bool) -> None:
+    """Print the log of STEP in RUN (a reused step: the log of the run it reused), or one
+    rank's; --follow prints a running step's log as it is written."""
+    from mlpipe.evidence.logs import follow as follow_logs
+    from mlpipe.evidence.logs import read_all, step_logs
+    from mlpipe.evidence.views import get_run
+
+    with open_evidence_reader() as s:
+        found = step_logs(s, get_run(s, run), step, rank)
+        if found.note:
+            click.echo(f"note: {found.note}", err=True)
+        if not follow:
+            sys.stdout.write(read_all(found))
+            sys.stdout.flush()
+            return
+        for text in follow_logs(s, found):
+            sys.stdout.write(text)
+            sys.stdout.flush()
 
 
 @main.command()

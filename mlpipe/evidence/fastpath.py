@@ -8,8 +8,13 @@ the caller takes the full path through the store.
 """
 from __future__ import annotations
 
+import json
 import sqlite3
+from typing import Any
 from urllib.parse import quote
+
+from mlpipe.digests import digest_bytes
+from mlpipe.errors import StoreError
 
 #: Must equal ``mlpipe.evidence.migrate.HEAD`` (a test keeps them in step).
 SCHEMA_HEAD = "0005_i14a"
@@ -55,3 +60,25 @@ def read_sealed(url: str, ref: str) -> tuple[str, bytes] | None:
         return None
     finally:
         conn.close()
+
+
+def sealed_statement(digest: str, content: bytes) -> dict[str, Any]:
+    """The statement in a sealed bundle's stored bytes, their integrity checked by the digest
+    they were sealed under (sealing checked them against the bundle schema; ``--verify`` and
+    ``seal.load_sealed`` check it again).
+
+    Raises:
+        StoreError: the bytes no longer hash to ``digest``, or are not a JSON object.
+    """
+    hint = "run `mlpipe evidence CANDIDATE --verify`, and restore the bundle from a copy you trust"
+    if digest_bytes(content) != digest:
+        raise StoreError(f"sealed bundle {digest} no longer matches its digest: it was altered "
+                         f"in the store", hint=hint)
+    try:
+        statement = json.loads(content)
+    except ValueError:
+        statement = None
+    if not isinstance(statement, dict):
+        raise StoreError(f"sealed bundle {digest} is no longer a JSON object: it was altered in "
+                         f"the store", hint=hint)
+    return statement

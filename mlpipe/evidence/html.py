@@ -1,168 +1,386 @@
-"""The bundle as one self-contained HTML page: the pipeline DAG drawn as inline SVG, then each
-step's facts. No script, no stylesheet or font from the network.
+"""The bundle as one self-contained HTML page a reviewer reads top down: who and what (candidate,
+pipeline, model, run, status, decision), findings, the evaluation table, reuse, provenance,
+then the pipeline drawing and each step's facts as tables. Prints to an archivable PDF.
 
-Renders a bundle's JSON only (layout included); reads no store and no file.
+Renders a bundle's JSON only (the drawing through ``dag``); reads no store. No script, and no
+stylesheet, font or image from anywhere: everything is in the one file.
 """
 from __future__ import annotations
 
 import html
-import json
 from typing import Any
 
-from mlpipe.evidence.render import sections
+from mlpipe.evidence.dag import COLORS, svg
+from mlpipe.evidence.render import _population, _topology, _value, reuse_origins, reuse_summary
 
-_W, _H, _GAP_X, _GAP_Y, _PAD, _TOP = 190, 46, 70, 22, 16, 48
-_COLORS = {"executed": "#d8f0d8", "reused": "#fdf0c8", "input": "#e4ecf7",
-           "failed": "#f6d0d0", "skipped": "#eeeeee"}
+_STYLE = """
+:root{--line:#d4d4d4;--muted:#555}
+body{font-family:Helvetica,Arial,sans-serif;margin:2em auto;max-width:1180px;padding:0 1.5em;
+ color:#1d1d1d;line-height:1.4}
+h1{font-size:1.5em;margin:.2em 0 .4em}h2{font-size:1.15em;border-bottom:2px solid #333;
+ margin:1.8em 0 .6em;padding-bottom:.15em}h3{font-size:1.02em;margin:.2em 0 .5em}
+code,.digest{font-family:Menlo,Consolas,monospace;font-size:.85em;word-break:break-all}
+table{border-collapse:collapse;margin:.3em 0 .8em;width:100%}
+th,td{border:1px solid var(--line);padding:.25em .55em;text-align:left;vertical-align:top}
+thead th{background:#f1f1f1}table.kv>tbody>tr>th{width:13em;background:#fafafa;
+ font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+table.inner{margin:0}table.inner th,table.inner td{border-color:#e6e6e6;font-size:.95em}
+.who{border:2px solid #333;border-radius:8px;padding:.8em 1.2em;margin-bottom:1em}
+.who table.kv{margin:0}.badge{display:inline-block;padding:.05em .5em;border-radius:4px;
+ font-weight:700;font-size:.85em;border:1px solid #999}
+.sev-error,.st-failed,.dec-rejected{background:#f6d0d0;border-color:#b22}
+.sev-warning,.st-reused,.dec-none{background:#fdf0c8;border-color:#c90}
+.sev-info{background:#e4ecf7;border-color:#48c}.st-executed,.st-succeeded,.dec-accepted{
+ background:#d8f0d8;border-color:#393}.flag{color:#a11;font-weight:700}
+.ok{color:#285;font-weight:700}.muted{color:var(--muted)}.note{border-left:4px solid #c90;
+ background:#fdf6e3;padding:.4em .7em}
+.reuse{font-size:1.05em;font-weight:600}
+.step{border:1px solid #bbb;border-radius:6px;padding:.6em 1em;margin:.9em 0}
+.drawing{overflow-x:auto}#dag{max-width:100%;height:auto}
+.legend span{display:inline-block;margin-right:1em}.legend i{display:inline-block;width:.9em;
+ height:.9em;border:1px solid #333;border-radius:2px;vertical-align:-.1em;margin-right:.3em}
+@media print{
+ @page{size:A4;margin:14mm 12mm}
+ body{margin:0;max-width:none;padding:0;font-size:10pt}
+ a{color:inherit;text-decoration:none}
+ h2{break-after:avoid;page-break-after:avoid}
+ tr,.finding,.who,.drawing{break-inside:avoid;page-break-inside:avoid}
+ .step{break-inside:auto}.step h3{break-after:avoid}
+ .drawing{overflow:visible}
+ *{-webkit-print-color-adjust:exact;print-color-adjust:exact}
+}
+"""
 
 
-def _node(endpoint: str) -> str:
-    return endpoint if endpoint.startswith("input:") else endpoint.split(".", 1)[0]
+def _e(value: Any) -> str:
+    return html.escape(str(value))
 
 
-def layout(graph: dict[str, Any]) -> dict[str, tuple[int, int]]:
-    """Column and row of each node: inputs in column 0, each step one right of its sources."""
-    nodes = [f"input:{n}" for n in graph["inputs"]] + list(graph["steps"])
-    preds: dict[str, set[str]] = {n: set() for n in nodes}
-    for e in graph["edges"]:
-        src, dst = _node(e["from"]), _node(e["to"])
-        if src in preds and dst in preds and src != dst:
-            preds[dst].add(src)
-    column: dict[str, int] = {}
-
-    def col(n: str, seen: frozenset = frozenset()) -> int:
-        if n not in column:
-            column[n] = 0 if n in seen or not preds[n] else 1 + max(
-                col(p, seen | {n}) for p in preds[n])
-        return column[n]
-
-    rows: dict[int, int] = {}
-    place = {}
-    for n in nodes:
-        c = col(n)
-        place[n] = (c, rows.get(c, 0))
-        rows[c] = rows.get(c, 0) + 1
-    return place
+def _is_digest(text: str) -> bool:
+    return ":" in text and len(text) > 40 and " " not in text
 
 
-def svg(p: dict[str, Any]) -> str:
-    """The DAG of a bundle predicate as an ``<svg>`` element (inputs left, steps by depth)."""
-    graph = p["graph"]
-    status = {st["step"]: st["status"] for st in p["steps"]}
-    place = layout(graph)
-    if not place:
-        return '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"></svg>'
-    width = _PAD * 2 + (max(c for c, _ in place.values()) + 1) * (_W + _GAP_X) - _GAP_X
-    height = _TOP + _PAD + (max(r for _, r in place.values()) + 1) * (_H + _GAP_Y) - _GAP_Y
+def value_html(v: Any) -> str:
+    """Any JSON value as HTML, never as JSON text: a mapping as a nested table, a list as its
+    items, a digest in code type, null as a dash."""
+    if v is None:
+        return '<span class="muted">-</span>'
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, dict):
+        if not v:
+            return '<span class="muted">none</span>'
+        rows = "".join(f"<tr><th>{_e(k)}</th><td>{value_html(v[k])}</td></tr>"
+                       for k in sorted(v))
+        return f'<table class="kv inner"><tbody>{rows}</tbody></table>'
+    if isinstance(v, (list, tuple)):
+        if not v:
+            return '<span class="muted">none</span>'
+        if all(not isinstance(x, (dict, list)) for x in v):
+            return ", ".join(value_html(x) for x in v)
+        return "".join(f"<div>{value_html(x)}</div>" for x in v)
+    if isinstance(v, float):
+        return _e(_value(v))
+    text = str(v)
+    return f"<code>{_e(text)}</code>" if _is_digest(text) else _e(text)
 
-    def box(n: str) -> tuple[int, int]:
-        c, r = place[n]
-        return _PAD + c * (_W + _GAP_X), _TOP + r * (_H + _GAP_Y)
 
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" id="dag" role="img" '
-             f'aria-label="pipeline DAG" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
-             '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
-             'markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#555"/>'
-             '</marker></defs>']
-    drawn = set()
-    for e in graph["edges"]:
-        src, dst = _node(e["from"]), _node(e["to"])
-        if src not in place or dst not in place or (src, dst) in drawn:
-            continue
-        drawn.add((src, dst))
-        (x1, y1), (x2, y2) = box(src), box(dst)
-        x1, y1, y2 = x1 + _W, y1 + _H // 2, y2 + _H // 2
-        # an edge that skips a column arcs above the boxes in between instead of crossing them
-        lift = 0 if place[dst][0] - place[src][0] <= 1 else 64
-        label = html.escape(f"{e['from']} -> {e['to']}")
-        parts.append(f'<path class="edge" d="M{x1},{y1} C{x1 + 60},{y1 - lift} {x2 - 60},'
-                     f'{y2 - lift} {x2},{y2}" fill="none" stroke="#555" stroke-width="1.5" '
-                     f'marker-end="url(#arrow)"><title>{label}</title></path>')
-    for n, _ in place.items():
-        x, y = box(n)
-        is_input = n.startswith("input:")
-        state = "input" if is_input else status.get(n, "executed")
-        title = n[len("input:"):] if is_input else n
-        sub = "data snapshot" if is_input else state
-        fill = _COLORS.get(state, "#ffffff")
-        href = f"#input-{title}" if is_input else f"#step-{title}"
-        parts.append(
-            f'<a href="{html.escape(href)}"><g class="node" data-node="{html.escape(n)}">'
-            f'<rect x="{x}" y="{y}" width="{_W}" height="{_H}" rx="6" fill="{fill}" '
-            f'stroke="#333"/><text x="{x + 10}" y="{y + 19}" font-weight="bold">'
-            f'{html.escape(title[:26])}</text><text x="{x + 10}" y="{y + 36}" fill="#444">'
-            f'{html.escape(sub)}</text></g></a>')
-    parts.append("</svg>")
+def _kv(rows: list[tuple[str, str]], cls: str = "kv") -> str:
+    body = "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in rows)
+    return f'<table class="{cls}"><tbody>{body}</tbody></table>'
+
+
+def _table(header: list[str], rows: list[list[str]], cls: str = "") -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" if not c.startswith("<td") else c
+                                    for c in r) + "</tr>" for r in rows)
+    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _badge(text: str, cls: str) -> str:
+    return f'<span class="badge {cls}">{_e(text)}</span>'
+
+
+def _decisions(p: dict[str, Any]) -> list[dict[str, Any]]:
+    """The review decisions a bundle carries (bundles sealed before decisions existed: none)."""
+    found = p.get("decisions")
+    if isinstance(found, list):
+        return [d for d in found if isinstance(d, dict)]
+    review = p.get("review")
+    if isinstance(review, dict) and isinstance(review.get("decisions"), list):
+        return [d for d in review["decisions"] if isinstance(d, dict)]
+    return []
+
+
+def _review_status(p: dict[str, Any], decisions: list[dict[str, Any]]) -> str:
+    review = p.get("review")
+    if isinstance(review, dict) and review.get("status"):
+        return str(review["status"])
+    if decisions:
+        last = decisions[-1]
+        return str(last.get("decision") or last.get("status") or "decided")
+    return "not reviewed"
+
+
+def _decision_text(d: dict[str, Any]) -> str:
+    verdict = d.get("decision") or d.get("status") or "decision"
+    by = f" by {_e(d['by'])}" if d.get("by") else ""
+    when = f" at {_e(d.get('decided_at') or d.get('at'))}" if (d.get("decided_at")
+                                                                 or d.get("at")) else ""
+    note = f" — “{_e(d['note'])}”" if d.get("note") else ""
+    return (f"{_badge(str(verdict), 'dec-' + _e(verdict))}{by}{when}{note}")
+
+
+def _who(statement: dict[str, Any], digest: str) -> str:
+    p = statement["predicate"]
+    c, run, pipe = p["candidate"], p["run"], p["pipeline"]
+    decisions = _decisions(p)
+    status = _review_status(p, decisions)
+    decision = ("".join(f"<div>{_decision_text(d)}</div>" for d in decisions)
+                or '<span class="muted">no decision recorded in this bundle</span>')
+    files = statement["subject"]
+    model = (f"<code>{_e(c['model'])}</code> <span class='muted'>({len(files)} file"
+             f"{'' if len(files) == 1 else 's'} named in the subject)</span>" if files else
+             f"<code>{_e(c['model'])}</code> <span class='flag'>(its files are unknown: no "
+             f"digest of them was recorded)</span>")
+    rows = [("candidate", f"<code>{_e(c['id'])}</code>"
+             + (f" <b>{_e(c['name'])}</b>" if c["name"] else "")
+             + f" <span class='muted'>created {_e(c['created_at'][:19])}</span>"),
+            ("pipeline", f"<b>{_e(pipe['name'])}</b> <code>{_e(pipe['digest'])}</code>"),
+            ("model", model),
+            ("evaluation", f"<code>{_e(c['evaluation'])}</code>" if c["evaluation"] else
+             "<span class='flag'>none</span>"),
+            ("run", f"<code>{_e(run['id'])}</code> {_badge(run['status'], 'st-' + run['status'])}"
+                    f" on {_e(run['target'])}, started {_e(run['started_at'][:19])}"
+                    + (f" by {_e(run['user'])}@{_e(run['host'])}" if run.get("user") else "")),
+            ("review status", _badge(status, "dec-" + ("none" if status == "not reviewed"
+                                                       else status))),
+            ("decision", decision),
+            ("bundle", f"<code id='bundle-digest'>{_e(digest)}</code> "
+                       f"<span class='muted'>sealed {_e(p['sealed_at'])} UTC</span>")]
+    title = f"Candidate <code>{_e(c['id'])}</code>" + (f" · {_e(c['name'])}" if c["name"]
+                                                       else "")
+    return (f'<header class="who" id="who"><h1>{title}</h1>'
+            f'<p class="muted">Evidence for review. Orchestration produced this candidate; '
+            f'accepting it is a separate, recorded decision.</p>{_kv(rows)}</header>')
+
+
+def _findings(p: dict[str, Any]) -> str:
+    if not p["findings"]:
+        return ('<section id="findings"><h2>Findings</h2><p class="ok">No findings: nothing '
+                'about evaluation, metric scope or reuse needs attention.</p></section>')
+    counts: dict[str, int] = {}
+    for f in p["findings"]:
+        counts[f["severity"]] = counts.get(f["severity"], 0) + 1
+    summary = ", ".join(f"{n} {sev}" for sev, n in sorted(counts.items()))
+    rows = [[_badge(f["severity"], "sev-" + f["severity"]),
+             f"<code>{_e(f['code'])}</code> {_e(f['name'])}"
+             + (f"<br><span class='muted'>step {_e(f['step'])}</span>" if f.get("step") else ""),
+             _e(f["message"]), _e(f.get("hint") or "-")] for f in p["findings"]]
+    return (f'<section id="findings"><h2>Findings ({_e(summary)})</h2>'
+            f'{_table(["Severity", "Finding", "What is wrong", "Fix"], rows, "findings")}'
+            f'</section>')
+
+
+def _scope(x: dict[str, Any]) -> str:
+    scope = x["scope"] if x.get("rank") is None else f"{x['scope']}, rank {x['rank']}"
+    if x.get("reduced_over"):
+        scope += f", reduced over {x['reduced_over']} ranks"
+    return scope
+
+
+def _evaluation(p: dict[str, Any]) -> str:
+    ev = p["evaluation"]
+    rows = [[_e(x["name"]), f'<td class="num">{_e(_value(x["value"]))}</td>', _e(_scope(x)),
+             _e(x.get("population") or "not recorded"), f"logged by step {_e(ev['step'])}"]
+            for x in ev["metrics"]]
+    rep = ev["report"]
+    if rep:
+        rows += [[_e(x["name"]), f'<td class="num">{_e(_value(x["value"]))}</td>',
+                  _e(x["scope"]), _e(_population(x.get("population") or rep["population"])),
+                  f"report <code>{_e(rep['digest'][:19])}</code>"] for x in rep["metrics"]]
+    head = []
+    if ev["step"]:
+        head.append(f"Evaluated by step <b>{_e(ev['step'])}</b>"
+                    + ("" if ev["reads_model"] else
+                       " <span class='flag'>which did NOT read this model</span>") + ".")
+    if rep and not rep["readable"]:
+        head.append(f"<span class='flag'>The report <code>{_e(rep['digest'])}</code> is not "
+                    f"readable.</span>")
+    body = (_table(["Metric", "Value", "Scope", "Population", "Source"], rows, "evaluation")
+            if rows else "<p class='flag'>No evaluation metric was recorded.</p>")
+    return (f'<section id="evaluation"><h2>Evaluation</h2><p>{" ".join(head)}</p>{body}'
+            f'</section>')
+
+
+def _reuse(p: dict[str, Any]) -> str:
+    origins = reuse_origins(p)
+    lines = [f'<p class="reuse" id="reuse-summary">{_e(reuse_summary(p))}.</p>']
+    if origins:
+        rows = [[f"<code>{_e(run)}</code>" if run else
+                 "<span class='flag'>no executed run in this store</span>",
+                 ", ".join(f'<a href="#step-{_e(s)}">{_e(s)}</a>' for s in steps)]
+                for run, steps in origins.items()]
+        lines.append(_table(["Executed in run", "Reused steps"], rows))
+        lines.append("<p class='muted'>Reused steps were not re-executed for this candidate. "
+                     "Reuse is an execution fact, not evidence of quality.</p>")
+    return f'<section id="reuse"><h2>Reuse</h2>{"".join(lines)}</section>'
+
+
+def _provenance(p: dict[str, Any]) -> str:
+    code = p["code"]
+    rows = []
+    if code is None:
+        rows.append(("code", "<span class='flag'>revision not recorded</span>"))
+    else:
+        flag = ("<span class='flag'>DIRTY working tree</span>" if code.get("dirty")
+                else "<span class='ok'>clean</span>")
+        rows.append(("code", f"<code>{_e(code.get('commit') or '(not in git)')}</code> {flag}"))
+        rows += [(f"code {k}", value_html(v)) for k, v in sorted(code.items())
+                 if k not in ("commit", "dirty")]
+    if "ci" in p:
+        from mlpipe.evidence.ci import describe
+
+        rows.append(("ci", _e(describe(p["ci"]))))
+    envs = sorted({(st["environment"]["name"], st["environment"]["version"] or "",
+                    st["environment"]["digest"], st["environment"]["mutable"])
+                   for st in p["steps"] if st["environment"]})
+    for name, version, dig, mutable in envs:
+        rows.append((f"environment {name}", f"{_e(version or '(no version)')} <code>{_e(dig)}"
+                                            f"</code>" + (" <span class='flag'>mutable</span>"
+                                                          if mutable else "")))
+    if p["run"]["params"]:
+        rows.append(("parameters", value_html(p["run"]["params"])))
+    snaps = []
+    for s in p["snapshots"]:
+        if s["file_count"] is None:
+            what = ("<span class='flag'>a reference: content not recorded"
+                    + (", and it can move" if s["mutable"] else "") + "</span>")
+        else:
+            what = (f"{s['file_count']} file{'' if s['file_count'] == 1 else 's'}, "
+                    f"{s['size']} bytes" + (", mutable reference: snapshotted by content"
+                                            if s["mutable"] else ""))
+        snaps.append([f'<span id="input-{_e(s["input"])}">{_e(s["input"])}</span>',
+                      f"<code>{_e(s['reference'])}</code>", f"<code>{_e(s['digest'])}</code>",
+                      what])
+    data = (_table(["Input", "Reference", "Digest", "Content"], snaps, "snapshots") if snaps
+            else "<p class='muted'>No data inputs.</p>")
+    return (f'<section id="provenance"><h2>Provenance</h2>{_kv(rows)}<h3>Data snapshots</h3>'
+            f'{data}</section>')
+
+
+def _drawing(p: dict[str, Any]) -> str:
+    element, note = svg(p)
+    legend = "".join(f'<span><i style="background:{COLORS[k]}"></i>{k}</span>'
+                     for k in ("input", "executed", "reused", "failed"))
+    note_html = f'<p class="note" id="dag-note">{_e(note)}</p>' if note else ""
+    return (f'<section id="pipeline"><h2>Pipeline</h2>{note_html}<div class="drawing">'
+            f'{element}</div><p class="legend muted">{legend} · edges are labelled with the '
+            f'ports they connect</p></section>')
+
+
+def _ports(p: dict[str, Any], st: dict[str, Any]) -> str:
+    arts = {a["digest"]: a for a in p["artifacts"]}
+    rows = []
+    for direction, ports in (("in", st["inputs"]), ("out", st["outputs"])):
+        for x in ports:
+            a = arts.get(x["digest"], {})
+            size = "-" if a.get("size") is None else f"{a['size']} bytes"
+            rows.append([direction, _e(x["port"]), f"<code>{_e(x['digest'])}</code>",
+                         _e(a.get("kind", "-")), size])
+    return _table(["", "Port", "Digest", "Kind", "Size"], rows) if rows else ""
+
+
+def _step(p: dict[str, Any], st: dict[str, Any]) -> str:
+    comp = st["component"]
+    rows = [("component", f"{_e(comp['name'])}@{_e(comp['version'])}"),
+            ("status", _badge(st["status"], "st-" + st["status"])),
+            ("step run", f"<code>{_e(st['step_run'])}</code>"),
+            ("code digest", f"<code>{_e(comp['code_digest'])}</code>"),
+            ("spec digest", f"<code>{_e(comp['spec_digest'])}</code>"),
+            ("environment", "-" if not st["environment"] else
+             f"{_e(st['environment']['name'])}:{_e(st['environment']['version'] or '-')} "
+             f"<code>{_e(st['environment']['digest'])}</code>"),
+            ("compute", value_html(st["compute"])),
+            ("cache key", value_html(st["cache_key"]))]
+    topo = _topology(st["topology"])
+    if topo:
+        rows.append(("topology", _e(topo)))
+    if st["params"]:
+        rows.append(("parameters", value_html(st["params"])))
+    if st.get("message"):
+        rows.append(("message", _e(st["message"])))
+    if st.get("step_record") is False and st["status"] != "skipped":
+        rows.append(("step record", "<span class='flag'>none: what its runtime would have "
+                                    "observed is unknown, not absent</span>"))
+    reuse = ""
+    r = st["reused_from"]
+    if r:
+        origin = (f"run <code>{_e(r['executed_run'])}</code>, step run "
+                  f"<code>{_e(r['executed_step_run'])}</code>" if r["executed_step_run"] else
+                  f"step run <code>{_e(r['step_run'])}</code>, with no executed run of it in "
+                  f"this store")
+        reuse = f'<p class="note">Reused from {origin}: not re-executed for this candidate.</p>'
+    metrics = ""
+    if st["metrics"]:
+        metrics = _table(["Metric", "Value", "Scope", "Population"],
+                         [[_e(x["name"]), f'<td class="num">{_e(_value(x["value"]))}</td>',
+                           _e(_scope(x)), _e(x.get("population") or "not recorded")]
+                          for x in st["metrics"]])
+    return (f'<div class="step" id="step-{_e(st["step"])}"><h3>{_e(st["step"])}</h3>{reuse}'
+            f'{_kv(rows)}{_ports(p, st)}{metrics}</div>')
+
+
+def _details(p: dict[str, Any]) -> str:
+    parts = ['<section id="details"><h2>Steps</h2>']
+    parts += [_step(p, st) for st in p["steps"]]
+    for co in p["coordination"]:
+        rows = [("result", "<span class='ok'>ok</span>" if co["ok"] else
+                 "<span class='flag'>FAILED</span>"),
+                ("world size", _e(co.get("world_size"))),
+                ("ranks recorded", value_html(co.get("recorded_ranks"))),
+                ("examples covered", f"{_e(co.get('covered'))} of {_e(co.get('population'))}"),
+                ("writers", value_html(co.get("writers")))]
+        rows += [(f"{f['severity']} {f['code']}", _e(f["message"]))
+                 for f in co.get("findings", [])]
+        parts.append(f'<h3 id="coordination-{_e(co["step"])}">Coordination of '
+                     f'{_e(co["step"])}</h3>{_kv(rows)}')
+    ch = p["checks"]
+    parts.append("<h2>Compile-time checks</h2>")
+    if not ch["recorded"]:
+        parts.append("<p class='muted'>The check results of this run were not recorded.</p>")
+    else:
+        found = ch.get("error_results", []) + ch["warnings"] + ch["info"]
+        parts.append(f"<p>{ch['errors']} error(s)" + (" (a run with check errors never starts)"
+                                                       if ch["errors"] == 0 else
+                                                       ": <span class='flag'>it ran with check "
+                                                       "errors</span>") + "</p>")
+        if found:
+            parts.append(_table(["Severity", "Code", "Name", "Message"],
+                                [[_badge(d["severity"], "sev-" + d["severity"]), _e(d["code"]),
+                                  _e(d["name"]), _e(d["message"])] for d in found]))
+    parts.append("<h2>Bundle</h2>" + _kv([
+        ("generator", _e(p["generator"])),
+        ("previous bundle", f"<code>{_e(p['previous_bundle'])}</code>" if p["previous_bundle"]
+         else "none (first bundle)")]))
+    parts.append("</section>")
     return "".join(parts)
 
 
-_STYLE = """body{font-family:sans-serif;margin:2em;max-width:1100px;color:#222}
-code{font-size:90%;word-break:break-all}h2{border-bottom:1px solid #ccc;margin-top:1.6em}
-.finding{padding:.4em .6em;margin:.3em 0;border-left:4px solid #c33;background:#fbeaea}
-.finding.warning{border-color:#d90;background:#fdf6e3}.finding.info{border-color:#39c;background:#eaf4fb}
-.reused{background:#fdf0c8;padding:.2em .4em}table{border-collapse:collapse}
-td,th{border:1px solid #ddd;padding:.2em .5em;text-align:left;vertical-align:top}
-.step{border:1px solid #ccc;border-radius:6px;padding:.6em 1em;margin:.8em 0}"""
-
-
-def _row(k: str, v: Any) -> str:
-    text = v if isinstance(v, str) else json.dumps(v, sort_keys=True)
-    return f"<tr><th>{html.escape(k)}</th><td><code>{html.escape(text)}</code></td></tr>"
-
-
-def _step(st: dict[str, Any]) -> str:
-    comp = st["component"]
-    rows = [_row("component", f"{comp['name']}@{comp['version']}"),
-            _row("status", st["status"]), _row("step run", st["step_run"]),
-            _row("spec digest", comp["spec_digest"]), _row("code digest", comp["code_digest"]),
-            _row("environment", st["environment"]), _row("compute", st["compute"]),
-            _row("topology", st["topology"]), _row("parameters", st["params"]),
-            _row("cache key", st["cache_key"] or "-")]
-    rows += [_row(f"input {x['port']}", x["digest"]) for x in st["inputs"]]
-    rows += [_row(f"output {x['port']}", x["digest"]) for x in st["outputs"]]
-    rows += [_row(f"metric {x['name']}", {k: x[k] for k in ("value", "scope", "rank",
-                                                            "population", "reduced_over")})
-             for x in st["metrics"]]
-    reuse = ""
-    if st["reused_from"]:
-        r = st["reused_from"]
-        reuse = (f'<p class="reused">Reused from run {html.escape(str(r["executed_run"]))}, '
-                 f'step run {html.escape(str(r["executed_step_run"] or r["step_run"]))} - not '
-                 f're-executed for this candidate.</p>')
-    return (f'<div class="step" id="step-{html.escape(st["step"])}"><h3>'
-            f'{html.escape(st["step"])}</h3>{reuse}<table>{"".join(rows)}</table></div>')
-
-
 def render_html(statement: dict[str, Any], digest: str) -> str:
-    """One self-contained HTML page: findings, the DAG (SVG), the summary, each step's facts.
+    """One self-contained HTML page: who and what, findings, evaluation, reuse, provenance,
+    the pipeline drawing, then each step's facts (tables, never JSON text).
 
     Example:
         >>> page = render_html(statement, digest)
-        >>> "<svg" in page and "http" not in page.split("<body>")[1].split("evidence-bundle")[0]
+        >>> page.index('id="who"') < page.index('id="findings"') < page.index('id="details"')
         True
     """
     p = statement["predicate"]
     c = p["candidate"]
-    findings = "".join(
-        f'<div class="finding {html.escape(f["severity"])}"><b>{html.escape(f["code"])} '
-        f'{html.escape(f["name"])}</b>: {html.escape(f["message"])}</div>'
-        for f in p["findings"]) or "<p>No findings.</p>"
-    summary = []
-    for title, body in sections(statement, digest):
-        if title in ("Findings", "Steps"):
-            continue
-        items = "".join(f"<li><code>{html.escape(b.strip())}</code></li>" for b in body)
-        summary.append(f"<h2>{html.escape(title)}</h2><ul>{items}</ul>")
-    inputs = "".join(f'<tr id="input-{html.escape(s["input"])}"><th>{html.escape(s["input"])}'
-                     f'</th><td><code>{html.escape(s["reference"])}</code></td><td><code>'
-                     f'{html.escape(s["digest"])}</code></td></tr>' for s in p["snapshots"])
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f'<meta name="bundle-digest" content="{html.escape(digest)}">'
-            f'<title>Evidence for {html.escape(c["id"])}</title><style>{_STYLE}</style></head>'
-            f'<body><h1>Evidence for candidate <code>{html.escape(c["id"])}</code></h1>'
-            f'<p>Bundle <code id="bundle-digest">{html.escape(digest)}</code></p>'
-            f'<h2>Findings</h2><div id="findings">{findings}</div>'
-            f'<h2>Pipeline</h2>{svg(p)}'
-            f'{"".join(summary)}<h2>Data snapshots</h2><table>{inputs}</table>'
-            f'<h2>Steps</h2>{"".join(_step(st) for st in p["steps"])}</body></html>\n')
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f'<meta name="bundle-digest" content="{_e(digest)}">'
+            f'<title>Evidence for {_e(c["id"])}</title><style>{_STYLE}</style></head><body>'
+            f'{_who(statement, digest)}{_findings(p)}{_evaluation(p)}{_reuse(p)}'
+            f'{_provenance(p)}{_drawing(p)}{_details(p)}</body></html>\n')

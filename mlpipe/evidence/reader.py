@@ -418,6 +418,16 @@ class Reader:
                           {"id": step_run_id})
         return self._step(rows[0]) if rows else None
 
+    def step_record(self, step_run_id: str) -> dict[str, Any] | None:
+        """The step record a step run keeps (docs/step-record.md, the stored form), or None.
+
+        Example:
+            >>> reader.step_record("s-1a2b3c")["diagnosis"]["code"]
+            'MP905'
+        """
+        rows = self._rows("SELECT record FROM step_runs WHERE id = :id", {"id": step_run_id})
+        return self._json(rows[0][0]) if rows else None
+
     def step_artifacts(self, step_run_ids: list[str]) -> dict[str, list[StepArtifact]]:
         found: dict[str, list[StepArtifact]] = {}
         for chunk in _chunks(step_run_ids):

@@ -66,6 +66,44 @@ def _reuse_line(st: dict[str, Any]) -> str:
             f"{r['executed_step_run']}) - not re-executed for this candidate")
 
 
+def reuse_origins(p: dict[str, Any]) -> dict[str | None, list[str]]:
+    """The reused steps of a bundle predicate by the run that executed them (None: no executed
+    run of it is in the store), runs in the order their first step appears."""
+    out: dict[str | None, list[str]] = {}
+    for st in p["steps"]:
+        if st["reused_from"]:
+            out.setdefault(st["reused_from"]["executed_run"], []).append(st["step"])
+    return out
+
+
+def reuse_summary(p: dict[str, Any]) -> str:
+    """One line on reuse: ``3 of 4 steps were reused from run r-1a2b3c4d5e``, or with several
+    origins ``3 of 4 steps were reused: 2 from run r-a, 1 with no executed run in this store``,
+    or ``none of 2 steps was reused: all ran for run r-...``.
+
+    Example:
+        >>> reuse_summary({"run": {"id": "r-1"}, "steps": [
+        ...     {"step": "a", "reused_from": None},
+        ...     {"step": "b", "reused_from": {"executed_run": "r-0"}}]})
+        '1 of 2 steps was reused from run r-0'
+    """
+    origins = reuse_origins(p)
+    total = len(p["steps"])
+    if not origins:
+        return (f"none of {total} step{'' if total == 1 else 's'} was reused: "
+                f"{'it' if total == 1 else 'all'} ran for run {p['run']['id']}")
+    count = sum(len(v) for v in origins.values())
+    verb = "was" if count == 1 else "were"
+    head = f"{count} of {total} step{'' if total == 1 else 's'} {verb} reused"
+
+    def origin(run: str | None) -> str:
+        return f"from run {run}" if run else "with no executed run in this store"
+
+    if len(origins) == 1:
+        return f"{head} {origin(next(iter(origins)))}"
+    return head + ": " + ", ".join(f"{len(v)} {origin(r)}" for r, v in origins.items())
+
+
 def sections(statement: dict[str, Any], digest: str) -> list[tuple[str, list[str]]]:
     """The bundle as titled sections of lines, shared by the text and Markdown views."""
     p = statement["predicate"]
@@ -148,9 +186,8 @@ def sections(statement: dict[str, Any], digest: str) -> list[tuple[str, list[str
                          "not absent")
     reused = [st["step"] for st in p["steps"] if st["reused_from"]]
     if reused:
-        steps.append(f"{len(reused)} of {len(p['steps'])} steps were reused, not executed for "
-                     f"this candidate: {', '.join(reused)}. Reuse is an execution fact, not "
-                     f"evidence of quality.")
+        steps.append(f"{reuse_summary(p)}, not executed for this candidate: "
+                     f"{', '.join(reused)}. Reuse is an execution fact, not evidence of quality.")
     out.append(("Steps", steps))
     for co in p["coordination"]:
         lines = [f"{co['step']}: {'ok' if co['ok'] else 'FAILED'}, world {co['world_size']}, "

@@ -59,6 +59,9 @@ def run_document(s: Reader, run: Run) -> dict[str, Any]:
             "job_name": planned.get("job_name"), "studio_url": planned.get("studio_url"),
             "metrics": [{"name": x.name, "value": x.value, "scope": x.scope, "rank": x.rank,
                          "population": x.population} for x in sr.metrics],
+            "log": sr.log_path,
+            "diagnosis": ((s.step_record(sr.id) or {}).get("diagnosis")
+                          if sr.status == "failed" else None),
         })
     candidates = s.candidates_of_run(run.id)
     return {

@@ -17,6 +17,7 @@ from mlpipe.evidence.reader import (
     Candidate,
     Reader,
     Run,
+    StepRun,
 )
 
 
@@ -96,17 +97,50 @@ def show_run(s: Reader, run: Run) -> str:
                      f"{sr.component.name}@{sr.component.version}", sr.id])
     lines += ["", _table(["STEP", "STATUS", "REUSED FROM", "TOOK", "COMPONENT", "STEP RUN"],
                          rows)]
-    notes = [(sr.step, sr.topology.get("note")) for sr in s.run_steps(run.id)
+    steps = s.run_steps(run.id)
+    notes = [(sr.step, sr.topology.get("note")) for sr in steps
              if sr.topology and sr.topology.get("note")]
-    notes += [(sr.step, sr.message) for sr in s.run_steps(run.id)
-              if sr.message and (sr.status in (FAILED, EXECUTED, INTERRUPTED)
+    notes += [(sr.step, sr.message) for sr in steps
+              if sr.message and (sr.status in (EXECUTED, INTERRUPTED)
                                  or (sr.status == REUSED and not sr.reused_from_id))]
     if notes:
         lines.append("")
         lines += [f"  {step}: {text}" for step, text in notes]
+    for sr in steps:
+        if sr.status == FAILED:
+            lines += ["", *failure_lines(s, sr)]
     for cand in s.candidates_of_run(run.id):
         lines.append(f"candidate {cand.id}  model {cand.model_digest[:26]}")
     return "\n".join(lines)
+
+
+def failure_lines(s: Reader, sr: StepRun) -> list[str]:
+    """A failed step: its message, its diagnosis (the layer that failed, code, fix) and the
+    paths of its logs, step first then each rank's (docs/step-record.md, Diagnosis)."""
+    diagnosis = (s.step_record(sr.id) or {}).get("diagnosis")
+    head = f"  {sr.step}: {sr.message or 'failed'}"
+    if not diagnosis:  # recorded before diagnoses were
+        return [head, *([f"    log: {sr.log_path}"] if sr.log_path else [])]
+    lines = [f"  {sr.step}: {diagnosis['message']}",
+             f"    error[{diagnosis['code']}] {diagnosis['name']}: failed at the layer of "
+             f"{diagnosis['layer_title']}"
+             + (f" (rank {diagnosis['rank']})" if diagnosis.get("rank") is not None else ""),
+             f"    help: {diagnosis['hint']}"]
+    return lines + [f"    {line}" for line in log_lines(diagnosis)]
+
+
+def log_lines(diagnosis: dict[str, Any]) -> list[str]:
+    """The log paths of a diagnosis, one ``label: path`` line each, the step's first.
+
+    Example:
+        >>> log_lines({"logs": {"step": "/l/train.log", "ranks": {"1": "/l/r1.log"}}})
+        ['log: /l/train.log', 'rank 1 log: /l/r1.log']
+    """
+    logs = diagnosis.get("logs") or {}
+    lines = [f"log: {logs['step']}"] if logs.get("step") else []
+    ranks = logs.get("ranks") or {}
+    lines += [f"rank {r} log: {ranks[r]}" for r in sorted(ranks, key=int)]
+    return lines
 
 
 def why(s: Reader, run: Run, step: str) -> str:

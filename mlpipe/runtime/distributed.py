@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import time
 from collections.abc import Hashable, Sequence
 from typing import Any, TypeVar
 
@@ -163,6 +164,24 @@ def shard(ids: Sequence[T], *, seed: int | None = None, record: bool = True) -> 
 _OPS = ("mean", "sum", "min", "max")
 
 
+def _wait_until_released(tensor: Any, timeout: float = 2.0) -> None:
+    """Wait (bounded) until the process group's worker thread has dropped its tensor reference.
+
+    gloo's ``all_reduce`` returns once the result is ready, but its worker thread may still
+    hold the finished work, and with it a reference to ``tensor``, for a moment. A rank that
+    exits in that moment (the metric is often the last call of a training script) destroys
+    the tensor from that thread during interpreter shutdown, and the process aborts with
+    "terminate called without an active exception" after every rank agreed on the value.
+    ``_use_count`` is the C++ reference count of the tensor; 1 is ours alone.
+    """
+    use_count = getattr(tensor, "_use_count", None)
+    if use_count is None:
+        return
+    deadline = time.monotonic() + timeout
+    while use_count() > 1 and time.monotonic() < deadline:
+        time.sleep(0.0005)
+
+
 def all_reduce_metric(name: str, value: float, *, op: str = "mean",
                       population: str | None = None) -> float:
     """Combine one value from every rank and log the result once, as a global metric.
@@ -203,6 +222,7 @@ def all_reduce_metric(name: str, value: float, *, op: str = "mean",
                "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX}[op]
         dist.all_reduce(tensor, op=red)
         result = tensor.item() / size if op == "mean" else tensor.item()
+        _wait_until_released(tensor)
     part = step_record.current()
     if part is not None:
         part.add_reduction({"name": name, "op": op, "world_size": size, "value": result,

@@ -95,6 +95,19 @@ def test_two_by_two_ddp_ranks_agree_on_final_weights_and_coordinate(tmp_path):
 
 
 @pytest.mark.slow
+def test_ranks_whose_last_call_is_a_reduced_metric_exit_cleanly(tmp_path):
+    pytest.importorskip("torch")
+    for attempt in range(3):   # the abort it guards against came in about one run in five
+        out = tmp_path / f"out-{attempt}"
+        out.mkdir()
+        launch([sys.executable, str(SCRIPTS / "reduce_release.py"), str(out)],
+               distribution=PyTorch(processes_per_node=2, backend="gloo"), instances=1,
+               env=_env(tmp_path), cwd=str(ROOT), log_dir=tmp_path / f"logs-{attempt}",
+               timeout=120, require_coordination=False)
+        assert [(out / f"value-{r}").read_text() for r in range(2)] == ["1.0", "1.0"]
+
+
+@pytest.mark.slow
 def test_every_rank_reading_everything_fails_as_independent_copies(tmp_path):
     pytest.importorskip("torch")
     with pytest.raises(CoordinationFailed, match=r"(?s)coordination check failed.*MP522.*all 2 "

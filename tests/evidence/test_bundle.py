@@ -5,6 +5,8 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -115,8 +117,16 @@ def test_each_finding_is_at_the_top(tmp_path, pipeline, extra, code, message):
     findings = proj.bundle(cand)["predicate"]["findings"]
     assert [f["code"] for f in findings] == [code]
     assert re.search(message, findings[0]["message"])
-    text = proj.evidence(cand).stdout
-    assert text.split("\n\n")[1].startswith(f"FINDINGS\n  ERROR [{code}")
+    shown = proj.evidence(cand)
+    assert shown.stdout.split("\n\n")[1].startswith(f"FINDINGS\n  ERROR [{code}")
+    # the findings gate: the bundle is shown in full, and the command fails
+    assert shown.returncode == 1
+    assert shown.stderr == (f"error: candidate {cand} has 1 error-severity finding ({code}): "
+                            f"it is not ready for review\n")
+    for fmt in ("markdown", "html"):
+        assert proj.evidence(cand, "--format", fmt).returncode == 1
+    # --verify judges integrity only: nothing in the store differs from the sealed bundle
+    assert proj.evidence(cand, "--verify").returncode == 0
 
 
 def test_reuse_with_no_executed_run_behind_it_is_a_finding(tmp_path):
@@ -264,6 +274,58 @@ def test_sealed_bytes_replaced_by_something_else_are_reported_not_crashed_on(sea
     rebuilt = sealed.evidence(sealed.candidate, "--rebuild")
     assert rebuilt.returncode != 0 and "Traceback" not in rebuilt.stderr
     assert "it was altered in the store" in rebuilt.stderr
+
+
+READ_PROBE = """
+import json, sys
+from mlpipe.cli import main
+sys.argv = ["mlpipe", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as exit:
+    assert not exit.code, exit.code
+heavy = sorted({m.split(".")[0] for m in sys.modules} & {"sqlalchemy", "alembic", "jsonschema"}
+               | {m for m in sys.modules if m.startswith(("mlpipe.evidence.models",
+                                                          "mlpipe.evidence.seal"))})
+print(json.dumps(heavy), file=sys.stderr)
+"""
+
+
+def test_a_sealed_bundle_is_shown_without_the_orm_or_the_schema(sealed):
+    # its integrity is its digest: schema validation belongs to sealing and --verify
+    for fmt in ("text", "json", "markdown", "html"):
+        env = {k: v for k, v in os.environ.items() if k not in ("MLPIPE_HOME",
+                                                                 "MLPIPE_STORE_URL")}
+        done = subprocess.run([sys.executable, "-c", READ_PROBE, "evidence", sealed.candidate,
+                               "--format", fmt], cwd=sealed.root, env=env, capture_output=True,
+                              text=True)
+        assert done.returncode == 0, (fmt, done.stderr)
+        assert json.loads(done.stderr.strip().splitlines()[-1]) == [], fmt
+
+
+def test_sealed_bytes_altered_with_their_digest_recomputed_are_reported_not_crashed_on(sealed):
+    # the digest matches (someone rewrote both), the bytes are no bundle: the schema says why
+    content = b'{"predicate": {"candidate": 3}}'
+    digest = "sha256:" + hashlib.sha256(content).hexdigest()
+    sealed.sql(f"UPDATE bundles SET content = CAST('{content.decode()}' AS BLOB), "
+               f"digest = '{digest}'")
+    for fmt in ("text", "markdown", "html"):
+        shown = sealed.evidence(sealed.candidate, "--format", fmt)
+        assert shown.returncode == 1, (fmt, shown.stdout)
+        assert f"error: sealed bundle {digest} no longer matches the bundle schema" \
+            in shown.stderr, fmt
+        assert "it was altered in the store" in shown.stderr and "Traceback" not in shown.stderr
+    assert sealed.evidence(sealed.candidate, "--verify").returncode == 1
+
+
+def test_sealed_bytes_altered_are_refused_by_their_digest_in_every_format(sealed):
+    sealed.sql("UPDATE bundles SET content = CAST(REPLACE(CAST(content AS TEXT), '0.875', "
+               "'0.975') AS BLOB)")
+    for fmt in ("text", "json", "markdown", "html"):
+        shown = sealed.evidence(sealed.candidate, "--format", fmt)
+        assert shown.returncode == 1 and shown.stdout == "", fmt
+        assert shown.stderr.startswith("error: sealed bundle sha256:"), fmt
+        assert "no longer matches its digest: it was altered in the store" in shown.stderr
 
 
 def test_the_fast_reader_knows_the_schema_head():

@@ -165,3 +165,68 @@ def test_all_reduce_metric_needs_a_process_group(monkeypatch, tmp_path):
                                                r"2 processes but no torch.distributed process "
                                                r"group is initialised"):
         all_reduce_metric("loss", 2.0)
+
+
+def _part(r, writes=None, marked=(), watched=True):
+    return {"rank": r, "role": "worker", "status": "succeeded", "consumed": [], "population": [],
+            "marked_written": list(marked), "writes": writes,
+            "observation": {"enabled": watched}}
+
+
+def _step_part(outputs, writes):
+    return {"outputs": {name: {"exists": True, "file_count": n} for name, n in outputs.items()},
+            "writes": writes}
+
+
+def test_writers_the_audit_hooks_saw_count_without_mark_written():
+    parts = [_part(0, {"model": ["model.pt"]}), _part(1, {"model": ["model.pt", "extra.bin"]})]
+    report = check_coordination(parts, world_size=2, step_part=_step_part({"model": 2}, {}))
+    assert report.writers == {"model": (0, 1)}
+    assert [(d.code, d.message) for d in report.findings] == [(
+        "MP524", "output 'model' was written by 2 ranks (0, 1); its writer policy is 'rank0' "
+                 "(observed: rank 1 wrote 'extra.bin', 'model.pt')")]
+    wrong = check_coordination([_part(0, {}), _part(1, {"model": ["model.pt"]})], world_size=2)
+    assert [d.code for d in wrong.findings] == ["MP525"]
+    assert wrong.findings[0].message.endswith("(observed: rank 1 wrote 'model.pt')")
+
+
+def test_an_empty_output_and_a_silent_shard_are_declared_writers_that_never_wrote():
+    dist = PyTorch(writers={"model": "rank0", "parts": "sharded"})
+    parts = [_part(0, {"parts": ["rank-0/p.bin"]}), _part(1, {})]
+    observed = [{"name": "rank-0/p.bin", "ranks": [0], "how": "observed"}]
+    report = check_coordination(parts, world_size=2, distribution=dist,
+                                step_part=_step_part({"model": 0, "parts": 1},
+                                                     {"model": [], "parts": observed}))
+    assert [(d.code, d.port) for d in report.findings] == [("MP527", "model"), ("MP527", "parts")]
+    assert not report.ok
+    # a file native code wrote (no hook saw it): who else wrote is unknown, so no finding
+    native = [{"name": "rank-1/p.bin", "ranks": [0, 1], "how": "mark_written"}]
+    unknown = check_coordination(parts, world_size=2, distribution=dist,
+                                 step_part=_step_part({"model": 1, "parts": 2},
+                                                      {"parts": observed + native}))
+    assert unknown.findings == ()
+    # an unwatched rank (MLPIPE_OBSERVE=0) is never accused
+    blind = [_part(0, {"parts": ["rank-0/p.bin"]}), _part(1, None, watched=False)]
+    assert check_coordination(blind, world_size=2, distribution=dist,
+                              step_part=_step_part({"parts": 1}, {"parts": observed})
+                              ).findings == ()
+
+
+def test_waiting_for_the_process_group_to_release_a_tensor_is_bounded():
+    torch = pytest.importorskip("torch")
+    import threading
+    import time
+
+    tensor = torch.zeros(1)
+    held = [tensor.view(1)]            # the worker thread's reference, as gloo's work holds it
+    threading.Timer(0.05, held.clear).start()
+    started = time.monotonic()
+    distributed._wait_until_released(tensor)
+    assert tensor._use_count() == 1
+    assert time.monotonic() - started >= 0.04
+
+    never = tensor.view(1)             # never released: the wait gives up, it never hangs
+    started = time.monotonic()
+    distributed._wait_until_released(tensor, timeout=0.1)
+    assert 0.1 <= time.monotonic() - started < 10  # bounded, on however loaded a machine
+    assert never is not None

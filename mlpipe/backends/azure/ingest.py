@@ -276,7 +276,8 @@ class _Ingest:
         if world > 1:
             distribution = _declared_distribution(dist)
             report = check_coordination((job.record or {}).get("ranks") or [],
-                                        world_size=world, distribution=distribution)
+                                        world_size=world, distribution=distribution,
+                                        step_part=(job.record or {}).get("step"))
             topology["coordination"] = report.to_dict()
             if not report.ok:
                 self.failed_coordination[job.node] = report.failure_text()

@@ -26,6 +26,7 @@ from mlpipe.backends.local.stepproc import (
     StepOutcome,
     declared_topology,
     execute,
+    rendezvous_timeout,
     tail,
 )
 from mlpipe.checks import run_checks
@@ -91,6 +92,7 @@ class LocalExecutor:
         if max_parallel is not None and max_parallel < 1:
             raise UsageError(f"--max-parallel {max_parallel} is not a positive number",
                              hint="pass --max-parallel 1 or more")
+        rendezvous_timeout()  # a bad MLPIPE_RENDEZVOUS_TIMEOUT_S is refused before a run
         self.location = location or locate()
         self.max_parallel = max_parallel or os.cpu_count() or 1
         self.reuse = reuse
@@ -130,7 +132,9 @@ class LocalExecutor:
             raise ChecksFailed(found, "the pipeline has check errors; nothing was run",
                                hint=None)
         _refuse_azure_only(graph)
-        paths, values = inputs_mod.resolve(graph.spec, inputs, params)
+        pipeline_inputs, overrides = inputs_mod.split_step_inputs(inputs)
+        paths, values = inputs_mod.resolve(graph.spec, pipeline_inputs, params)
+        literals = inputs_mod.literal_paths(graph, overrides)
         inputs_mod.check_input_contracts(graph, paths)
         scaled = scaled_components(graph, self.local_scale)
         store = Store.open(self.location.url)
@@ -139,6 +143,7 @@ class LocalExecutor:
             _sweep_work(store, self.location.work)
             run = _Run(self, graph, store, cache, paths, values)
             run.diagnostics, run.scaled = found, scaled
+            run.literals, run.overrides = literals, sorted(overrides)
             run.ignored = sorted(set(ignore))
             return run.go()
         finally:
@@ -167,6 +172,8 @@ class _Run:
         self.diagnostics: list[Any] = []
         self.scaled: dict[str, Any] = {}
         self.ignored: list[str] = []
+        self.literals: dict[tuple[str, str], str] = {}
+        self.overrides: list[str] = []
         self.fork_tried = not ex.fork_server
 
     # --- setup ------------------------------------------------------------------------------
@@ -195,6 +202,7 @@ class _Run:
             options={"reuse": self.ex.reuse, "max_parallel": self.ex.max_parallel,
                      "executor": "local", "checks": summary(self.diagnostics),
                      **({"ignored_codes": self.ignored} if self.ignored else {}),
+                     **({"input_overrides": self.overrides} if self.overrides else {}),
                      **({"local_scale": {k: f"{c.instances}x{_per_node(c)}"
                                          for k, c in sorted(self.scaled.items())}}
                         if self.scaled else {})})
@@ -334,11 +342,8 @@ class _Run:
                 bound[port.name] = self.produced[endpoint.node][endpoint.port]
             elif isinstance(endpoint, FromInput) and endpoint.name in self.inputs:
                 bound[port.name] = self.inputs[endpoint.name]
-            elif isinstance(endpoint, FromLiteral) and endpoint.value is not None:
-                path = os.path.abspath(os.fspath(endpoint.value))
-                if not os.path.exists(path):
-                    raise UsageError(f"step {node.id!r} input {port.name!r} is bound to {path}, "
-                                     f"which does not exist", hint="fix the path in the pipeline")
+            elif (node.id, port.name) in self.literals:  # checked before the run began
+                path = self.literals[(node.id, port.name)]
                 bound[port.name] = self._input_artifact(path, port.kind.value)[0]
         return bound
 

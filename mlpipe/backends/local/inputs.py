@@ -12,8 +12,9 @@ from typing import Any
 
 from mlpipe.contracts import Contract, contract_label, contract_spec, validate
 from mlpipe.errors import ContractError, UsageError, with_article
-from mlpipe.graph import FromInput, Graph
+from mlpipe.graph import FromInput, FromLiteral, Graph
 from mlpipe.params import check_value
+from mlpipe.paths import cloud_reference
 from mlpipe.runtime.argv import coerce_param
 from mlpipe.spec import InputRole, ParamSpec, ParamType, PipelineSpec, plain_value
 
@@ -78,6 +79,11 @@ def resolve(spec: PipelineSpec, inputs: dict[str, str], params: dict[str, Any]
         if declared.role is InputRole.PARAM:
             raise UsageError(f"{name!r} is a parameter of pipeline {spec.name!r}, not an input",
                              hint=f"pass it as --param {name}={path}")
+        remote = cloud_reference(path)
+        if remote is not None:
+            raise UsageError(f"input {name!r}: {path} is {remote}, not a file or folder on this "
+                             f"machine", hint=f"run it on Azure ML with --target azure, or "
+                                              f"download a copy and pass --input {name}=PATH")
         if not os.path.exists(path):
             raise UsageError(f"input {name!r}: no such file or folder: {path}",
                              hint="give the path of an existing file or folder")
@@ -113,12 +119,96 @@ def resolve(spec: PipelineSpec, inputs: dict[str, str], params: dict[str, Any]
         if declared.role is InputRole.PARAM:
             values[declared.name] = plain_value(declared.default)
         elif declared.default is not None:
-            path = os.fspath(declared.default)
-            if not os.path.exists(path):
-                raise UsageError(f"input {declared.name!r} defaults to {path}, which does not "
-                                 f"exist", hint=f"pass --input {declared.name}=PATH")
-            paths[declared.name] = os.path.abspath(path)
+            paths[declared.name] = local_path(
+                declared.default, declared.base, f"input {declared.name!r} defaults to",
+                f"--input {declared.name}=PATH")
     return paths, values
+
+
+def local_path(value: Any, base: str | None, what: str, option: str) -> str:
+    """The absolute local path of a data path written in a pipeline: relative to ``base`` (the
+    folder of the YAML file it was read from; None: the current directory).
+
+    Raises:
+        UsageError: the value is a cloud reference (an Azure ML data asset or datastore path, a
+            web or storage URL), which is no file here, or the path does not exist; the hint
+            names ``option``, which gives a local copy instead.
+    """
+    text = os.fspath(value) if isinstance(value, (str, os.PathLike)) else str(value)
+    remote = cloud_reference(text)
+    if remote is not None:
+        raise UsageError(f"{what} {text}, which is {remote}, not a file or folder on this "
+                         f"machine", hint=f"download a copy and pass {option} to run it here, "
+                                          f"or run it on Azure ML with --target azure")
+    path = os.path.abspath(os.path.join(base, text) if base else text)
+    if not os.path.exists(path):
+        raise UsageError(f"{what} {path}, which does not exist",
+                         hint=f"pass {option}, or fix the path in the pipeline")
+    return path
+
+
+def split_step_inputs(inputs: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """``--input`` values as ``(pipeline input -> path, "STEP.PORT" -> path)``: a name with a
+    dot names a step's input (a nested step's id has dots too: the port is after the last)."""
+    plain = {k: v for k, v in inputs.items() if "." not in k}
+    return plain, {k: v for k, v in inputs.items() if "." in k}
+
+
+def literal_paths(graph: Graph, overrides: dict[str, str]) -> dict[tuple[str, str], str]:
+    """Each step input bound to a data path written in the pipeline -> the absolute local path
+    it reads: ``--input STEP.PORT=PATH`` when given, else the path resolved against the folder
+    of the YAML file it was read from (a path in Python code: the current directory).
+
+    Checked before anything runs, so a run never starts to fail at its third step.
+
+    Raises:
+        UsageError: an override names no step or no data input of it, or an input that is not
+            bound to a path in the pipeline; a path is a cloud reference or does not exist.
+    """
+    given = dict(overrides)
+    for key, path in given.items():
+        step_id, _, port_name = key.rpartition(".")
+        node = graph.steps.get(step_id)
+        if node is None:
+            raise UsageError(f"--input {key}: pipeline {graph.spec.name!r} has no step "
+                             f"{step_id!r} (steps: {', '.join(graph.steps)})",
+                             hint="give --input STEP.PORT=PATH with one of those steps, or "
+                                  "--input NAME=PATH for a pipeline input")
+        port = node.component.input(port_name)
+        if port is None:
+            names = ", ".join(p.name for p in node.component.inputs) or "none"
+            raise UsageError(f"--input {key}: step {step_id!r} has no data input "
+                             f"{port_name!r} (data inputs: {names})",
+                             hint="give one of those names; parameters are set with --param")
+        endpoint = node.bindings.get(port_name)
+        if not isinstance(endpoint, FromLiteral):
+            where = f"reads {endpoint}" if endpoint is not None else "is not bound"
+            raise UsageError(f"--input {key}: step {step_id!r} input {port_name!r} {where}, "
+                             f"not a path written in the pipeline",
+                             hint="--input STEP.PORT replaces a path written in the pipeline; "
+                                  "give a pipeline input as --input NAME=PATH")
+        remote = cloud_reference(path)
+        if remote is not None:
+            raise UsageError(f"--input {key}: {path} is {remote}, not a file or folder on "
+                             f"this machine", hint=f"download a copy and pass --input "
+                                                   f"{key}=PATH")
+        if not os.path.exists(path):
+            raise UsageError(f"--input {key}: no such file or folder: {path}",
+                             hint="give the path of an existing file or folder")
+    found: dict[tuple[str, str], str] = {}
+    for node in graph.step_nodes():
+        for port in node.component.inputs:
+            endpoint = node.bindings.get(port.name)
+            if not isinstance(endpoint, FromLiteral) or endpoint.value is None:
+                continue
+            key = f"{node.id}.{port.name}"
+            if key in given:
+                found[(node.id, port.name)] = os.path.abspath(given[key])
+                continue
+            found[(node.id, port.name)] = local_path(
+                endpoint.value, endpoint.base, f"step {node.id!r} input {port.name!r} is bound "
+                f"to", f"--input {key}=PATH")
+    return found
 
 
 def input_contracts(graph: Graph) -> dict[str, list[tuple[str, Contract | type[Contract]]]]:

@@ -146,9 +146,41 @@ def _signal_group(pid: int, sig: int) -> None:
             pass
 
 
+RENDEZVOUS_TIMEOUT_ENV = "MLPIPE_RENDEZVOUS_TIMEOUT_S"
+RENDEZVOUS_TIMEOUT_S = 120.0
+
+
+def rendezvous_timeout(env: dict[str, str] | None = None) -> float:
+    """Seconds every rank of a PyTorch step has to join its rendezvous before the launch fails
+    (``MLPIPE_RENDEZVOUS_TIMEOUT_S``, default 120).
+
+    Raises:
+        UsageError: the variable is not a positive number.
+    """
+    from mlpipe.errors import UsageError
+
+    raw = (os.environ if env is None else env).get(RENDEZVOUS_TIMEOUT_ENV)
+    if raw is None or not raw.strip():
+        return RENDEZVOUS_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise UsageError(f"{RENDEZVOUS_TIMEOUT_ENV}={raw!r} is not a positive number of seconds",
+                         hint=f"set it to e.g. {RENDEZVOUS_TIMEOUT_S:g}, or unset it")
+    return value
+
+
+def rank_logs(log: Path) -> Path:
+    """The folder of a distributed step's per-rank logs (``rank-<R>.log``) beside its log."""
+    return log.with_suffix(".ranks")
+
+
 def _launch(job: StepJob, argv: list[str], env: dict[str, str], declared: dict[str, Any],
-            cwd: str) -> tuple[str | None, dict[str, Any]]:
-    """Run a distributed step through the local launcher: (failure message or None, topology).
+            cwd: str) -> tuple[str | None, dict[str, Any], dict[str, Any]]:
+    """Run a distributed step through the local launcher: (failure message or None, topology,
+    what the launcher saw of a failure, for its diagnosis).
 
     The ranks' logs go to ``<step log>.ranks/rank-<R>.log`` and are appended to the step's log.
     """
@@ -157,32 +189,40 @@ def _launch(job: StepJob, argv: list[str], env: dict[str, str], declared: dict[s
     from mlpipe.errors import LaunchFailed, LaunchRefused, MlpipeError
 
     comp = job.component
-    rank_logs = job.log.with_suffix(".ranks")
+    folder = rank_logs(job.log)
     topology: dict[str, Any] = {"declared": declared, "distributed": True}
-    failed, failed_rank = None, None
+    failed, failed_rank, seen = None, None, {}
     try:
         result = launch(argv, distribution=comp.distribution, instances=comp.instances, env=env,
-                        cwd=cwd, log_dir=rank_logs, timeout=None,
+                        cwd=cwd, log_dir=folder, timeout=None,
+                        rendezvous_timeout=rendezvous_timeout(env),
                         cuda=uses_cuda(comp.distribution, comp.compute), step=job.node_id)
     except CoordinationFailed as exc:
         result = exc.result
         failed = f"step {job.node_id!r} did not coordinate: {exc.message}"
+        seen = {"launch": "coordination", "coordination": [
+            d.to_json() for d in result.coordination.findings]}
     except LaunchRefused as exc:  # nothing started: the launch layer says why, and the fix
         result = None
         failed = f"{exc.message}; {exc.hint}"
+        seen = {"launch": "refused", "hint": exc.hint}
     except MlpipeError as exc:  # LaunchFailed, or a launch that cannot be made
         result = None
         failed = f"step {job.node_id!r} failed: {exc.message}"
         failed_rank = exc.rank if isinstance(exc, LaunchFailed) else None
+        if isinstance(exc, LaunchFailed):
+            seen = {"launch": exc.kind, "rank": exc.rank, "returncode": exc.returncode}
+        else:
+            seen = {"launch": "start", "not_started": True}
     if result is not None:
         topology["ran"] = result.topology()
         if result.coordination is not None:
             topology["coordination"] = result.coordination.to_dict()
-    text = combined_rank_logs(rank_logs, failed_rank)
+    text = combined_rank_logs(folder, failed_rank)
     if result is None and failed is not None and not text:
         text = f"mlpipe: {failed}\n"  # no rank started: the log says why
     job.log.write_text(text)
-    return failed, topology
+    return failed, topology, seen
 
 
 def combined_rank_logs(folder: Path, last: int | None = None) -> str:
@@ -294,8 +334,8 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
                                             params=job.params)
             cwd = str(script.stage_code(comp, job.work / "code"))
         except script.ScriptError as exc:
-            return StepOutcome(False, time.perf_counter() - start,
-                               message=f"step {job.node_id!r} cannot start: {exc}")
+            return _failed(job, time.perf_counter() - start, f"step {job.node_id!r} cannot "
+                           f"start: {exc}", {}, None, not_started=True)
         if script.code_changed(comp):
             code_note = ("its code folder changed after the pipeline was loaded; its result "
                          "is not cached")
@@ -314,10 +354,10 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
     if procs.stopping:
         return StepOutcome(False, 0.0, message="the run was interrupted")
     if declared is not None:
-        failed, topology = _launch(job, argv, env, declared, cwd)
+        failed, topology, seen = _launch(job, argv, env, declared, cwd)
         returncode = 0
     else:
-        failed, topology = None, {"processes": 1, "distributed": False}
+        failed, topology, seen = None, {"processes": 1, "distributed": False}, {}
         returncode = procs.run(argv, env=env, cwd=cwd, log=job.log,
                                request=request if fork else None,
                                request_file=job.work / "request.json")
@@ -328,23 +368,23 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
     if failed is not None or returncode != 0:
         if problem is None or (failed is not None and not _contract_layer(found)):
             problem = failed or _failure(job, returncode)
-        return StepOutcome(False, seconds, message=problem, topology=topology, record=stored,
-                           metrics=_metrics(found))
+        if returncode != 0:
+            seen = {"returncode": returncode, **seen}
+        return _failed(job, seconds, problem, topology, stored, metrics=_metrics(found), **seen)
     if problem is not None:
-        return StepOutcome(False, seconds, message=problem, topology=topology, record=stored,
-                           metrics=_metrics(found))
+        return _failed(job, seconds, problem, topology, stored, metrics=_metrics(found))
     step = (found or {}).get("step") or {}
     missing = [name for name, path in outputs.items() if not os.path.exists(path)]
     if missing:
-        return StepOutcome(False, seconds, topology=topology, record=stored,
-                           message=f"step {job.node_id!r} finished without writing its "
-                                   f"output{'s' if len(missing) > 1 else ''} "
-                                   f"{', '.join(map(repr, missing))}")
+        return _failed(job, seconds, f"step {job.node_id!r} finished without writing its "
+                                     f"output{'s' if len(missing) > 1 else ''} "
+                                     f"{', '.join(map(repr, missing))}", topology, stored,
+                       missing_outputs=missing)
     if not step:  # no record (a script component): validate here
-        problem = _validate(comp, outputs)
-        if problem:
-            return StepOutcome(False, seconds, message=f"step {job.node_id!r}: {problem}",
-                               topology=topology, record=stored)
+        rejected = _validate(comp, outputs)
+        if rejected:
+            return _failed(job, seconds, f"step {job.node_id!r}: {rejected[1]}", topology,
+                           stored, rejected_output=rejected)
     snaps = {name: _recorded(step, name, path) or snapshot(path)
              for name, path in outputs.items()}
     not_cached = _inputs_changed(job, cache) or code_note
@@ -412,7 +452,7 @@ def _failure(job: StepJob, returncode: int) -> str:
     return f"step {job.node_id!r} failed: {what}"
 
 
-def _validate(comp: ComponentSpec, outputs: dict[str, str]) -> str | None:
+def _validate(comp: ComponentSpec, outputs: dict[str, str]) -> tuple[str, str] | None:
     from mlpipe.contracts import validate
     from mlpipe.errors import MlpipeError
 
@@ -422,8 +462,35 @@ def _validate(comp: ComponentSpec, outputs: dict[str, str]) -> str | None:
         try:
             validate(port.contract, outputs[port.name])
         except MlpipeError as exc:
-            return f"output {port.name!r} does not match its contract: {exc.message}"
+            return port.name, f"output {port.name!r} does not match its contract: {exc.message}"
     return None
+
+
+def _failed(job: StepJob, seconds: float, message: str, topology: dict[str, Any],
+            stored: dict[str, Any] | None, *, metrics: list[dict[str, Any]] | None = None,
+            **seen: Any) -> StepOutcome:
+    """A failed step's outcome, its record carrying the diagnosis (the layer that failed, its
+    code, the fix and the logs: docs/step-record.md)."""
+    from mlpipe.checks.diagnosis import StepFailure, diagnose
+    from mlpipe.contracts.metrics import MetricsReport
+
+    folder = rank_logs(job.log)
+    ranks = {}
+    if folder.is_dir():
+        ranks = {p.stem.removeprefix("rank-"): str(p)
+                 for p in sorted(folder.glob("rank-*.log"))
+                 if p.stem.removeprefix("rank-").isdigit()}
+    reports = frozenset(port.name for port in job.component.outputs
+                        if isinstance(port.contract, MetricsReport))
+    found = diagnose(StepFailure(
+        job.node_id, message, record=stored, metric_reports=reports,
+        logs={"step": str(job.log), "ranks": ranks}, **seen))
+    record = dict(stored) if stored is not None else {
+        "format": step_record.FORMAT, "version": step_record.VERSION, "stored": True,
+        "step": None, "ranks": []}
+    record["diagnosis"] = found.to_json()
+    return StepOutcome(False, seconds, message=message, topology=topology, record=record,
+                       metrics=metrics or [])
 
 
 def _inputs_changed(job: StepJob, cache: StatCache) -> str | None:

@@ -54,7 +54,9 @@ def candidate(mlpipe, azureml):
 def test_a_candidate_whose_steps_left_no_record(mlpipe, candidate):
     cand, job = candidate
     shown = mlpipe("evidence", cand, "--format", "json")
-    assert shown.exit_code == 0, shown.output
+    assert shown.exit_code == 1, shown.output   # MP660 is an error: the findings gate
+    assert shown.stderr == (f"error: candidate {cand} has 2 error-severity findings (MP660): "
+                            f"it is not ready for review\n")
     bundle = json.loads(shown.stdout)
     p = bundle["predicate"]
     model_uri = job.child("fit").outputs["model"].uri

@@ -66,8 +66,8 @@ class ProcessGroup:
                                             start_new_session=True)
                 except OSError as exc:
                     raise LaunchFailed(f"rank {rank} could not start {self.argv[0]!r}: {exc}",
-                                       rank=rank, hint="check the command and working "
-                                                       "directory") from exc
+                                       rank=rank, kind="start", hint="check the command and "
+                                                                     "working directory") from exc
             self.procs.append(proc)
             threading.Thread(target=self._wait, args=(index, proc), daemon=True).start()
         return envs
@@ -115,7 +115,7 @@ class ProcessGroup:
                     return self._failure(
                         f"rank {rank} of {self.layout.world} exited with code {code} after "
                         f"{now - started:.1f} s; the other processes were stopped", rank, code,
-                        "the rank's log above shows why it failed")
+                        "the rank's log above shows why it failed", "exited")
             if all(self.procs[i].returncode == 0 for i in workers):
                 return None
             if not rendezvous_done and now - last_probe > 0.2:
@@ -124,16 +124,23 @@ class ProcessGroup:
             elapsed = now - started
             if not rendezvous_done and rendezvous_timeout is not None and \
                     elapsed > rendezvous_timeout:
-                waiting = [roles[i][0] for i in workers
-                           if not self.joined.get(roles[i][0]) and self.procs[i].returncode is None]
+                # a rank that exited 0 without ever being seen at the store left its peers
+                # waiting in init_process_group: the group can no longer form
+                waiting = [roles[i][0] for i in workers if not self.joined.get(roles[i][0])]
                 if waiting:
+                    left = [r for r in waiting
+                            if self.procs[[x[0] for x in roles].index(r)].returncode == 0]
+                    gone = (f"; rank{'s' if len(left) > 1 else ''} "
+                            f"{', '.join(map(str, left))} exited without joining"
+                            if left else "")
                     return self._failure(
                         f"rank {waiting[0]} of {self.layout.world} did not join the rendezvous at "
                         f"{HOST}:{port} within {rendezvous_timeout:g} s (not joined: ranks "
-                        f"{', '.join(map(str, waiting))}); the group was stopped", waiting[0],
-                        None, "the script must call torch.distributed.init_process_group("
-                              "init_method='env://') early; raise rendezvous_timeout if start-up "
-                              "is slow")
+                        f"{', '.join(map(str, waiting))}{gone}); the group was stopped",
+                        waiting[0], None,
+                        "the script must call torch.distributed.init_process_group("
+                        "init_method='env://') early; raise rendezvous_timeout if start-up is slow",
+                        "rendezvous")
             if timeout is not None and elapsed > timeout:
                 running = [roles[i][0] for i in workers if self.procs[i].returncode is None]
                 return self._failure(
@@ -141,14 +148,15 @@ class ProcessGroup:
                     f"{', '.join(map(str, running))} (rank {running[0]} shown); the group was "
                     f"stopped", running[0], None,
                     "a rank that hangs blocks its peers in the next collective; look for the "
-                    "rank whose log stops earliest, or raise the timeout")
+                    "rank whose log stops earliest, or raise the timeout", "timeout")
             time.sleep(POLL_S)
 
-    def _failure(self, reason: str, rank: int, code: int | None, hint: str) -> LaunchFailed:
+    def _failure(self, reason: str, rank: int, code: int | None, hint: str,
+                 kind: str) -> LaunchFailed:
         self._stop()
         log = self.logs / f"rank-{rank}.log"
         return LaunchFailed(reason, rank=rank, returncode=code, log_path=str(log),
-                            log_tail=tail(log), hint=hint)
+                            log_tail=tail(log), hint=hint, kind=kind)
 
     def _probe_rendezvous(self, port: int) -> bool:
         """True when every running PyTorch rank holds a connection to the store at ``port``."""
@@ -156,13 +164,11 @@ class ProcessGroup:
         if clients is None:
             return True   # no /proc: the step timeout is the only limit
         for (rank, *_), proc in zip(self.layout.roles, self.procs):
-            if self.joined.get(rank):
-                continue
-            if proc.returncode == 0:
+            if self.joined.get(rank) or proc.returncode is not None:
                 continue
             self.joined[rank] = bool(_socket_inodes(proc.pid) & clients)
-        return all(self.joined.get(r[0]) or p.returncode == 0
-                   for r, p in zip(self.layout.roles, self.procs))
+        # only a rank seen at the store counts: one that exited 0 unseen may never have joined
+        return all(self.joined.get(r[0]) for r in self.layout.roles)
 
     def _stop(self) -> None:
         alive = [p for p in self.procs if p.poll() is None]

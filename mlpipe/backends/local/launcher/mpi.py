@@ -73,7 +73,8 @@ def run_mpi(argv: list[str], layout: Plan, base: dict[str, str], cwd: str | Path
         rank = rank if code is not None and failure.startswith("rank") else None
         path = logs / (f"rank-{rank}.log" if rank is not None else "mpirun.log")
         raise LaunchFailed(failure, rank=rank, returncode=code, log_path=str(path),
-                           log_tail=tail(path), hint="see the rank's log")
+                           log_tail=tail(path), hint="see the rank's log",
+                           kind="timeout" if code is None else "exited")
     workers = tuple(Worker(r, lr, nr, "worker", proc.pid, logs / f"rank-{r}.log", code)
                     for r, lr, nr, _, _ in layout.roles)
     return workers, {}, wall
