@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from bundle_project import FIXTURE
 
+from bundle_project import FIXTURE
 from store_urls import store_url_for
 
 HOMES = [pytest.param("sqlite", id="sqlite-shared-folder"),
@@ -104,7 +104,7 @@ def test_two_homes_reuse_and_verify_each_other(team, tmp_path):
     moved = tmp_path / "ana" / "proj-renamed"
     shutil.move(ana.root, moved)
     ana.root = moved
-    third, progress = ana.submit()
+    _third, progress = ana.submit()
     assert _statuses(progress) == {"reused"}
     assert ana.verify(second).returncode == 0
 
