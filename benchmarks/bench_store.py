@@ -9,9 +9,14 @@ the store's own schema: runs of 4 steps, each step with an output artifact, its 
 metric, a candidate per run, 20 pipelines. Stores are kept under ``build/bench-store/`` (keyed
 by size, this file's fill version and the schema revision) and reused by the next run.
 
-Goal (issue 13): every command at most 1.5x `mlpipe --version`, at every size (so flat from
-10,000 to 1,000,000). Each figure is the best of ``--repeat`` runs, every command alternated with
-the floor. Run: ``.venv/bin/python benchmarks/bench_store.py [--quick] [--sizes N ...]``.
+Goal (issue 13): every command at most 1.5x `mlpipe --version`, at every size, and flat from
+10,000 to 1,000,000 (the largest store's figure at most 1.25x the smallest's). Each figure is the
+best of ``--repeat`` runs, every command alternated with the floor; both the wall time and the
+CPU time of the process are measured. The goals are judged on CPU time: these commands wait on
+nothing but the CPU (the store is in the page cache after the warm-up run), and on a machine
+shared with other jobs the wall time measures the neighbours (best-of-5 wall figures of one
+command were seen to vary 8x while its CPU time varied 10 %); the wall ratios are printed with
+each goal. Run: ``.venv/bin/python benchmarks/bench_store.py [--quick] [--sizes N ...]``.
 """
 from __future__ import annotations
 
@@ -36,6 +41,8 @@ FIXTURE = ROOT / "tests" / "fixtures" / "evidence" / "review.py"
 #: Bump when the filler changes: cached stores of another version are rebuilt.
 FILL_VERSION = 1
 GOAL = 1.5
+#: The largest store's time over the smallest's, at most (flat from 10,000 to 1,000,000).
+FLAT = 1.25
 STEPS_PER_RUN = 4
 PIPELINES = 20
 
@@ -217,10 +224,17 @@ def main() -> None:
           f"{os.getloadavg()[0]:.2f})")
     for name in names[1:]:
         for n in sizes:
-            wall = results[n][name][0]
-            goals.check(f"`{name}`, {n:,} step runs", wall / floor[n][0], "<=", GOAL,
-                        unit="x `mlpipe --version`",
-                        detail=f"{wall:.3f} s vs {floor[n][0]:.3f} s")
+            wall, cpu = results[n][name]
+            goals.check(f"`{name}`, {n:,} step runs", cpu / floor[n][1], "<=", GOAL,
+                        unit="x `mlpipe --version` (CPU)",
+                        detail=f"CPU {cpu:.3f} s vs {floor[n][1]:.3f} s; wall {wall:.3f} s vs "
+                               f"{floor[n][0]:.3f} s ({wall / floor[n][0]:.2f}x)")
+        if len(sizes) > 1:
+            small, large = min(sizes), max(sizes)
+            goals.check(f"`{name}` flat from {small:,} to {large:,} step runs",
+                        results[large][name][1] / results[small][name][1], "<=", FLAT,
+                        unit=f"x its time at {small:,} (CPU)",
+                        detail=f"wall {results[large][name][0] / results[small][name][0]:.2f}x")
     goals.save()
 
 

@@ -362,6 +362,10 @@ MOVING_REFERENCE = _code(
 IMAGE_TAG_WITHOUT_DIGEST = _code(
     "MP803", "image-tag-without-digest", WARNING,
     "A Docker image is referenced by a tag, which can be moved, not by its digest.")
+READ_OUTSIDE_INPUTS = _code(
+    "MP804", "read-outside-inputs", WARNING,
+    "A step read files that are none of its declared inputs, so its cache key cannot see them "
+    "change.")
 
 # --- MP900-MP929: a failed step, diagnosed at the layer that failed (mlpipe.checks.diagnosis)
 #     MP900-MP904 contract and output completeness

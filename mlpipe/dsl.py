@@ -12,7 +12,7 @@ import os
 import re
 import sys
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import FunctionType
 from typing import Any, Generic, TypeVar, overload
 
@@ -157,14 +157,15 @@ def component(*, name: str | None = ..., version: str = ..., display_name: str |
               compute: Compute | str | None = ..., instances: int = ...,
               distribution: Distribution | None = ...,
               environment_variables: Mapping[str, str] | None = ...,
-              reuse: bool = ...) -> Callable[[F], Component[F]]: ...
+              reuse: bool = ..., reads: Sequence[str] = ...) -> Callable[[F], Component[F]]: ...
 
 
 def component(fn: FunctionType | None = None, *, name: str | None = None, version: str = "1",
               display_name: str | None = None, description: str | None = None,
               environment: Environment | None = None, compute: Compute | str | None = None,
               instances: int = 1, distribution: Distribution | None = None,
-              environment_variables: Mapping[str, str] | None = None, reuse: bool = True):
+              environment_variables: Mapping[str, str] | None = None, reuse: bool = True,
+              reads: Sequence[str] = ()):
     """Declare a component: a step whose body is the decorated function.
 
     Args:
@@ -181,6 +182,12 @@ def component(fn: FunctionType | None = None, *, name: str | None = None, versio
             dict form, ``{"type": "pytorch", "process_count_per_instance": 4}``).
         environment_variables: variables set for the step.
         reuse: False for a non-deterministic component whose results must never be reused.
+        reads: files or folders the body reads on purpose outside its declared inputs and
+            that never change under the same path (a model snapshot named by its revision):
+            ``~`` and ``$VARS`` are expanded and relative paths are taken from the step's
+            working folder, at run time. Reads under them are recorded but raise no MP804,
+            and a step is reused without re-hashing them (docs/local.md, "Reads outside the
+            inputs").
 
     Returns:
         A ``Component``: call it inside a ``@pipeline`` to add a step.
@@ -193,7 +200,7 @@ def component(fn: FunctionType | None = None, *, name: str | None = None, versio
     options = dict(name=name, version=version, display_name=display_name,
                    description=description, environment=environment, compute=compute,
                    instances=instances, distribution=distribution,
-                   environment_variables=environment_variables, reuse=reuse)
+                   environment_variables=environment_variables, reuse=reuse, reads=reads)
 
     def wrap(f: FunctionType) -> Component:
         fields = _component_fields(f, options)
@@ -251,13 +258,19 @@ def _component_fields(fn: Any, o: dict[str, Any]) -> dict[str, Any]:
             isinstance(k, str) and isinstance(v, str) for k, v in env_vars.items()):
         fail(f"{what} has environment_variables {env_vars!r}; use a dict of str to str",
               'pass environment_variables={"NAME": "value"}', loc)
+    reads = o["reads"]
+    if isinstance(reads, str) or not isinstance(reads, (list, tuple)) or not all(
+            isinstance(r, str) and r.strip() for r in reads):
+        fail(f"{what} has reads={reads!r}; declare a list of paths (files or folders)",
+             'pass reads=["~/.cache/huggingface/hub/models--bert-base-uncased"]', loc)
     inputs, outputs, params = read_component_signature(fn, what, src)
     return dict(
         name=name, version=version, inputs=inputs, outputs=outputs, params=params,
         display_name=o["display_name"],
         description=o["description"], environment=env, compute=compute, instances=instances,
         distribution=dist, environment_variables=tuple(sorted(env_vars.items())),
-        reuse=bool(o["reuse"]), doc=inspect.getdoc(fn), location=loc,
+        reuse=bool(o["reuse"]), reads=tuple(dict.fromkeys(reads)), doc=inspect.getdoc(fn),
+        location=loc,
         function=f"{fn.__module__}:{fn.__qualname__}")
 
 

@@ -5,6 +5,7 @@ Shared by the signature reader (defaults), the checks (bound values) and the exe
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +63,9 @@ def check_value(spec: ParamSpec, value: Any) -> ValueProblem | None:
             or not isinstance(value, allowed)):
         return ValueProblem("type", f"{value!r} is {with_article(type(value).__name__)}, "
                                     f"not {with_article(spec.type.value)}")
+    if isinstance(value, float) and not math.isfinite(value):
+        # NaN compares false with every bound, and neither it nor infinity is valid JSON
+        return ValueProblem("range", f"{value!r} is not a finite number")
     if spec.choices is not None and value not in spec.choices:
         return ValueProblem("choices", f"{value!r} is not {describe_constraint(spec)}")
     if (spec.minimum is not None and value < spec.minimum) or (

@@ -234,6 +234,7 @@ class ComponentSpec:
     distribution: Distribution | None = None
     environment_variables: tuple[tuple[str, str], ...] = ()
     reuse: bool = True
+    reads: tuple[str, ...] = ()
     command: str | None = None
     kind: str = "command"
     azure_only: str | None = None
@@ -252,8 +253,9 @@ class ComponentSpec:
 
         ``code`` (where a script component's files are) is left out: ``code_digest`` already
         covers their content. ``kind`` (the Azure ML job type, when not ``command``),
-        ``azure_only`` and ``source`` (the digest of the YAML document it was read from) are
-        added only when set, so the digest of every other component stays as it was.
+        ``azure_only``, ``source`` (the digest of the YAML document it was read from) and
+        ``reads`` (the files it declares it reads outside its inputs) are added only when set,
+        so the digest of every other component stays as it was.
         """
         extra: dict[str, Any] = {}
         if self.kind != "command":
@@ -262,6 +264,8 @@ class ComponentSpec:
             extra["azure_only"] = self.azure_only
         if self.origin is not None:
             extra["source"] = self.origin.digest
+        if self.reads:
+            extra["reads"] = list(self.reads)
         return {
             **extra,
             "type": "component",

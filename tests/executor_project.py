@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 FIXTURES = Path(__file__).parent / "fixtures" / "executor"
-MODULES = ("steps", "chain", "hold", "failing", "odd", "observed", "diagnosed")
+MODULES = ("steps", "chain", "hold", "failing", "odd", "observed", "hidden", "diagnosed",
+           "spawner")
 
 
 class Project:
@@ -45,7 +46,7 @@ class Project:
                                 text=True)
 
     def submit(self, pipeline: str, *extra: str, inputs=("left=left.txt", "right=right.txt")):
-        args = ["submit", f"{pipeline}.py"]
+        args = ["submit", pipeline if ".py:" in pipeline else f"{pipeline}.py"]
         for item in inputs:
             args += ["--input", item]
         return self.cli(*args, *extra)

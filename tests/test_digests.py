@@ -139,6 +139,7 @@ OPTIONS = st.fixed_dictionaries({
                     | st.builds(Mpi, st.integers(1, 4)),
     "environment_variables": st.dictionaries(st.sampled_from(["A", "B"]), st.sampled_from(["0", "1"])),
     "reuse": st.booleans(),
+    "reads": st.lists(st.sampled_from(["/data/a.csv", "~/models"]), unique=True, max_size=2),
 })
 
 
@@ -156,6 +157,7 @@ SPEC_CHANGES = {
     "environment": Environment("x", version="1"), "compute": Compute("c"), "instances": 5,
     "distribution": Mpi(2), "environment_variables": (("K", "V"),), "reuse": False,
     "command": "python x.py", "kind": "parallel", "azure_only": "a parallel job",
+    "reads": ("/data/lookup.csv",),
 }
 
 

@@ -264,6 +264,9 @@ def test_var_args():
     ({"distribution": "ray"}, r"has distribution 'ray': distribution type 'ray' "
                                    r"is not pytorch, tensorflow or mpi"),
     ({"environment_variables": {"A": 1}}, r"has environment_variables \{'A': 1\}"),
+    ({"reads": "/data/lookup.csv"}, r"has reads='/data/lookup.csv'; declare a list of paths "
+                                    r"\(files or folders\)\n  help: pass reads=\["),
+    ({"reads": ["ok", ""]}, r"has reads=\['ok', ''\]; declare a list of paths"),
 ])
 def test_bad_component_options(options, message):
     with pytest.raises(DefinitionError, match=message):

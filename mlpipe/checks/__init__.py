@@ -2,7 +2,8 @@
 
 Importing this package registers every graph check family. Backends and the CLI call
 ``check_pipeline``. The codes themselves are published in ``mlpipe.codes``; ``coordination``
-judges a distributed step's rank records after it ran (both backends call it).
+judges a distributed step's rank records after it ran (both backends call it), and ``reads``
+what a step read outside its declared inputs.
 """
 from __future__ import annotations
 

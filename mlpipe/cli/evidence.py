@@ -14,7 +14,8 @@ from mlpipe.cli.base import EXIT_PROBLEMS, main, open_evidence_reader
 
 
 @main.command()
-@click.option("--limit", default=50, show_default=True, help="How many, newest first.")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(min=0),
+              help="How many, newest first.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="json: for scripts (docs/json.md).")
 def candidates(limit: int, fmt: str) -> None:

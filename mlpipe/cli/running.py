@@ -1,5 +1,5 @@
 """Commands that run pipelines and read the evidence store: submit, runs, show, logs, diff,
-store.
+store, gc.
 
 SQLAlchemy (and the executor) are imported inside each command, so ``mlpipe --help`` stays light.
 """
@@ -102,14 +102,14 @@ def _submit_local(target: str, inputs: dict[str, str], params: dict[str, str], n
     from mlpipe.graph import compile_pipeline
     from mlpipe.loader import load_spec
 
-    spec, found = load_spec(target)
-    graph = compile_pipeline(spec)
-
     def _stop(signum, _frame):
         raise KeyboardInterrupt(f"signal {signum}")
 
     signal.signal(signal.SIGTERM, _stop)
+    executor = None
     try:
+        spec, found = load_spec(target)
+        graph = compile_pipeline(spec)
         executor = LocalExecutor(max_parallel=max_parallel, reuse=not no_reuse,
                                  local_scale=scale)
         result = executor.submit(graph, inputs=inputs, params=params, diagnostics=found,
@@ -118,7 +118,10 @@ def _submit_local(target: str, inputs: dict[str, str], params: dict[str, str], n
         click.echo(render_text(err.diagnostics), err=True)
         raise
     except KeyboardInterrupt:
-        click.echo("error: interrupted; the run is recorded as interrupted", err=True)
+        begun = executor.run_id if executor is not None else None
+        click.echo(f"error: interrupted; run {begun} is recorded as interrupted" if begun else
+                   "error: interrupted before a run was recorded; nothing was recorded",
+                   err=True)
         sys.exit(EXIT_INTERRUPTED)
     if fmt == "json":
         import json
@@ -150,7 +153,8 @@ def _json(document: dict[str, Any]) -> None:
 
 @main.command()
 @click.option("--pipeline", default=None, help="Only the runs of this pipeline.")
-@click.option("--limit", default=50, show_default=True, help="How many runs, newest first.")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(min=0),
+              help="How many runs, newest first.")
 @FORMAT
 def runs(pipeline: str | None, limit: int, fmt: str) -> None:
     """List recorded runs, newest first."""
@@ -243,3 +247,49 @@ def store_upgrade() -> None:
 
     opened = Store.open(locate().url, auto_upgrade=True)
     click.echo(f"evidence store {opened.url} is at schema revision {HEAD}")
+
+
+@main.command()
+@click.option("--dry-run", is_flag=True, help="Say what would be removed; remove nothing.")
+@click.option("--older-than", "older_than", type=float, default=None, metavar="DAYS",
+              help="Keep artifacts a step used within DAYS days (default: keep only what "
+                   "candidates and running runs need).")
+@click.option("-v", "--verbose", is_flag=True, help="List each artifact and folder.")
+@FORMAT
+def gc(dry_run: bool, older_than: float | None, verbose: bool, fmt: str) -> None:
+    """Free artifact-store space and scratch folders, keeping everything a candidate under
+    review or accepted needs to be verified (its model, evaluation, and the inputs and
+    intermediate outputs its bundle cites) and what running runs use. Removes no store row:
+    a step whose outputs were removed re-runs."""
+    from mlpipe.backends.local.gc import collect, human
+    from mlpipe.evidence.config import locate
+
+    report = collect(locate(), older_than_days=older_than, dry_run=dry_run)
+    if fmt == "json":
+        _json(report.to_dict())
+        return
+    verb = "would remove" if dry_run else "removed"
+    if verbose:
+        for item in report.artifacts:
+            used = item.last_used.strftime("%Y-%m-%d") if item.last_used else "never"
+            click.echo(f"  {item.digest}  {human(item.size)}  last used {used}")
+        for item in report.scratch:
+            click.echo(f"  {item.path}  {human(item.size)}")
+    count = len(report.artifacts)
+    click.echo(f"{verb} {count} artifact{'' if count == 1 else 's'} "
+               f"({human(sum(r.size for r in report.artifacts))}) and {len(report.scratch)} "
+               f"scratch folder{'' if len(report.scratch) == 1 else 's'} "
+               f"({human(sum(r.size for r in report.scratch))}): "
+               f"{human(report.freed)} {'to free' if dry_run else 'freed'}")
+    cands = len(report.candidates)
+    click.echo(f"kept {report.kept_protected} artifact"
+               f"{'' if report.kept_protected == 1 else 's'} needed by {cands} candidate"
+               f"{'' if cands == 1 else 's'} under review or accepted"
+               + (f" and {len(report.running)} running run"
+                  f"{'' if len(report.running) == 1 else 's'}" if report.running else ""))
+    if older_than is not None:
+        click.echo(f"kept {report.kept_recent} artifact{'' if report.kept_recent == 1 else 's'}"
+                   f" used in the last {older_than:g} day{'' if older_than == 1 else 's'}")
+    if report.rejected:
+        click.echo(f"not protected: {len(report.rejected)} rejected candidate"
+                   f"{'' if len(report.rejected) == 1 else 's'}")

@@ -7,6 +7,7 @@ only a cache: any trouble with it falls back to hashing. Knows nothing of steps 
 """
 from __future__ import annotations
 
+import errno
 import os
 import pickle
 import sqlite3
@@ -188,13 +189,13 @@ def _walk(root: str) -> tuple[list[Row], list[str]]:
     order the file system lists them (not sorted)."""
     rows: list[Row] = []
     paths: list[str] = []
-    stack = [("", root)]
+    stack = _top(root)
     while stack:
-        rel, folder = stack.pop()
+        rel, folder, dev, above = stack.pop()
         with os.scandir(folder) as it:
             for entry in it:
                 if entry.is_dir():
-                    stack.append((f"{rel}{entry.name}/", entry.path))
+                    stack.append(_below(rel, entry, dev, above))
                 elif entry.is_file():
                     st = entry.stat()
                     rows.append((rel + entry.name, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
@@ -269,16 +270,43 @@ def _names(root: str) -> list[tuple[str, str]]:
     """Every file under ``root`` as (relative posix path, absolute path), in the order the file
     system lists them (as ``_walk``); no stat."""
     found: list[tuple[str, str]] = []
-    stack = [("", root)]
+    stack = _top(root)
     while stack:
-        rel, folder = stack.pop()
+        rel, folder, dev, above = stack.pop()
         with os.scandir(folder) as it:
             for entry in it:
                 if entry.is_dir():
-                    stack.append((f"{rel}{entry.name}/", entry.path))
+                    stack.append(_below(rel, entry, dev, above))
                 elif entry.is_file():
                     found.append((rel + entry.name, entry.path))
     return found
+
+
+# a folder still to list: (relative posix path, path, device, the folders above it)
+_Pending = tuple[str, str, int, tuple[tuple[int, int], ...]]
+
+
+def _top(root: str) -> list[_Pending]:
+    st = os.stat(root)
+    return [("", root, st.st_dev, ((st.st_dev, st.st_ino),))]
+
+
+def _below(rel: str, entry: os.DirEntry, dev: int, above: tuple[tuple[int, int], ...]
+           ) -> _Pending:
+    """The folder ``entry`` to list next. A linked folder is followed (its files are part of
+    the content) unless it leads back to a folder above it: that cycle would never end.
+
+    Raises:
+        OSError: ELOOP, naming the link.
+    """
+    if entry.is_symlink():
+        st = entry.stat()
+        key = (st.st_dev, st.st_ino)
+        if key in above:
+            raise OSError(errno.ELOOP, f"the link {rel}{entry.name} leads back to a folder "
+                                       f"that holds it (a symlink cycle)", entry.path)
+        return f"{rel}{entry.name}/", entry.path, st.st_dev, (*above, key)
+    return f"{rel}{entry.name}/", entry.path, dev, (*above, (dev, entry.inode()))
 
 
 def _hash_folder(files: list[tuple[str, str]], *, stat: bool = False

@@ -179,6 +179,9 @@ def _step(s: Session, sr: m.StepRun, artifacts: dict[str, dict[str, Any]]) -> di
                   "chain": chain}
     material = sr.key_material or {}
     recorded = sr.record is not None or (origin is not None and origin.record is not None)
+    record = sr.record if sr.record is not None else None if origin is None else origin.record
+    hidden = ((record or {}).get("step") or {}).get("hidden_inputs") \
+        if isinstance(record, dict) else None
     return {
         "step": sr.step, "step_run": sr.id, "status": sr.status, "reused_from": reused,
         "component": {"name": sr.component.name, "version": sr.component.version,
@@ -195,6 +198,7 @@ def _step(s: Session, sr: m.StepRun, artifacts: dict[str, dict[str, Any]]) -> di
         "message": sr.message,
         "step_record": True if recorded else None if (sr.status == m.REUSED and origin is None)
         else False,
+        "hidden_inputs": hidden,
     }
 
 

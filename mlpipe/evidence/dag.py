@@ -16,6 +16,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 COLORS = {"executed": "#d8f0d8", "reused": "#fdf0c8", "input": "#e4ecf7",
           "failed": "#f6d0d0", "skipped": "#eeeeee", "running": "#e8e0f4"}
@@ -53,7 +54,9 @@ class Node:
 
     @property
     def anchor(self) -> str:
-        return f"#input-{self.title}" if self.state == "input" else f"#step-{self.title}"
+        """The link to the node's facts on the page (percent-encoded: dot writes it as is)."""
+        kind = "input" if self.state == "input" else "step"
+        return f"#{kind}-{quote(self.title, safe='')}"
 
     @property
     def dom_id(self) -> str:
@@ -153,7 +156,9 @@ def to_dot(d: Drawing) -> str:
            f'arrowsize=0.7];']
     for key, n in d.nodes.items():
         shape = ', style="rounded,filled,dashed"' if n.state == "input" else ""
-        out.append(f"  {_q(key)} [id={_q(n.dom_id)}, label={_q(n.title + chr(10) + n.sub)}, "
+        label = (f'<<b>{html.escape(n.title)}</b><br/><font point-size="10" color="#444444">'
+                 f'{html.escape(n.sub)}</font>>')
+        out.append(f"  {_q(key)} [id={_q(n.dom_id)}, label={label}, "
                    f"fillcolor={_q(COLORS.get(n.state, '#ffffff'))}, URL={_q(n.anchor)}, "
                    f"tooltip={_q(n.title)}{shape}];")
     for i, e in enumerate(d.edges):

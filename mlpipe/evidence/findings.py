@@ -1,6 +1,6 @@
 """What a reviewer must see first about a candidate: missing or misplaced evaluation, global
 metrics that are not, reuse with nothing executed behind it, a model or report whose bytes
-nothing names. Findings are MP660 and MP701-MP704.
+nothing names, reads outside the declared inputs. Findings are MP660, MP701-MP704 and MP804.
 
 Judges the predicate the builder assembled; reads nothing else and never raises for what it
 finds.
@@ -15,6 +15,7 @@ from mlpipe.codes import (
     CONTENT_UNKNOWN,
     EVALUATION_OVERLAPS_TRAINING,
     GLOBAL_METRIC_FROM_TOO_FEW_RANKS,
+    READ_OUTSIDE_INPUTS,
     REUSED_WITHOUT_EXECUTED_ORIGIN,
 )
 from mlpipe.diagnostics import Code, Severity
@@ -181,6 +182,26 @@ def _content(p: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
+def _hidden_inputs(p: dict[str, Any]) -> list[dict[str, Any]]:
+    """Steps whose body read files outside their declared inputs without declaring them: what
+    made the candidate depends on content no input digest names."""
+    found = []
+    for st in p["steps"]:
+        undeclared = [e for e in st.get("hidden_inputs") or [] if not e.get("declared")]
+        if not undeclared:
+            continue
+        shown = ", ".join(f"{e['path']!r} ({e['digest'] or 'content not recorded'})"
+                          for e in undeclared[:3])
+        more = f" and {len(undeclared) - 3} more" if len(undeclared) > 3 else ""
+        found.append(_finding(
+            READ_OUTSIDE_INPUTS,
+            f"step {st['step']!r} read {len(undeclared)} file(s) outside its declared inputs: "
+            f"{shown}{more}", "declare what it reads as an Input of the component, or, for a "
+            "source that never changes under its path, declare it with @component(reads=[...])",
+            step=st["step"]))
+    return found
+
+
 def find(_session: Any, predicate: dict[str, Any]) -> list[dict[str, Any]]:
     """Every finding about the candidate the predicate describes, most severe first.
 
@@ -192,6 +213,6 @@ def find(_session: Any, predicate: dict[str, Any]) -> list[dict[str, Any]]:
         ``{"code", "name", "severity", "step", "message", "hint"}`` dicts.
     """
     found = (_content(predicate) + _evaluation(predicate) + _overlap(predicate)
-             + _global_metrics(predicate) + _reuse(predicate))
+             + _global_metrics(predicate) + _reuse(predicate) + _hidden_inputs(predicate))
     order = {"error": 0, "warning": 1, "info": 2}
     return sorted(found, key=lambda f: (order[f["severity"]], f["code"], f["step"] or ""))

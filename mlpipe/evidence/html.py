@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 from typing import Any
+from urllib.parse import quote
 
 from mlpipe.evidence.dag import COLORS, svg
 from mlpipe.evidence.render import _population, _topology, _value, reuse_origins, reuse_summary
@@ -29,7 +30,7 @@ table.inner{margin:0}table.inner th,table.inner td{border-color:#e6e6e6;font-siz
 .who table.kv{margin:0}.badge{display:inline-block;padding:.05em .5em;border-radius:4px;
  font-weight:700;font-size:.85em;border:1px solid #999}
 .sev-error,.st-failed,.dec-rejected{background:#f6d0d0;border-color:#b22}
-.sev-warning,.st-reused,.dec-none{background:#fdf0c8;border-color:#c90}
+.sev-warning,.st-reused,.dec-none,.dec-unreviewed{background:#fdf0c8;border-color:#c90}
 .sev-info{background:#e4ecf7;border-color:#48c}.st-executed,.st-succeeded,.dec-accepted{
  background:#d8f0d8;border-color:#393}.flag{color:#a11;font-weight:700}
 .ok{color:#285;font-weight:700}.muted{color:var(--muted)}.note{border-left:4px solid #c90;
@@ -78,6 +79,9 @@ def value_html(v: Any) -> str:
             return '<span class="muted">none</span>'
         if all(not isinstance(x, (dict, list)) for x in v):
             return ", ".join(value_html(x) for x in v)
+        if all(isinstance(x, dict) for x in v):
+            keys = list(dict.fromkeys(k for x in v for k in x))
+            return _table(keys, [[value_html(x.get(k)) for k in keys] for x in v], "inner")
         return "".join(f"<div>{value_html(x)}</div>" for x in v)
     if isinstance(v, float):
         return _e(_value(v))
@@ -101,43 +105,45 @@ def _badge(text: str, cls: str) -> str:
     return f'<span class="badge {cls}">{_e(text)}</span>'
 
 
-def _decisions(p: dict[str, Any]) -> list[dict[str, Any]]:
-    """The review decisions a bundle carries (bundles sealed before decisions existed: none)."""
-    found = p.get("decisions")
-    if isinstance(found, list):
-        return [d for d in found if isinstance(d, dict)]
+def _review(p: dict[str, Any]) -> dict[str, Any] | None:
+    """The bundle's review (status and decisions), or None for a bundle sealed before review
+    decisions were recorded."""
     review = p.get("review")
-    if isinstance(review, dict) and isinstance(review.get("decisions"), list):
-        return [d for d in review["decisions"] if isinstance(d, dict)]
-    return []
+    return review if isinstance(review, dict) else None
 
 
-def _review_status(p: dict[str, Any], decisions: list[dict[str, Any]]) -> str:
-    review = p.get("review")
-    if isinstance(review, dict) and review.get("status"):
-        return str(review["status"])
-    if decisions:
-        last = decisions[-1]
-        return str(last.get("decision") or last.get("status") or "decided")
-    return "not reviewed"
-
-
-def _decision_text(d: dict[str, Any]) -> str:
-    verdict = d.get("decision") or d.get("status") or "decision"
-    by = f" by {_e(d['by'])}" if d.get("by") else ""
-    when = f" at {_e(d.get('decided_at') or d.get('at'))}" if (d.get("decided_at")
-                                                                 or d.get("at")) else ""
-    note = f" — “{_e(d['note'])}”" if d.get("note") else ""
-    return (f"{_badge(str(verdict), 'dec-' + _e(verdict))}{by}{when}{note}")
+def _decision_text(d: dict[str, Any], digest: str) -> str:
+    verdict = str(d["verdict"])
+    read = ("this bundle" if d["bundle"] == digest else
+            f"bundle <code>{_e(d['bundle'][:19])}</code>")
+    pol = d.get("policy")
+    policy = ""
+    if pol:
+        unmet = [c["code"] or c["criterion"] for c in pol["criteria"] if not c["passed"]]
+        policy = (f"; policy <b>{_e(pol['name'])}</b> "
+                  + ("<span class='ok'>passed</span>" if pol["passed"] else
+                     f"<span class='flag'>NOT met ({_e(', '.join(unmet))})</span>"))
+    return (f"{_badge(verdict, 'dec-' + verdict)} by <b>{_e(d['by'])}</b> at "
+            f"{_e(d['decided_at'][:19])} UTC on {read}{policy}"
+            + (f": “{_e(d['note'])}”" if d.get("note") else ""))
 
 
 def _who(statement: dict[str, Any], digest: str) -> str:
     p = statement["predicate"]
     c, run, pipe = p["candidate"], p["run"], p["pipeline"]
-    decisions = _decisions(p)
-    status = _review_status(p, decisions)
-    decision = ("".join(f"<div>{_decision_text(d)}</div>" for d in decisions)
-                or '<span class="muted">no decision recorded in this bundle</span>')
+    review = _review(p)
+    if review is None:
+        status, status_cls = "not recorded", "dec-none"
+        decision = ('<span class="muted">none: this bundle was sealed before review decisions '
+                    'were recorded</span>')
+    else:
+        status, status_cls = review["status"], "dec-" + review["status"]
+        decision = ("".join(f"<div>{_decision_text(d, digest)}</div>"
+                            for d in review["decisions"][-1:])
+                    or '<span class="muted">no decision recorded (mlpipe review)</span>')
+        if len(review["decisions"]) > 1:
+            decision += (f'<div class="muted">{len(review["decisions"]) - 1} earlier '
+                         f'decision(s): see <a href="#decisions">Review decisions</a></div>')
     files = statement["subject"]
     model = (f"<code>{_e(c['model'])}</code> <span class='muted'>({len(files)} file"
              f"{'' if len(files) == 1 else 's'} named in the subject)</span>" if files else
@@ -153,9 +159,11 @@ def _who(statement: dict[str, Any], digest: str) -> str:
             ("run", f"<code>{_e(run['id'])}</code> {_badge(run['status'], 'st-' + run['status'])}"
                     f" on {_e(run['target'])}, started {_e(run['started_at'][:19])}"
                     + (f" by {_e(run['user'])}@{_e(run['host'])}" if run.get("user") else "")),
-            ("review status", _badge(status, "dec-" + ("none" if status == "not reviewed"
-                                                       else status))),
+            ("review status", _badge(status, status_cls)),
             ("decision", decision),
+            *[("reproduced by", f"run <code>{_e(x['run'])}</code> ({_e(x['status'])}, started "
+                                f"{_e(x['started_at'][:19])}): the same model and evaluation "
+                                f"bytes") for x in p.get("productions") or []],
             ("bundle", f"<code id='bundle-digest'>{_e(digest)}</code> "
                        f"<span class='muted'>sealed {_e(p['sealed_at'])} UTC</span>")]
     title = f"Candidate <code>{_e(c['id'])}</code>" + (f" · {_e(c['name'])}" if c["name"]
@@ -219,7 +227,8 @@ def _reuse(p: dict[str, Any]) -> str:
     if origins:
         rows = [[f"<code>{_e(run)}</code>" if run else
                  "<span class='flag'>no executed run in this store</span>",
-                 ", ".join(f'<a href="#step-{_e(s)}">{_e(s)}</a>' for s in steps)]
+                 ", ".join(f'<a href="#step-{_e(quote(s, safe=""))}">{_e(s)}</a>'
+                           for s in steps)]
                 for run, steps in origins.items()]
         lines.append(_table(["Executed in run", "Reused steps"], rows))
         lines.append("<p class='muted'>Reused steps were not re-executed for this candidate. "
@@ -345,6 +354,29 @@ def _details(p: dict[str, Any]) -> str:
                  for f in co.get("findings", [])]
         parts.append(f'<h3 id="coordination-{_e(co["step"])}">Coordination of '
                      f'{_e(co["step"])}</h3>{_kv(rows)}')
+    review = _review(p)
+    if review and review["decisions"]:
+        parts.append('<h2 id="decisions">Review decisions</h2>')
+        for d in review["decisions"]:
+            rows = [("verdict", _badge(d["verdict"], "dec-" + d["verdict"])),
+                    ("by", _e(d["by"])), ("at", f"{_e(d['decided_at'])} UTC"),
+                    ("bundle read", f"<code>{_e(d['bundle'])}</code>"),
+                    ("note", _e(d["note"]) or "-")]
+            pol = d.get("policy")
+            if pol:
+                rows.append(("policy", f"<b>{_e(pol['name'])}</b> <code>{_e(pol['file'])}"
+                                       f"</code> <code>{_e(pol['digest'])}</code> "
+                            + ("<span class='ok'>passed</span>" if pol["passed"] else
+                               "<span class='flag'>NOT met</span>")))
+            parts.append(f'<div class="step decision">{_kv(rows)}')
+            if pol and pol["criteria"]:
+                parts.append(_table(["Criterion", "Required", "Found", "Result"], [
+                    [_e(c["criterion"]), _e(c["required"]), _e(c["found"]),
+                     "<span class='ok'>met</span>" if c["passed"] else
+                     f"<span class='flag'>NOT met</span> {_e(c['code'] or '')}"
+                     + (f"<br>{_e(c['message'])}" if c.get("message") else "")]
+                    for c in pol["criteria"]]))
+            parts.append("</div>")
     ch = p["checks"]
     parts.append("<h2>Compile-time checks</h2>")
     if not ch["recorded"]:

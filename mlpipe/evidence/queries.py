@@ -104,6 +104,8 @@ class Reusable:
     run_id: str
     topology: dict[str, Any]
     outputs: dict[str, m.Artifact] = field(default_factory=dict)
+    #: what it read outside its declared inputs (the step record's ``hidden_inputs``)
+    hidden_inputs: list[dict[str, Any]] | None = None
 
 
 def reusable_outputs(s: Session | Connection, cache_key: str) -> list[Reusable]:
@@ -114,7 +116,9 @@ def reusable_outputs(s: Session | Connection, cache_key: str) -> list[Reusable]:
     for r in s.execute(_reusable_outputs_query(), {"cache_key": cache_key}):
         origin = found.get(r.id)
         if origin is None:
-            origin = found[r.id] = Reusable(r.id, r.run_id, r.topology)
+            step = (r.record or {}).get("step") if isinstance(r.record, dict) else None
+            origin = found[r.id] = Reusable(r.id, r.run_id, r.topology,
+                                            hidden_inputs=(step or {}).get("hidden_inputs"))
         if r.port is not None:
             origin.outputs[r.port] = a(id=r.artifact_id, digest=r.digest, kind=r.kind,
                                        size=r.size, file_count=r.file_count,
@@ -125,7 +129,7 @@ def reusable_outputs(s: Session | Connection, cache_key: str) -> list[Reusable]:
 @functools.cache
 def _reusable_outputs_query() -> Select:
     origins = (select(m.StepRun.id, m.StepRun.run_id, m.StepRun.topology,
-                      m.StepRun.started_at)
+                      m.StepRun.started_at, m.StepRun.record)
                .where(m.StepRun.cache_key == bindparam("cache_key"),
                       m.StepRun.status == m.EXECUTED, m.StepRun.cacheable.is_(True))
                .order_by(m.StepRun.started_at.desc()).limit(5).subquery())

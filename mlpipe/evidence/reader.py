@@ -23,7 +23,7 @@ from functools import cached_property
 from typing import Any
 from urllib.parse import quote
 
-from mlpipe.errors import StoreError
+from mlpipe.errors import StoreError, UsageError
 from mlpipe.evidence.config import missing_store
 from mlpipe.evidence.fastpath import SCHEMA_HEAD
 from mlpipe.evidence.liveness import alive
@@ -357,7 +357,13 @@ class Reader:
 
     def pipeline_runs(self, pipeline: str | None = None, *, limit: int | None = 50
                       ) -> list[Run]:
-        """The runs of ``pipeline`` (every pipeline when None), newest first."""
+        """The runs of ``pipeline`` (every pipeline when None), newest first.
+
+        Raises:
+            UsageError: a negative ``limit`` (SQLite would read it as no limit, PostgreSQL
+                refuse it).
+        """
+        _check_limit(limit)
         where = "WHERE pipeline_name = :pipeline " if pipeline is not None else ""
         sql = f"SELECT {_RUN} FROM runs {where}ORDER BY started_at DESC, id DESC"
         params: dict[str, Any] = {"pipeline": pipeline}
@@ -475,7 +481,9 @@ class Reader:
                                 {"run": run_id})
 
     def candidate_rows(self, *, limit: int | None = 50) -> list[Candidate]:
-        """Candidates, newest first, each with its pipeline and model digest."""
+        """Candidates, newest first, each with its pipeline and model digest; a negative
+        ``limit`` is a UsageError (as for :meth:`pipeline_runs`)."""
+        _check_limit(limit)
         sql, params = "ORDER BY c.created_at DESC, c.id DESC", {}
         if limit is not None:
             sql, params = sql + " LIMIT :limit", {"limit": limit}
@@ -505,3 +513,8 @@ def _sqlite_path(url: str) -> str | None:
 
 __all__ = ["Artifact", "Candidate", "CodeRevision", "Component", "Environment", "Metric",
            "Reader", "Run", "RunInput", "Snapshot", "StepArtifact", "StepRun"]
+
+
+def _check_limit(limit: int | None) -> None:
+    if limit is not None and limit < 0:
+        raise UsageError(f"--limit {limit} is negative", hint="give --limit 0 or more")

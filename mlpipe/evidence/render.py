@@ -178,6 +178,10 @@ def sections(statement: dict[str, Any], digest: str) -> list[tuple[str, list[str
         for port in st["outputs"]:
             art = next((a for a in p["artifacts"] if a["digest"] == port["digest"]), {})
             steps.append(f"    out {port['port']} {port['digest']}" + _held(art))
+        for e in st.get("hidden_inputs") or []:
+            steps.append(f"    read {e['path']} {e['digest'] or '(content not recorded)'}"
+                         + (" (declared with reads=)" if e["declared"] else
+                            " (outside the declared inputs)"))
         for x in st["metrics"]:
             steps.append(f"    metric {_metric_line(x)}")
         if st.get("step_record") is False and st["status"] != "skipped":

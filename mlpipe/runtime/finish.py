@@ -1,7 +1,8 @@
 """The boundaries of a step body, as the step runtime checks them wherever the step runs:
 input contracts before the body; after it (on the finisher, rank 0, once every rank has
-finished) output completeness, output contracts, the content digests of every output and who
-wrote each of its files, written to the record's ``step.json``.
+finished) output completeness, output contracts, the content digests of every output, who
+wrote each of its files and the content of what the body read outside its inputs, written to
+the record's ``step.json``.
 
 Sees contracts and the record; never imports a backend, the store, torch or mlflow.
 """
@@ -168,6 +169,60 @@ def content(path: str) -> dict[str, Any]:
             "file_count": len(found), "files": files, "files_omitted": len(found) - len(files)}
 
 
+def _declared_prefixes(reads: tuple[str, ...] | list[str]) -> list[str]:
+    """A component's ``reads=`` as absolute paths (``~``, ``$VARS``, relative to the working
+    folder), each also as a folder prefix."""
+    found = []
+    for raw in reads:
+        path = os.path.abspath(os.path.expanduser(os.path.expandvars(raw)))
+        found.append(path)
+    return found
+
+
+def _is_declared(path: str, declared: list[str]) -> bool:
+    return any(path == d or path.startswith(d.rstrip(os.sep) + os.sep) for d in declared)
+
+
+def hidden_inputs(parts: list[dict[str, Any]], reads: tuple[str, ...] | list[str] = ()
+                  ) -> list[dict[str, Any]] | None:
+    """What the ranks read outside their declared inputs, with the content it had when the
+    step finished: ``[{path, ranks, declared, exists, size, digest}]`` (``digest`` is
+    ``blake3:<hex>``, as the artifact store names a file; null when it is gone or unreadable).
+    ``declared``: under a path the component declares with ``reads=``. None when no rank was
+    observed (``MLPIPE_OBSERVE=0``): unknown, not empty.
+
+    Example:
+        >>> hidden_inputs([{"rank": 1, "reads_outside_inputs": ["/data/lookup.csv"]}],
+        ...               reads=["/data"])[0]["declared"]
+        True
+    """
+    seen: dict[str, set[int]] = {}
+    observed = False
+    for part in parts:
+        found = part.get("reads_outside_inputs")
+        if found is None:
+            continue
+        observed = True
+        for path in found:
+            seen.setdefault(path, set()).add(int(part.get("rank") or 0))
+    if not observed:
+        return None
+    declared = _declared_prefixes(reads)
+    out = []
+    for index, (path, ranks) in enumerate(sorted(seen.items())):
+        entry: dict[str, Any] = {"path": path, "ranks": sorted(ranks),
+                                 "declared": _is_declared(path, declared), "exists": False,
+                                 "size": None, "digest": None}
+        if index < MAX_FILES:
+            try:
+                size = os.stat(path).st_size
+                entry.update(exists=True, size=size, digest=f"blake3:{file_digests(path)[1]}")
+            except OSError:
+                pass
+        out.append(entry)
+    return out
+
+
 # --- the finisher -------------------------------------------------------------------------
 
 def wait_for_ranks(where: str, world_size: int, me: int) -> tuple[list[dict[str, Any]], list[int]]:
@@ -214,7 +269,8 @@ def _writers(outputs: dict[str, dict[str, Any]], parts: list[dict[str, Any]],
 
 
 def finish(where: str | None, *, me: dict[str, Any], outputs: list[Port], paths: dict[str, str],
-           header: dict[str, Any], failure: dict[str, Any] | None) -> dict[str, Any]:
+           header: dict[str, Any], failure: dict[str, Any] | None,
+           reads: tuple[str, ...] = ()) -> dict[str, Any]:
     """Write ``step.json``: wait for the other ranks, then (unless the step already failed)
     check each output exists and matches its contract, and digest it.
 
@@ -226,6 +282,7 @@ def finish(where: str | None, *, me: dict[str, Any], outputs: list[Port], paths:
         paths: output port -> path.
         header: component, digests, versions, inputs (already checked).
         failure: the finisher's own failure, if its body (or an input) failed.
+        reads: the paths the component declares it reads outside its inputs (``reads=``).
 
     Returns:
         The step part written; its ``failure`` (or None) says whether the step passed.
@@ -283,11 +340,12 @@ def finish(where: str | None, *, me: dict[str, Any], outputs: list[Port], paths:
                                                           if p.get("status") != "running"),
             "ranks_missing": missing, "finished_at": record.now(),
             "status": "failed" if failure else "succeeded", "failure": failure,
-            "outputs": out, "writes": _writers(out, parts, world)}
+            "outputs": out, "writes": _writers(out, parts, world),
+            "hidden_inputs": hidden_inputs(parts, reads) if where is not None else None}
     if where is not None:
         record.write_json(Path(where) / record.STEP_FILE, step)
     return step
 
 
 __all__ = ["Failure", "Port", "check_inputs", "content", "file_digests", "finish",
-           "wait_for_ranks"]
+           "hidden_inputs", "wait_for_ranks"]

@@ -200,6 +200,7 @@ def _preload(message: dict[str, Any]) -> tuple[str | None, Any]:
     for entry in reversed(message.get("sys_path", [])):
         if entry not in sys.path:
             sys.path.insert(0, entry)
+    step.preload()
     before = random.getstate()
     for name in message.get("modules", []):
         try:

@@ -51,23 +51,42 @@ def _prefixes(paths: Iterable[str | None]) -> tuple[str, ...]:
     return tuple(sorted(found, key=len, reverse=True))
 
 
-def _python_dirs() -> list[str]:
-    dirs = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
-    for key in ("stdlib", "platstdlib", "purelib", "platlib", "include", "platinclude",
-                "scripts", "data"):
+_INTERPRETER_DIRS: list[str] | None = None
+
+
+def _interpreter_dirs() -> list[str]:
+    """The interpreter's own folders (prefixes, sysconfig's paths, site-packages): fixed for
+    the life of the process, so worked out once (sysconfig takes milliseconds; the fork server
+    works them out before it forks the steps, ``preload``)."""
+    global _INTERPRETER_DIRS
+    if _INTERPRETER_DIRS is None:
+        dirs = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
+        for key in ("stdlib", "platstdlib", "purelib", "platlib", "include", "platinclude",
+                    "scripts", "data"):
+            try:
+                dirs.append(sysconfig.get_path(key))
+            except KeyError:
+                continue
         try:
-            dirs.append(sysconfig.get_path(key))
-        except KeyError:
-            continue
-    try:
-        dirs += site.getsitepackages()
-    except AttributeError:  # some virtualenvs' site module
-        pass
-    user = getattr(site, "USER_SITE", None)
-    if user:
-        dirs.append(user)
+            dirs += site.getsitepackages()
+        except AttributeError:  # some virtualenvs' site module
+            pass
+        user = getattr(site, "USER_SITE", None)
+        if user:
+            dirs.append(user)
+        _INTERPRETER_DIRS = dirs
+    return list(_INTERPRETER_DIRS)
+
+
+def _python_dirs() -> list[str]:
+    dirs = _interpreter_dirs()
     dirs += [p for p in sys.path if p and ("site-packages" in p or "dist-packages" in p)]
     return [d for d in dirs if d and d != os.sep and os.path.abspath(d) != os.sep]
+
+
+def preload() -> None:
+    """Work out now what observing a step needs (for the fork server, before it forks)."""
+    _interpreter_dirs()
 
 
 class Filter:

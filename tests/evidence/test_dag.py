@@ -199,3 +199,13 @@ def test_dot_routes_no_edge_behind_a_box(d):
         for a, b in itertools.pairwise(pts[1:-1]):   # the ends touch their own boxes
             for box in boxes.values():
                 assert not _crosses(a, b, box, margin=1.0), (e.title, box)
+
+
+@pytest.mark.skipif(DOT is None, reason="Graphviz dot is not installed (.ci/run installs it)")
+def test_dot_draws_names_with_markup_and_quotes_as_text():
+    name = 'eval<&"x>'
+    element, note = svg(_predicate({name: "executed"}, [("input:data", f"{name}.data")]))
+    assert note is None
+    assert ">eval&lt;&amp;&quot;x&gt;</text>" in element
+    assert 'id="dag-step-eval___x_"' in element
+    assert 'xlink:href="#step-eval%3C%26%22x%3E"' in element

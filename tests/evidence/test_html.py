@@ -47,6 +47,7 @@ document.body.setAttribute("data-probe", JSON.stringify({
   who: rows("#who"),
   findings: text(document.getElementById("findings")),
   evaluation: rows("#evaluation table.evaluation"),
+  findingRows: rows("#findings table.findings"),
   reuse: text(document.getElementById("reuse-summary")),
   provenance: text(document.getElementById("provenance")),
   note: text(document.getElementById("dag-note")),
@@ -99,12 +100,21 @@ def pages(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("html")
     proj = BundleProject(tmp / "proj")
     first, again = proj.submit(), proj.submit()
-    out = {"tmp": tmp, "candidate": first, "reused candidate": again}
+    out = {"tmp": tmp, "candidate": first, "reused candidate": again,
+           "bundle": proj.bundle(first)}
     for name, cand in (("first", first), ("again", again)):
         page = tmp / f"{name}.html"
         done = proj.evidence(cand, "--format", "html", "-o", str(page))
         assert done.returncode == 0, done.stderr
         out[name] = page
+    # the evaluation on the training split: an error finding, and fit reused from `first`
+    done = proj.cli("submit", "review.py:review", "--input", "data=data.txt", "--param",
+                    "split=train")
+    assert done.returncode == 0, done.stderr
+    flagged = re.search(r"^candidate (c-[0-9a-f]+)$", done.stdout, re.M).group(1)
+    out["flagged"] = tmp / "flagged.html"
+    done = proj.evidence(flagged, "--format", "html", "-o", str(out["flagged"]))
+    assert done.returncode == 1 and "(MP702)" in done.stderr   # the page is written all the same
     empty = tmp / "no-dot-here"
     empty.mkdir()
     path = os.environ["PATH"]
@@ -130,8 +140,11 @@ def test_the_page_reads_top_down_who_findings_evaluation_reuse_provenance_detail
     assert who["pipeline"].startswith("review sha256:")
     assert re.match(r"blake3:[0-9a-f]{64} \(2 files named in the subject\)$", who["model"])
     assert re.match(r"r-[0-9a-f]{10} succeeded on local, started ", who["run"])
-    assert who["review status"] == "not reviewed"
-    assert who["decision"] == "no decision recorded in this bundle"
+    if "review" in pages["bundle"]["predicate"]:
+        assert who["review status"] == "unreviewed"
+        assert who["decision"] == "no decision recorded (mlpipe review)"
+    else:  # until review decisions are recorded in bundles
+        assert who["review status"] == "not recorded"
     assert who["bundle"].startswith("sha256:")
     assert probe["findings"] == ("Findings\n\nNo findings: nothing about evaluation, metric "
                                  "scope or reuse needs attention.")
@@ -216,3 +229,16 @@ def test_a_screenshot_at_1280_px_and_a_printed_pdf_have_content(pages):
     pages_count = len(re.findall(rb"/Type\s*/Page\b(?!s)", data))
     assert pages_count >= 2, pages_count   # the whole record, not a clipped first screen
     assert b"/Font" in data                   # text, printed as text
+
+
+def test_a_finding_is_shown_with_its_severity_message_and_fix_before_the_evaluation(pages):
+    probe = _probe(pages["tmp"], pages["flagged"])
+    assert probe["order"][:3] == ["who", "findings", "evaluation"]
+    assert probe["findings"].startswith("Findings (1 error)")
+    [[severity, finding, message, fix]] = probe["findingRows"]
+    assert severity == "error"
+    assert finding.split("\n")[0] == "MP702 evaluation-overlaps-training"
+    assert "ran on population 'train', which overlaps 'train'" in message
+    assert fix and fix != "-"
+    assert re.fullmatch(r"1 of 2 steps was reused from run r-[0-9a-f]{10}\.", probe["reuse"])
+    assert probe["evaluation"][0][:4] == ["accuracy", "0.875", "global", "train, 8 examples"]

@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import text
 
 from evidence.test_store import _record
-from mlpipe.errors import StoreError
+from mlpipe.errors import StoreError, UsageError
 from mlpipe.evidence import models as m
 from mlpipe.evidence import queries
 from mlpipe.evidence.reader import Reader
@@ -215,3 +215,15 @@ def test_the_running_runs_lookup_stays_indexed_when_statistics_say_all_succeeded
     with sqlite3.connect(tmp_path / "store.sqlite") as conn:
         plan = [row[-1] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}")]
     assert plan == ["SEARCH runs USING INDEX ix_runs_status (status=?)"]
+
+
+def test_a_negative_limit_is_refused_alike_on_every_database(store_url):
+    store, _runs = _recorded(store_url)
+    store.close()
+    with Reader.open(store_url) as r:
+        assert r.pipeline_runs(limit=0) == []
+        with pytest.raises(UsageError, match=r"^--limit -1 is negative\n  help: give --limit 0 or "
+                                             r"more$"):
+            r.pipeline_runs(limit=-1)
+        with pytest.raises(UsageError, match=r"^--limit -5 is negative"):
+            r.candidate_rows(limit=-5)

@@ -30,6 +30,7 @@ from mlpipe.backends.local.stepproc import (
     tail,
 )
 from mlpipe.checks import run_checks
+from mlpipe.checks.reads import check_reads
 from mlpipe.diagnostics import ChecksFailed, Diagnostic, has_errors
 from mlpipe.digests.snapshot import StatCache, snapshot
 from mlpipe.environments import environment_identity
@@ -99,6 +100,8 @@ class LocalExecutor:
         self.stream = stream
         self.local_scale = dict(local_scale or {})
         self.fork_server = forkserver.enabled() if fork_server is None else fork_server
+        #: the run the last submit recorded, once it is in the store (None before)
+        self.run_id: str | None = None
 
     def submit(self, graph: Graph, *, inputs: dict[str, str], params: dict[str, Any],
                diagnostics: Sequence[Diagnostic] = (), ignore: Collection[str] = ()
@@ -127,6 +130,7 @@ class LocalExecutor:
             StoreError: the evidence store cannot be opened or written.
             StepFailed: a step failed; everything recorded up to then stays recorded.
         """
+        self.run_id = None
         found = [d for d in [*diagnostics, *run_checks(graph)] if d.code not in ignore]
         if has_errors(found):
             raise ChecksFailed(found, "the pipeline has check errors; nothing was run",
@@ -140,12 +144,13 @@ class LocalExecutor:
         store = Store.open(self.location.url)
         cache = StatCache(self.location.stat_cache)
         try:
-            _sweep_work(store, self.location.work)
             run = _Run(self, graph, store, cache, paths, values)
             run.diagnostics, run.scaled = found, scaled
             run.literals, run.overrides = literals, sorted(overrides)
             run.ignored = sorted(set(ignore))
-            return run.go()
+            with run.cas.lock():  # `mlpipe gc` removes nothing while a run holds it
+                _sweep_work(store, self.location.work)
+                return run.go()
         finally:
             cache.close()
             store.close()
@@ -157,6 +162,7 @@ class _Run:
     def __init__(self, ex: LocalExecutor, graph: Graph, store: Store, cache: StatCache,
                  paths: dict[str, str], values: dict[str, Any]) -> None:
         self.ex, self.graph, self.store, self.cache = ex, graph, store, cache
+        self.stale: dict[str, str] = {}  # why a step's earlier run was passed over
         self.paths, self.values = paths, values
         self.cas = ArtifactStore(ex.location.artifacts, cache)
         self.roots = ArtifactRoots(ex.location.artifacts,
@@ -179,7 +185,13 @@ class _Run:
     # --- setup ------------------------------------------------------------------------------
 
     def _input_artifact(self, path: str, kind: str) -> tuple[_Produced, Any]:
-        snap = snapshot(path, self.cache)
+        try:
+            snap = snapshot(path, self.cache)
+        except OSError as exc:  # a file in it that cannot be read, a symlink cycle
+            where = f" ({exc.filename})" if exc.filename and exc.filename != path else ""
+            raise UsageError(f"input {path} cannot be read{where}: {exc.strerror}",
+                             hint="make every file in it readable and remove links that "
+                                  "lead back into it, or give another path") from None
         art = self.store.artifact(snap.digest, kind, snap.size, snap.file_count, path)
         return _Produced(art, path), snap
 
@@ -206,6 +218,7 @@ class _Run:
                      **({"local_scale": {k: f"{c.instances}x{_per_node(c)}"
                                          for k, c in sorted(self.scaled.items())}}
                         if self.scaled else {})})
+        self.ex.run_id = run_id
         record_checks(self.store, run_id, self.diagnostics)
         self.result = RunResult(run_id, m.RUNNING)
         self.progress.header(run_id, spec.name, self.ex.max_parallel)
@@ -369,7 +382,7 @@ class _Run:
             self.store, self.roots, comp, environment_digest=env_row.digest, params=params,
             inputs={port: p.artifact.digest for port, p in bound.items()},
             local_scale=(declared_topology(self.scaled[node.id]) if node.id in self.scaled
-                         else None), enabled=self.ex.reuse)
+                         else None), enabled=self.ex.reuse, cache=self.cache)
         common = dict(run_id=run_id, step=node.id,
                       component_version_id=self._component_row(node).id,
                       environment_id=env_row.id, compute=_compute(node), cache_key=decision.key,
@@ -386,6 +399,9 @@ class _Run:
             self.progress.finished(node.id, m.REUSED,
                                    detail=f"from {original.id} (run {original.run_id})")
             return None
+        if decision.stale is not None:
+            self.stale[node.id] = decision.stale
+            self.progress.note(f"{node.id!r} is not reused: {decision.stale}")
         topology = declared_topology(comp)
         if node.id in self.scaled:
             comp = self.scaled[node.id]
@@ -446,7 +462,7 @@ class _Run:
                                    detail=f"log: {job.log}")
             return False
         filed = self.store.complete_step_run(
-            step_run_id, status=m.EXECUTED, message=outcome.not_cached,
+            step_run_id, status=m.EXECUTED, message=outcome.not_cached or self.stale.get(sid),
             cacheable=outcome.not_cached is None, topology=topology,
             outputs={port: (snap.digest, job.component.output(port).kind.value, snap.size,
                             snap.file_count, self.cas.key(location))
@@ -457,6 +473,8 @@ class _Run:
         self.produced[sid] = arts
         self.result.steps[sid] = m.EXECUTED
         self.progress.finished(sid, m.EXECUTED, outcome.seconds, detail=outcome.not_cached)
+        for finding in check_reads(outcome.record, step=sid):
+            self.progress.note(finding.render())
         return True
 
     def _register_candidate(self, run_id: str) -> str | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import enum
 import json
 import os
+import stat
 from typing import Any
 
 from mlpipe.contracts import Contract, contract_label, contract_spec, validate
@@ -87,6 +88,7 @@ def resolve(spec: PipelineSpec, inputs: dict[str, str], params: dict[str, Any]
         if not os.path.exists(path):
             raise UsageError(f"input {name!r}: no such file or folder: {path}",
                              hint="give the path of an existing file or folder")
+        readable(f"input {name!r}", path, declared.kind)
         paths[name] = os.path.abspath(path)
     values: dict[str, Any] = {}
     for name, text in params.items():
@@ -122,6 +124,7 @@ def resolve(spec: PipelineSpec, inputs: dict[str, str], params: dict[str, Any]
             paths[declared.name] = local_path(
                 declared.default, declared.base, f"input {declared.name!r} defaults to",
                 f"--input {declared.name}=PATH")
+            readable(f"input {declared.name!r}", paths[declared.name], declared.kind)
     return paths, values
 
 
@@ -204,11 +207,50 @@ def literal_paths(graph: Graph, overrides: dict[str, str]) -> dict[tuple[str, st
             key = f"{node.id}.{port.name}"
             if key in given:
                 found[(node.id, port.name)] = os.path.abspath(given[key])
-                continue
-            found[(node.id, port.name)] = local_path(
-                endpoint.value, endpoint.base, f"step {node.id!r} input {port.name!r} is bound "
-                f"to", f"--input {key}=PATH")
+            else:
+                found[(node.id, port.name)] = local_path(
+                    endpoint.value, endpoint.base, f"step {node.id!r} input {port.name!r} is "
+                    f"bound to", f"--input {key}=PATH")
+            readable(f"step {node.id!r} input {port.name!r}", found[(node.id, port.name)],
+                     port.kind)
     return found
+
+
+_SPECIAL = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+            (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def readable(label: str, path: str, kind: Any = None) -> None:
+    """Refuse an input path a step cannot read as data: a FIFO, device or socket (reading one
+    would wait, or never end), a folder where a ``uri_file`` is declared, a file or folder
+    that cannot be opened.
+
+    Raises:
+        UsageError: saying which, and what to give instead.
+    """
+    from mlpipe.artifacts import AssetType
+
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise UsageError(f"{label}: {path} cannot be read ({exc.strerror})",
+                         hint="give the path of an existing, readable file or folder") from None
+    for test, what in _SPECIAL:
+        if test(st.st_mode):
+            raise UsageError(f"{label}: {path} is {what}, not a file or folder",
+                             hint="copy the data into a regular file and give that")
+    folder = stat.S_ISDIR(st.st_mode)
+    if folder and kind is AssetType.URI_FILE:
+        raise UsageError(f"{label}: {path} is a folder, but it is declared a uri_file",
+                         hint="give one file, or declare the port Input['uri_folder']")
+    try:
+        if folder:
+            os.scandir(path).close()
+        else:
+            os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+    except OSError as exc:
+        raise UsageError(f"{label}: {path} cannot be read ({exc.strerror})",
+                         hint="make it readable (chmod u+r), or give another path") from None
 
 
 def input_contracts(graph: Graph) -> dict[str, list[tuple[str, Contract | type[Contract]]]]:

@@ -24,6 +24,7 @@ from typing import Any
 from mlpipe.artifacts import AssetType
 from mlpipe.backends.local.cas import ArtifactStore
 from mlpipe.backends.local.forkserver import forkable
+from mlpipe.backends.local.reaper import Reaper
 from mlpipe.contracts.base import output_file_name
 from mlpipe.digests.snapshot import Snapshot, StatCache, snapshot
 from mlpipe.runtime import record as step_record
@@ -71,7 +72,10 @@ class Processes:
     """The step processes now running, so an interrupted executor can stop them all.
 
     With a ``forkserver`` attached, a plain Python step is forked from it instead of starting
-    a fresh interpreter (see :mod:`mlpipe.backends.local.forkserver`).
+    a fresh interpreter (see :mod:`mlpipe.backends.local.forkserver`). Each step leads a
+    process group of its own, watched by the reaper (:mod:`mlpipe.backends.local.reaper`):
+    what a step leaves running when it ends is killed, and so is what any step started when
+    the executor itself dies.
     """
 
     def __init__(self) -> None:
@@ -79,6 +83,7 @@ class Processes:
         self._procs: set[Any] = set()
         self.stopping = False
         self.forkserver: Any = None
+        self.reaper = Reaper()
 
     def run(self, argv: list[str], *, env: dict[str, str], cwd: str, log: Path,
             request: dict[str, Any] | None = None, request_file: Path | None = None) -> int:
@@ -105,6 +110,8 @@ class Processes:
             self.discard(proc)
 
     def add(self, proc: Any) -> None:
+        if proc.pid is not None:
+            self.reaper.watch(proc.pid)
         with self._lock:
             self._procs.add(proc)
             stopping = self.stopping
@@ -114,6 +121,8 @@ class Processes:
     def discard(self, proc: Any) -> None:
         with self._lock:
             self._procs.discard(proc)
+        if proc.pid is not None:
+            self.reaper.release(proc.pid)
 
     def stop_all(self) -> None:
         with self._lock:
@@ -134,6 +143,7 @@ class Processes:
         server, self.forkserver = self.forkserver, None
         if server is not None:
             server.close()
+        self.reaper.close()
 
 
 def _signal_group(pid: int, sig: int) -> None:

@@ -191,9 +191,12 @@ def test_ctrl_c_mid_step_stops_the_step_and_records_the_run_interrupted(proj, tm
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode != 0
-    assert "interrupted; the run is recorded as interrupted" in err
+    said = re.search(r"^error: interrupted; run (r-[0-9a-f]+) is recorded as interrupted$", err,
+                     re.M)
+    assert said, err
     assert not _alive(step_pid)
     rid = re.search(r"(r-[0-9a-f]+)\s+hold\s+interrupted", proj.cli("runs").stdout).group(1)
+    assert rid == said.group(1)
     assert statuses(proj, rid) == {"run": "interrupted", "double": "executed",
                                    "wait_for": "interrupted"}
 

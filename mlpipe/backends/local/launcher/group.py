@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mlpipe.backends.local.launcher.layout import HOST, Plan
+from mlpipe.backends.local.reaper import Reaper
 from mlpipe.errors import LaunchFailed
 
 POLL_S = 0.05
@@ -53,6 +54,7 @@ class ProcessGroup:
         self.exits: dict[int, float] = {}
         self.lock = threading.Lock()
         self.joined: dict[int, bool] = {}
+        self.reaper = Reaper()  # kills what the ranks started, should this process die
 
     def _start(self) -> dict[int, dict[str, str]]:
         envs = {}
@@ -69,6 +71,7 @@ class ProcessGroup:
                                        rank=rank, kind="start", hint="check the command and "
                                                                      "working directory") from exc
             self.procs.append(proc)
+            self.reaper.watch(proc.pid)
             threading.Thread(target=self._wait, args=(index, proc), daemon=True).start()
         return envs
 
@@ -185,6 +188,9 @@ class ProcessGroup:
             signal_group(p.pid, signal.SIGKILL)
         for p in alive:
             p.wait()
+        for p in self.procs:
+            self.reaper.release(p.pid)
+        self.reaper.close()
 
 
 def signal_group(pgid: int, sig: int) -> None:

@@ -1,0 +1,73 @@
+"""What a step process started ends with it: the step adopts its orphaned descendants (Linux's
+child subreaper) and kills every process still below it when its body has returned.
+
+Used by the step runtime only; the executor's reaper covers a step that is killed outright.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def adopt() -> None:
+    """Make this process the parent of any process orphaned below it (a double fork's
+    grandchild), so that :func:`stop` finds it; a no-op off Linux."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    except (OSError, AttributeError):
+        pass
+
+
+def stop() -> int:
+    """SIGKILL every living process below this one and reap it; how many were killed."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    me, killed = os.getpid(), 0
+    for _ in range(50):  # a killed child's own children come to us next round
+        kids = [pid for pid, ppid, state in _table() if ppid == me and state != "Z"]
+        for pid in kids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except OSError:
+                pass
+        _reap()
+        if not kids:
+            break
+    return killed
+
+
+def _table() -> list[tuple[int, int, str]]:
+    rows = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                text = fh.read()
+        except OSError:
+            continue
+        rest = text[text.rfind(b")") + 2:].split()
+        rows.append((int(name), int(rest[1]), rest[0].decode()))
+    return rows
+
+
+def _reap() -> None:
+    import time
+
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            if not any(ppid == os.getpid() for _, ppid, _ in _table()):
+                return
+            time.sleep(0.01)

@@ -1,0 +1,160 @@
+"""The review page's content from a bundle's JSON, without a browser: decisions and their policy,
+later productions, findings with their fixes, and every value as a table, never JSON text.
+(tests/evidence/test_html.py renders it in headless Chromium.)"""
+from __future__ import annotations
+
+import copy
+import json
+import re
+from html.parser import HTMLParser
+
+import pytest
+
+from golden_files import GOLDEN
+from mlpipe.evidence.html import render_html, value_html
+
+DIGEST = "sha256:" + "b" * 64
+EARLIER = "sha256:" + "a" * 64
+
+
+class _Text(HTMLParser):
+    """The page's visible text, and the text of each row of the table inside #who."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parts: list[str] = []
+        self.rows: list[list[str]] = []
+        self._skip = 0
+        self._in_who = False
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag in ("th", "td", "tr", "div", "p", "br", "h2", "h3", "section"):
+            self.handle_data(" ")   # where the browser would break or space the text
+        if tag in ("style", "svg"):
+            self._skip += 1
+        if attrs.get("id") == "who":
+            self._in_who = True
+        if self._in_who and tag == "tr":
+            self.rows.append([])
+        if self._in_who and tag in ("th", "td"):
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag in ("style", "svg"):
+            self._skip -= 1
+        if tag == "header":
+            self._in_who = False
+        if self._cell is not None and tag in ("th", "td"):
+            self.rows[-1].append(" ".join("".join(self._cell).split()))
+            self._cell = None
+
+    def handle_data(self, data):
+        if not self._skip:
+            self.parts.append(data)
+            if self._cell is not None:
+                self._cell.append(data)
+
+
+def _read(page: str) -> _Text:
+    parser = _Text()
+    parser.feed(page)
+    return parser
+
+
+@pytest.fixture
+def statement() -> dict:
+    return json.loads((GOLDEN / "evidence" / "review.json").read_text())
+
+
+def _policy(passed: bool) -> dict:
+    return {"name": "defect-gate", "file": "policies/defect-classifier.yml",
+            "digest": "sha256:" + "c" * 64, "passed": passed, "criteria": [
+                {"criterion": "metric accuracy", "required": ">= 0.9 on test",
+                 "found": "0.875 on test, 8 examples", "passed": passed,
+                 "code": None if passed else "MP716",
+                 "message": None if passed else "accuracy 0.875 is below 0.9"}]}
+
+
+def test_the_latest_decision_its_policy_and_later_productions_head_the_page(statement):
+    p = statement["predicate"]
+    p["review"] = {"status": "accepted", "decisions": [
+        {"verdict": "rejected", "by": "Ana", "note": "accuracy below the gate",
+         "decided_at": "2026-12-01T01:00:00", "bundle": EARLIER, "policy": _policy(False)},
+        {"verdict": "accepted", "by": "Dana", "note": "re-evaluated on the held-out split",
+         "decided_at": "2026-12-01T02:00:00", "bundle": DIGEST, "policy": _policy(True)}]}
+    p["productions"] = [{"run": "r-0123456789", "status": "succeeded",
+                         "started_at": "2026-12-01T01:30:00"}]
+    page = render_html(statement, DIGEST)
+    who = dict(_read(page).rows)
+    assert who["review status"] == "accepted"
+    assert who["decision"] == ("accepted by Dana at 2026-12-01T02:00:00 UTC on this bundle; "
+                               "policy defect-gate passed: “re-evaluated on the held-out "
+                               "split” 1 earlier decision(s): see Review decisions")
+    assert who["reproduced by"] == ("run r-0123456789 (succeeded, started 2026-12-01T01:30:00):"
+                                    " the same model and evaluation bytes")
+    text = " ".join("".join(_read(page).parts).split())
+    assert ("verdict rejected by Ana at 2026-12-01T01:00:00 UTC bundle read " + EARLIER
+            + " note accuracy below the gate policy defect-gate "
+              "policies/defect-classifier.yml") in text
+    assert ("metric accuracy >= 0.9 on test 0.875 on test, 8 examples NOT met MP716 accuracy "
+            "0.875 is below 0.9") in text
+    assert page.index('id="who"') < page.index('id="findings"') < page.index('id="decisions"')
+
+
+def test_a_bundle_without_review_decisions_says_so(statement):
+    p = statement["predicate"]
+    p.pop("review", None)
+    p.pop("productions", None)
+    who = dict(_read(render_html(statement, DIGEST)).rows)
+    assert who["review status"] == "not recorded"
+    assert who["decision"] == ("none: this bundle was sealed before review decisions were "
+                               "recorded")
+    assert "reproduced by" not in who
+    p["review"] = {"status": "unreviewed", "decisions": []}
+    who = dict(_read(render_html(statement, DIGEST)).rows)
+    assert who["review status"] == "unreviewed"
+    assert who["decision"] == "no decision recorded (mlpipe review)"
+
+
+def test_findings_show_severity_code_message_and_fix(statement):
+    p = statement["predicate"]
+    p["findings"] = [
+        {"code": "MP702", "name": "evaluation-on-training-data", "severity": "error",
+         "step": "score", "message": "evaluation ran on population 'train'",
+         "hint": "evaluate on a split the model never trained on"},
+        {"code": "MP660", "name": "content-unknown", "severity": "warning", "step": None,
+         "message": "only a reference was recorded", "hint": "sync the run"}]
+    page = render_html(statement, DIGEST)
+    section = page[page.index('<section id="findings"'):page.index('<section id="evaluation"')]
+    text = " ".join("".join(_read(section).parts).split())
+    assert text.startswith("Findings (1 error, 1 warning) Severity Finding What is wrong Fix "
+                           "error MP702 evaluation-on-training-data step score evaluation ran "
+                           "on population 'train' evaluate on a split the model never trained "
+                           "on warning MP660 content-unknown only a reference was recorded "
+                           "sync the run")
+
+
+def test_no_value_is_shown_as_json_text(statement):
+    p = copy.deepcopy(statement)["predicate"]
+    p["steps"][0]["params"] = {"layers": [64, 32], "optim": {"lr": 0.001, "betas": [0.9, 0.99]},
+                               "schedule": [{"epoch": 1, "lr": 0.1}, {"epoch": 5, "lr": 0.01}]}
+    page = render_html({**statement, "predicate": p}, DIGEST)
+    text = "".join(_read(page).parts)
+    assert not re.search(r"[{}\[\]]", text), re.findall(r".{30}[{}\[\]].{30}", text)
+    assert ("<table class=\"inner\"><thead><tr><th>epoch</th><th>lr</th></tr></thead>"
+            in page)
+
+
+@pytest.mark.parametrize("value, html", [
+    (None, '<span class="muted">-</span>'),
+    (True, "yes"),
+    ([1, "a"], "1, a"),
+    ({}, '<span class="muted">none</span>'),
+    ({"b": 1, "a": "x<y"}, '<table class="kv inner"><tbody><tr><th>a</th><td>x&lt;y</td></tr>'
+                           '<tr><th>b</th><td>1</td></tr></tbody></table>'),
+    ("sha256:" + "0" * 64, "<code>sha256:" + "0" * 64 + "</code>"),
+])
+def test_values_render_as_html(value, html):
+    assert value_html(value) == html
