@@ -4,8 +4,8 @@ each run against its own artifact root, so no run is pointed at another user's f
 Existing rows whose location is an artifact root's entry for their digest (whoever's root it
 was) get that entry's key; their ``location`` is kept as it was, since sealed bundles name it.
 
-Revision ID: 0005_i14a
-Revises: 0004_i13
+Revision ID: 0006_i14a
+Revises: 0005_i16
 Create Date: 2026-12-01 02:30:00
 """
 import re
@@ -13,8 +13,8 @@ import re
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0005_i14a'
-down_revision = '0004_i13'
+revision = '0006_i14a'
+down_revision = '0005_i16'
 branch_labels = None
 depends_on = None
 
