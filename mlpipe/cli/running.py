@@ -39,6 +39,10 @@ from mlpipe.errors import UsageError
               help="Local: launch a distributed step with fewer nodes/processes than declared "
                    "(recorded with its topology); e.g. train_cnn=2x2, or train_cnn=fit for as "
                    "many as this machine's GPUs (or cores) allow.")
+@click.option("--isolate", is_flag=True,
+              help="Local: run each step in a virtual environment built from its declared "
+                   "environment's conda file (cached by its digest), not on mlpipe's own "
+                   "interpreter; the evidence records the interpreter and packages either way.")
 @ignore_option
 @azure_options
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
@@ -47,14 +51,15 @@ from mlpipe.errors import UsageError
                    "goes to stderr.")
 def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...], run_target: str,
            no_reuse: bool, max_parallel: int | None, local_scale: tuple[str, ...], fmt: str,
-           ignore: str | None, **azure: Any) -> None:
+           ignore: str | None, isolate: bool, **azure: Any) -> None:
     """Check a pipeline, run it (here, or on Azure ML), and record everything."""
     ignored = code_set(ignore)
     if run_target == "azure":
-        if no_reuse or max_parallel is not None or local_scale:
-            raise UsageError("--no-reuse, --max-parallel and --local-scale apply to --target "
-                             "local only",
-                             hint="control reuse on Azure ML with @component(reuse=False)")
+        if no_reuse or max_parallel is not None or local_scale or isolate:
+            raise UsageError("--no-reuse, --max-parallel, --local-scale and --isolate apply to "
+                             "--target local only",
+                             hint="control reuse on Azure ML with @component(reuse=False); "
+                                  "Azure ML runs each step in its declared environment")
         if azure.get("poll_interval") is not None and not azure.get("wait"):
             raise UsageError("--poll-interval applies to --wait only",
                              hint="add --wait, or drop --poll-interval")
@@ -71,7 +76,7 @@ def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...], run_ta
                          hint="add --target azure, or drop them to run here")
     _submit_local(target, assignments(inputs, "--input"), assignments(params, "--param"),
                   no_reuse, max_parallel, _scales(assignments(local_scale, "--local-scale")),
-                  fmt, ignored)
+                  fmt, ignored, isolate)
 
 
 def _scales(given: dict[str, str]) -> dict[str, tuple[int, int] | str]:
@@ -93,8 +98,8 @@ def _scales(given: dict[str, str]) -> dict[str, tuple[int, int] | str]:
 
 def _submit_local(target: str, inputs: dict[str, str], params: dict[str, str], no_reuse: bool,
                   max_parallel: int | None, scale: dict[str, tuple[int, int] | str],
-                  fmt: str = "text", ignored: set[str] | frozenset[str] = frozenset()
-                  ) -> None:
+                  fmt: str = "text", ignored: set[str] | frozenset[str] = frozenset(),
+                  isolate: bool = False) -> None:
     import signal
 
     from mlpipe.backends.local.executor import LocalExecutor
@@ -111,7 +116,7 @@ def _submit_local(target: str, inputs: dict[str, str], params: dict[str, str], n
         spec, found = load_spec(target)
         graph = compile_pipeline(spec)
         executor = LocalExecutor(max_parallel=max_parallel, reuse=not no_reuse,
-                                 local_scale=scale)
+                                 local_scale=scale, isolate=isolate)
         result = executor.submit(graph, inputs=inputs, params=params, diagnostics=found,
                                  ignore=ignored)
     except ChecksFailed as err:

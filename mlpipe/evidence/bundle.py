@@ -180,6 +180,7 @@ def _step(s: Session, sr: m.StepRun, artifacts: dict[str, dict[str, Any]]) -> di
         "step_record": True if recorded else None if (sr.status == m.REUSED and origin is None)
         else False,
         "hidden_inputs": hidden,
+        "interpreter": None if origin is None else origin.interpreter,
     }
 
 

@@ -76,6 +76,11 @@ class Location:
     def stat_cache(self) -> Path:
         return self.home / "statcache.sqlite"
 
+    @property
+    def environments(self) -> Path:
+        """Where ``submit --isolate`` keeps the environments it builds, by digest."""
+        return self.home / "environments"
+
 
 def missing_store(path: str) -> StoreError:
     """The error of a command that only reads when there is no SQLite store at ``path``: a

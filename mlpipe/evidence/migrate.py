@@ -16,8 +16,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from mlpipe.errors import StoreError
 
 #: The newest migration in ``migrations/versions`` (a test keeps the two in step).
-HEAD = "0004_i13"
-KNOWN = ("0001", "0002", "0003_i17", "0004_i13")
+HEAD = "0005_i16"
+KNOWN = ("0001", "0002", "0003_i17", "0004_i13", "0005_i16")
 MIGRATIONS = Path(__file__).parent / "migrations"
 UPGRADE_COMMAND = "mlpipe store upgrade"
 _PG_LOCK = 0x6D6C7069  # "mlpi": one advisory lock id for every mlpipe migration

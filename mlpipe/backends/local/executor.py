@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from mlpipe.backends.local import forkserver, reuse
+from mlpipe.backends.local import forkserver, isolation, reuse
 from mlpipe.backends.local import inputs as inputs_mod
 from mlpipe.backends.local.cas import ArtifactStore
 from mlpipe.backends.local.progress import Progress
@@ -78,6 +78,10 @@ class LocalExecutor:
         fork_server: fork plain Python steps from a server that has imported their modules
             once (each still runs in its own process); default: on, on Linux, unless
             ``MLPIPE_FORKSERVER=0``. Off, every step starts a fresh interpreter.
+        isolate: run each step in a virtual environment built from its declared environment's
+            conda file (``--isolate``; built once per environment digest, under
+            ``Location.environments``), not on mlpipe's own interpreter. Either way each
+            executed step records the interpreter and package set that ran it.
 
     Example:
         >>> result = LocalExecutor().submit(graph, inputs={"raw": "data/raw"}, params={})
@@ -88,7 +92,7 @@ class LocalExecutor:
     def __init__(self, location: Location | None = None, *, max_parallel: int | None = None,
                  reuse: bool = True, stream: TextIO | None = sys.stderr,
                  local_scale: dict[str, tuple[int, int] | str] | None = None,
-                 fork_server: bool | None = None) -> None:
+                 fork_server: bool | None = None, isolate: bool = False) -> None:
         if max_parallel is not None and max_parallel < 1:
             raise UsageError(f"--max-parallel {max_parallel} is not a positive number",
                              hint="pass --max-parallel 1 or more")
@@ -99,6 +103,7 @@ class LocalExecutor:
         self.stream = stream
         self.local_scale = dict(local_scale or {})
         self.fork_server = forkserver.enabled() if fork_server is None else fork_server
+        self.isolate = isolate
         #: the run the last submit recorded, once it is in the store (None before)
         self.run_id: str | None = None
 
@@ -128,6 +133,8 @@ class LocalExecutor:
                 (nothing is recorded).
             StoreError: the evidence store cannot be opened or written.
             StepFailed: a step failed; everything recorded up to then stays recorded.
+            EnvironmentBuildFailed: with ``isolate``, an environment could not be built
+                (nothing is run or recorded).
         """
         self.run_id = None
         found = [d for d in [*diagnostics, *run_checks(graph)] if d.code not in ignore]
@@ -140,12 +147,16 @@ class LocalExecutor:
         literals = inputs_mod.literal_paths(graph, overrides)
         inputs_mod.check_input_contracts(graph, paths)
         scaled = scaled_components(graph, self.local_scale)
+        interpreters = isolation.plan(
+            {sid: node.component for sid, node in graph.steps.items()}, isolate=self.isolate,
+            root=self.location.environments, note=Progress(0, self.stream).note)
         store = Store.open(self.location.url)
         cache = StatCache(self.location.stat_cache)
         try:
             run = _Run(self, graph, store, cache, paths, values)
             run.diagnostics, run.scaled = found, scaled
             run.literals, run.overrides = literals, sorted(overrides)
+            run.interpreters = interpreters
             run.ignored = sorted(set(ignore))
             with run.cas.lock():  # `mlpipe gc` removes nothing while a run holds it
                 _sweep_work(store, self.location.work)
@@ -177,6 +188,8 @@ class _Run:
         self.ignored: list[str] = []
         self.literals: dict[tuple[str, str], str] = {}
         self.overrides: list[str] = []
+        self.interpreters = isolation.Plan()
+        self.outside: dict[str, str] = {}  # step -> how it ran outside its environment
         self.fork_tried = not ex.fork_server
 
     # --- setup ------------------------------------------------------------------------------
@@ -212,6 +225,7 @@ class _Run:
                      "executor": "local", "checks": summary(self.diagnostics),
                      **({"ignored_codes": self.ignored} if self.ignored else {}),
                      **({"input_overrides": self.overrides} if self.overrides else {}),
+                     **({"isolate": True} if self.ex.isolate else {}),
                      **({"local_scale": {k: f"{c.instances}x{_per_node(c)}"
                                          for k, c in sorted(self.scaled.items())}}
                         if self.scaled else {})})
@@ -290,6 +304,9 @@ class _Run:
                 step, log = first
                 hint = (f"the last lines of {step}'s log:\n{_indent(tail(log))}\n"
                         f"  whole log: {log}")
+                outside = self.outside.get(step)
+                if outside:
+                    hint += f"\n  note: {step!r} {outside}"
             raise StepFailed(f"run {run_id} failed: {result.failures[0]}", hint=hint)
         result.candidate_id = self._register_candidate(run_id)
         result.status = m.SUCCEEDED
@@ -370,7 +387,8 @@ class _Run:
             self.store, self.cas, comp, environment_digest=env_row.digest, params=params,
             inputs={port: p.artifact.digest for port, p in bound.items()},
             local_scale=(declared_topology(self.scaled[node.id]) if node.id in self.scaled
-                         else None), enabled=self.ex.reuse, cache=self.cache)
+                         else None), packages=self.interpreters.packages(node.id),
+            enabled=self.ex.reuse, cache=self.cache)
         common = dict(run_id=run_id, step=node.id,
                       component_version_id=self._component_row(node).id,
                       environment_id=env_row.id, compute=_compute(node), cache_key=decision.key,
@@ -396,9 +414,13 @@ class _Run:
             self.progress.note(f"{node.id!r} is scaled down here (--local-scale): declared "
                                f"{topology['world_size']} process(es), launching "
                                f"{declared_topology(comp)['world_size']}")
+        interpreter = self.interpreters.evidence(node.id, node.component)
+        if interpreter["in_declared_environment"] is False:
+            self.outside[node.id] = interpreter["note"]
         step_run_id = self.store.begin_step_run(
             **common, topology={"declared": topology} if topology else {}, status=m.RUNNING,
             message=decision.why_not,
+            interpreter=interpreter,
             log_path=str(self.ex.location.logs / run_id / f"{node.id}.log"),
             inputs={k: v.artifact for k, v in bound.items()})
         self.result.step_runs[node.id] = step_run_id
@@ -411,7 +433,7 @@ class _Run:
                       self.ex.location.work / run_id / node.id.replace("/", "_"),
                       self.ex.location.logs / run_id / f"{node.id}.log",
                       os.getcwd(), [p for p in sys.path if p], pipeline=self.graph.spec.name,
-                      run_id=run_id)
+                      run_id=run_id, bin_folder=self.interpreters.bin_folder(node.id))
         return step_run_id, job
 
     def _start_fork_server(self, run_id: str) -> None:

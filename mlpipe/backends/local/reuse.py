@@ -39,8 +39,8 @@ class Decision:
 
 def decide(store: Store, cas: ArtifactStore, component: ComponentSpec, *,
            environment_digest: str, params: dict[str, Any], inputs: dict[str, str],
-           local_scale: dict[str, Any] | None = None, enabled: bool = True,
-           cache: StatCache | None = None) -> Decision:
+           local_scale: dict[str, Any] | None = None, packages: str | None = None,
+           enabled: bool = True, cache: StatCache | None = None) -> Decision:
     """Make the step's cache key and look for an executed run of it to reuse.
 
     Args:
@@ -51,6 +51,8 @@ def decide(store: Store, cas: ArtifactStore, component: ComponentSpec, *,
         params: every parameter's value.
         inputs: input port -> content digest of what is bound to it.
         local_scale: the smaller launch ``--local-scale`` asked for, which enters the key.
+        packages: the digest of the package set of the isolated environment the step runs in
+            (``--isolate``), which enters the key; None on mlpipe's own interpreter.
         enabled: False for ``--no-reuse``.
         cache: the stat cache that re-hashes what an earlier run read outside its inputs.
 
@@ -61,6 +63,8 @@ def decide(store: Store, cas: ArtifactStore, component: ComponentSpec, *,
                                      params=params, inputs=inputs)
     if local_scale is not None:
         material["local_scale"] = local_scale
+    if packages is not None:
+        material["isolated_packages"] = packages
     decision = Decision(cachekey.cache_key(material), material)
     if not enabled:
         decision.why_not = "reuse turned off (--no-reuse)"
