@@ -158,3 +158,17 @@ def test_no_value_is_shown_as_json_text(statement):
 ])
 def test_values_render_as_html(value, html):
     assert value_html(value) == html
+
+
+def test_facts_the_page_has_no_section_for_are_still_shown_as_tables(statement):
+    p = statement["predicate"]
+    p["steps"][0]["hidden_inputs"] = [{"path": "/etc/labels.csv", "ranks": [0], "size": 12,
+                                       "blake3": "blake3:" + "d" * 64}]
+    p["steps"][0]["interpreter"] = {"note": "ran on mlpipe's own interpreter", "isolated": False}
+    p["lineage"] = {"parent": "c-0123456789"}
+    page = render_html(statement, DIGEST)
+    text = " ".join("".join(_read(page).parts).split())
+    assert ("hidden inputs path ranks size blake3 /etc/labels.csv 0 12 blake3:" + "d" * 64
+            in text)
+    assert "interpreter isolated no note ran on mlpipe's own interpreter" in text
+    assert "Also recorded lineage parent c-0123456789" in text

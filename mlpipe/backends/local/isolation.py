@@ -242,6 +242,39 @@ def _uv() -> str | None:
         return None
 
 
+#: pip's settings that say where packages come from, as uv's options
+_PIP_TO_UV = {"index-url": "--index-url", "extra-index-url": "--extra-index-url",
+              "find-links": "--find-links", "constraint": "--constraint"}
+
+
+def pip_sources(python: str = sys.executable) -> list[str]:
+    """pip's configured package sources (``pip config list``: its files and ``PIP_*``
+    variables) as ``uv pip install`` options, so uv installs from the registries pip is set up
+    to use here.
+
+    Example:
+        >>> pip_sources()  # with find-links = /opt/wheels in pip.conf
+        ['--find-links', '/opt/wheels']
+    """
+    try:
+        done = subprocess.run([python, "-m", "pip", "config", "list"], capture_output=True,
+                              text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    found: dict[str, list[str]] = {}
+    for line in done.stdout.splitlines():
+        key, _, value = line.partition("=")
+        option = _PIP_TO_UV.get(key.rpartition(".")[2])
+        if option is None:
+            continue
+        values = value.strip().strip("'\"").split()
+        # a PIP_* variable (":env:") overrides the files, as it does for pip
+        if key.startswith(":env:") or option not in found:
+            found[option] = values
+    return [part for option, values in found.items() for value in values
+            for part in (option, value)]
+
+
 def _run(argv: list[str], log: Any, cwd: Path) -> None:
     log.write(f"$ {' '.join(argv)}\n")
     log.flush()
@@ -250,10 +283,13 @@ def _run(argv: list[str], log: Any, cwd: Path) -> None:
 
 
 def build(env: Environment, conda_file: Path, digest: str, root: Path,
-          note: Any = None) -> Interpreter:
+          note: Any = None, installer: str | None = None) -> Interpreter:
     """The virtual environment of ``env``, built from its conda file under ``root`` (once:
     later calls with the same environment digest find it built), with ``uv`` when it is
-    installed, else ``venv`` and ``pip`` with pip's own configuration (its indexes).
+    installed, else ``venv`` and ``pip``; either way from the package sources pip is
+    configured with here (its indexes, wheel folders and constraints).
+
+    ``installer`` (``"uv"`` or ``"pip"``) chooses; by default uv when it is found.
 
     Safe for two runs at once: a lock per environment; a half-built folder is rebuilt.
 
@@ -276,7 +312,10 @@ def build(env: Environment, conda_file: Path, digest: str, root: Path,
         shutil.rmtree(folder, ignore_errors=True)
         log_path = folder.with_suffix(".log")
         base = _base_python(wanted.python)
-        uv = _uv()
+        uv = _uv() if installer in (None, "uv") else None
+        if installer == "uv" and uv is None:
+            raise EnvironmentBuildFailed("uv is not installed here",
+                                         hint="pip install uv, or build with pip")
         if note is not None:
             note(f"building environment {_label(env)!r} ({len(wanted.packages)} "
                  f"requirement{'s' if len(wanted.packages) != 1 else ''}, "
@@ -289,8 +328,8 @@ def build(env: Environment, conda_file: Path, digest: str, root: Path,
                 if uv:
                     _run([uv, "venv", "--quiet", "--python", base, str(folder)], log, root)
                     if wanted.packages:
-                        _run([uv, "pip", "install", "--python", python, "-r", str(reqs)], log,
-                             conda_file.parent)
+                        _run([uv, "pip", "install", "--python", python, *pip_sources(),
+                              "-r", str(reqs)], log, conda_file.parent)
                 else:
                     _run([base, "-m", "venv", str(folder)], log, root)
                     if wanted.packages:

@@ -143,6 +143,38 @@ def test_the_package_set_is_every_installed_distribution_once():
     assert isolation.inspect(sys.executable) == own
 
 
+def test_uv_installs_from_the_package_sources_pip_is_configured_with(monkeypatch):
+    monkeypatch.setenv("PIP_EXTRA_INDEX_URL", "file:///srv/a/simple file:///srv/b/simple")
+    monkeypatch.setenv("PIP_FIND_LINKS", "/srv/wheels")
+    found = isolation.pip_sources()
+    pairs = list(zip(found[::2], found[1::2]))
+    assert [v for k, v in pairs if k == "--extra-index-url"] == ["file:///srv/a/simple",
+                                                                 "file:///srv/b/simple"]
+    assert [v for k, v in pairs if k == "--find-links"] == ["/srv/wheels"]
+    assert {k for k, _ in pairs} <= {"--index-url", "--extra-index-url", "--find-links",
+                                     "--constraint"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("installer", ["pip", "uv"])
+def test_each_installer_builds_the_environment_once_from_its_conda_file(installer, tmp_path):
+    if installer == "uv" and isolation._uv() is None:
+        pytest.skip("uv is not installed (the dev extra installs it)")
+    env = Environment("", image="img", conda_file=str(FIXTURE / "env" / "conda.yml"))
+    built = isolation.build(env, FIXTURE / "env" / "conda.yml", "sha256:e", tmp_path,
+                            installer=installer)
+    assert built.built_with == ("uv" if installer == "uv" else "venv+pip")
+    listed = isolation.inspect(built.python)
+    assert "termcolor==3.3.0" in listed["packages"]
+    assert built.packages == digest_of(listed["packages"])
+    assert built.environment == "sha256:e" and Path(built.python).is_relative_to(tmp_path)
+    again = isolation.build(env, FIXTURE / "env" / "conda.yml", "sha256:e", tmp_path,
+                            installer=installer)
+    assert again == built  # found built: the same interpreter and package set
+    log = next(tmp_path.glob("*.log")).read_text()
+    assert log.count("$ ") == 2  # one venv, one install
+
+
 # --- end to end ---------------------------------------------------------------------------------
 
 @pytest.fixture
