@@ -101,6 +101,10 @@ def test_the_latest_decision_its_policy_and_later_productions_head_the_page(stat
     assert ("metric accuracy >= 0.9 on test 0.875 on test, 8 examples NOT met MP716 accuracy "
             "0.875 is below 0.9") in text
     assert page.index('id="who"') < page.index('id="findings"') < page.index('id="decisions"')
+    p["previous_bundle"] = DIGEST   # the decision sealed in: it read this bundle's predecessor
+    who = dict(_read(render_html(statement, "sha256:" + "e" * 64)).rows)
+    assert who["decision"].startswith("accepted by Dana at 2026-12-01T02:00:00 UTC on bundle "
+                                      "sha256:bbbbbbbbbbbb (this bundle's predecessor); policy")
 
 
 def test_a_bundle_without_review_decisions_says_so(statement):
