@@ -112,10 +112,14 @@ def _review(p: dict[str, Any]) -> dict[str, Any] | None:
     return review if isinstance(review, dict) else None
 
 
-def _decision_text(d: dict[str, Any], digest: str) -> str:
+def _decision_text(d: dict[str, Any], digest: str, previous: str | None) -> str:
     verdict = str(d["verdict"])
-    read = ("this bundle" if d["bundle"] == digest else
-            f"bundle <code>{_e(d['bundle'][:19])}</code>")
+    if d["bundle"] == digest:
+        read = "this bundle"
+    elif d["bundle"] == previous:  # sealing the decision made this bundle, its successor
+        read = f"bundle <code>{_e(d['bundle'][:19])}</code> (this bundle's predecessor)"
+    else:
+        read = f"bundle <code>{_e(d['bundle'][:19])}</code>"
     pol = d.get("policy")
     policy = ""
     if pol:
@@ -138,7 +142,7 @@ def _who(statement: dict[str, Any], digest: str) -> str:
                     'were recorded</span>')
     else:
         status, status_cls = review["status"], "dec-" + review["status"]
-        decision = ("".join(f"<div>{_decision_text(d, digest)}</div>"
+        decision = ("".join(f"<div>{_decision_text(d, digest, p['previous_bundle'])}</div>"
                             for d in review["decisions"][-1:])
                     or '<span class="muted">no decision recorded (mlpipe review)</span>')
         if len(review["decisions"]) > 1:
