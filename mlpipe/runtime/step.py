@@ -101,6 +101,7 @@ def preload() -> None:
     not pay them again (tens of milliseconds a step); a fresh interpreter never calls it.
     Starts no thread."""
     import atexit  # noqa: F401  (record: the rank's part is saved at exit)
+    import ctypes  # noqa: F401  (children: the step adopts its orphans)
     import socket  # noqa: F401  (record's host name)
 
     import blake3  # noqa: F401  (finish: output digests)
@@ -120,6 +121,19 @@ def run(request: dict[str, Any]) -> None:
     fn = getattr(component, "fn", component)
     kwargs = {**request["inputs"], **request["outputs"], **_params(component, request["params"])}
     fn(**kwargs)
+
+
+def _ran(result: Any) -> None:
+    """Refuse what a generator or coroutine function returned: its body never ran (check
+    MP960 says so before a run; this holds when that finding was ignored)."""
+    import inspect
+
+    if inspect.isgenerator(result) or inspect.iscoroutine(result) or inspect.isasyncgen(result):
+        close = getattr(result, "close", None)
+        if close is not None:
+            close()
+        raise TypeError(f"the component's function returned {type(result).__name__!r} "
+                        f"without running its body (a generator or async def; see MP960)")
 
 
 def _die_with_parent() -> None:
@@ -236,7 +250,7 @@ def _execute(request: dict[str, Any]) -> int:
                 scratch=[record.folder(), os.environ.get(SCRATCH_ENV)]))
             observer.start()
         try:
-            fn(**kwargs)
+            _ran(fn(**kwargs))
         finally:
             if observer is not None:
                 observer.stop()
