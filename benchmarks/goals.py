@@ -33,6 +33,7 @@ HERE = Path(__file__).resolve().parent
 #: Every benchmark and its quick form, in the order they run.
 BENCHMARKS: dict[str, list[str]] = {
     "bench_store": ["--quick"],
+    "bench_gc": ["--quick"],
     "bench_check": ["--quick"],
     "bench_compile": ["--quick"],
     "bench_local": ["--quick"],

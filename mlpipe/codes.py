@@ -191,6 +191,9 @@ EVALUATION_READS_TRAINING_ARTIFACT = _code(
     "MP416", "evaluation-reads-training-artifact", WARNING,
     "An evaluation reads the artifact its model trained on, and nothing says which part each "
     "reads.")
+EVALUATION_OVERLAP_UNCHECKED = _code(
+    "MP417", "evaluation-overlap-unchecked", WARNING,
+    "Nothing recorded can tell whether the evaluation population overlaps the training one.")
 
 # --- MP500-MP519: the distributed launch contract (mlpipe.checks.distribution)
 PYTORCH_ONE_PROCESS_PER_NODE = _code(

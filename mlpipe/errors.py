@@ -129,6 +129,13 @@ class StepFailed(MlpipeError, RuntimeError):
     exit_code = 1
 
 
+class EnvironmentBuildFailed(MlpipeError, RuntimeError):
+    """A step's declared environment could not be built here (``submit --isolate``); nothing
+    was run."""
+
+    exit_code = 1
+
+
 class ExportError(MlpipeError, ValueError):
     """A pipeline that cannot be written as Azure ML YAML (or YAML that cannot be read back)."""
 

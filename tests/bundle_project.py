@@ -61,7 +61,10 @@ class BundleProject:
 _VOLATILE = [(re.compile(r"\br-[0-9a-f]{10}\b"), "r-<run>"),
              (re.compile(r"\bs-[0-9a-f]{12}\b"), "s-<step-run>"),
              (re.compile(r"\bc-[0-9a-f]{10}\b"), "c-<candidate>"),
-             (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?"), "<time>")]
+             (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?"), "<time>"),
+             # this machine's interpreter and the size of its package set
+             (re.compile(r"python \d+\.\d+\.\d+ (\(.*?\)), \d+ packages"),
+              r"python <version> \1, <count> packages")]
 
 
 def mask(text: str, root: Path) -> str:
@@ -81,6 +84,9 @@ def mask_bundle(bundle: dict) -> dict:
         p["code"] = {"commit": "<commit>", "dirty": "<dirty>"}
     for st in p["steps"]:
         st["cache_key"] = "<cache-key>"   # covers the interpreter's version
+        if st.get("interpreter"):  # this machine's interpreter and its package set
+            st["interpreter"].update(python="<python>", version="<version>",
+                                     packages_digest="<packages>", packages="<count>")
         ran = (st["topology"] or {}).get("ran")
         if ran:
             ran["ranks"] = "<ranks>"

@@ -1,5 +1,5 @@
 """Commands that run pipelines and read the evidence store: submit, runs, show, logs, diff,
-store.
+store, gc.
 
 SQLAlchemy (and the executor) are imported inside each command, so ``mlpipe --help`` stays light.
 """
@@ -39,6 +39,10 @@ from mlpipe.errors import UsageError
               help="Local: launch a distributed step with fewer nodes/processes than declared "
                    "(recorded with its topology); e.g. train_cnn=2x2, or train_cnn=fit for as "
                    "many as this machine's GPUs (or cores) allow.")
+@click.option("--isolate", is_flag=True,
+              help="Local: run each step in a virtual environment built from its declared "
+                   "environment's conda file (cached by its digest), not on mlpipe's own "
+                   "interpreter; the evidence records the interpreter and packages either way.")
 @ignore_option
 @azure_options
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
@@ -47,14 +51,15 @@ from mlpipe.errors import UsageError
                    "goes to stderr.")
 def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...], run_target: str,
            no_reuse: bool, max_parallel: int | None, local_scale: tuple[str, ...], fmt: str,
-           ignore: str | None, **azure: Any) -> None:
+           ignore: str | None, isolate: bool, **azure: Any) -> None:
     """Check a pipeline, run it (here, or on Azure ML), and record everything."""
     ignored = code_set(ignore)
     if run_target == "azure":
-        if no_reuse or max_parallel is not None or local_scale:
-            raise UsageError("--no-reuse, --max-parallel and --local-scale apply to --target "
-                             "local only",
-                             hint="control reuse on Azure ML with @component(reuse=False)")
+        if no_reuse or max_parallel is not None or local_scale or isolate:
+            raise UsageError("--no-reuse, --max-parallel, --local-scale and --isolate apply to "
+                             "--target local only",
+                             hint="control reuse on Azure ML with @component(reuse=False); "
+                                  "Azure ML runs each step in its declared environment")
         if azure.get("poll_interval") is not None and not azure.get("wait"):
             raise UsageError("--poll-interval applies to --wait only",
                              hint="add --wait, or drop --poll-interval")
@@ -71,7 +76,7 @@ def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...], run_ta
                          hint="add --target azure, or drop them to run here")
     _submit_local(target, assignments(inputs, "--input"), assignments(params, "--param"),
                   no_reuse, max_parallel, _scales(assignments(local_scale, "--local-scale")),
-                  fmt, ignored)
+                  fmt, ignored, isolate)
 
 
 def _scales(given: dict[str, str]) -> dict[str, tuple[int, int] | str]:
@@ -93,8 +98,8 @@ def _scales(given: dict[str, str]) -> dict[str, tuple[int, int] | str]:
 
 def _submit_local(target: str, inputs: dict[str, str], params: dict[str, str], no_reuse: bool,
                   max_parallel: int | None, scale: dict[str, tuple[int, int] | str],
-                  fmt: str = "text", ignored: set[str] | frozenset[str] = frozenset()
-                  ) -> None:
+                  fmt: str = "text", ignored: set[str] | frozenset[str] = frozenset(),
+                  isolate: bool = False) -> None:
     import signal
 
     from mlpipe.backends.local.executor import LocalExecutor
@@ -111,7 +116,7 @@ def _submit_local(target: str, inputs: dict[str, str], params: dict[str, str], n
         spec, found = load_spec(target)
         graph = compile_pipeline(spec)
         executor = LocalExecutor(max_parallel=max_parallel, reuse=not no_reuse,
-                                 local_scale=scale)
+                                 local_scale=scale, isolate=isolate)
         result = executor.submit(graph, inputs=inputs, params=params, diagnostics=found,
                                  ignore=ignored)
     except ChecksFailed as err:
@@ -247,3 +252,49 @@ def store_upgrade() -> None:
 
     opened = Store.open(locate().url, auto_upgrade=True)
     click.echo(f"evidence store {opened.url} is at schema revision {HEAD}")
+
+
+@main.command()
+@click.option("--dry-run", is_flag=True, help="Say what would be removed; remove nothing.")
+@click.option("--older-than", "older_than", type=float, default=None, metavar="DAYS",
+              help="Keep artifacts a step used within DAYS days (default: keep only what "
+                   "candidates and running runs need).")
+@click.option("-v", "--verbose", is_flag=True, help="List each artifact and folder.")
+@FORMAT
+def gc(dry_run: bool, older_than: float | None, verbose: bool, fmt: str) -> None:
+    """Free artifact-store space and scratch folders, keeping everything a candidate under
+    review or accepted needs to be verified (its model, evaluation, and the inputs and
+    intermediate outputs its bundle cites) and what running runs use. Removes no store row:
+    a step whose outputs were removed re-runs."""
+    from mlpipe.backends.local.gc import collect, human
+    from mlpipe.evidence.config import locate
+
+    report = collect(locate(), older_than_days=older_than, dry_run=dry_run)
+    if fmt == "json":
+        _json(report.to_dict())
+        return
+    verb = "would remove" if dry_run else "removed"
+    if verbose:
+        for item in report.artifacts:
+            used = item.last_used.strftime("%Y-%m-%d") if item.last_used else "never"
+            click.echo(f"  {item.digest}  {human(item.size)}  last used {used}")
+        for item in report.scratch:
+            click.echo(f"  {item.path}  {human(item.size)}")
+    count = len(report.artifacts)
+    click.echo(f"{verb} {count} artifact{'' if count == 1 else 's'} "
+               f"({human(sum(r.size for r in report.artifacts))}) and {len(report.scratch)} "
+               f"scratch folder{'' if len(report.scratch) == 1 else 's'} "
+               f"({human(sum(r.size for r in report.scratch))}): "
+               f"{human(report.freed)} {'to free' if dry_run else 'freed'}")
+    cands = len(report.candidates)
+    click.echo(f"kept {report.kept_protected} artifact"
+               f"{'' if report.kept_protected == 1 else 's'} needed by {cands} candidate"
+               f"{'' if cands == 1 else 's'} under review or accepted"
+               + (f" and {len(report.running)} running run"
+                  f"{'' if len(report.running) == 1 else 's'}" if report.running else ""))
+    if older_than is not None:
+        click.echo(f"kept {report.kept_recent} artifact{'' if report.kept_recent == 1 else 's'}"
+                   f" used in the last {older_than:g} day{'' if older_than == 1 else 's'}")
+    if report.rejected:
+        click.echo(f"not protected: {len(report.rejected)} rejected candidate"
+                   f"{'' if len(report.rejected) == 1 else 's'}")

@@ -229,31 +229,26 @@ def snapshot(path: str | os.PathLike[str], cache: StatCache | None = None) -> Sn
         return _hash_folder(sorted(_names(root)))[0]
     hit = cache.folder(root)
     if hit is None and not cache.knows(root):  # nothing of it remembered: read every file
-        listed = _names(root)
-        order = sorted(range(len(listed)), key=listed.__getitem__)
-        files = [listed[i] for i in order]
-        result, sorted_rows, digests = _hash_folder(files, stat=True)
-        rows = [None] * len(order)  # back in the order the file system lists them
-        for i, row in zip(order, sorted_rows):
-            rows[i] = row
-        listing = _listing(rows)
-        fresh = {path: (*row[1:], digest)
-                 for (_, path), row, digest in zip(files, sorted_rows, digests)
-                 if row[2] < settled and row[3] < settled}
-    else:
-        rows, paths = _walk(root)
-        listing = _listing(rows)
-        if hit is not None and hit[0] == listing:  # the same stat listing: nothing changed
-            return Snapshot(hit[1], hit[2], hit[3], "folder")
-        known = cache.tree(root)
-        fresh = {}
-        manifest = blake3.blake3(_FOLDER_HEADER)
-        size = 0
-        for row, abspath in sorted(zip(rows, paths)):
-            digest = _digest_of(abspath, row, known, fresh, settled)
-            manifest.update(f"{row[0]}\0{row[1]}\0{digest}\n".encode())
-            size += row[1]
-        result = Snapshot(f"{ALGO}:{manifest.hexdigest()}", size, len(rows), "folder")
+        result, rows, fresh, whole = _read_folder(_names(root), settled)
+        if whole:
+            cache.remember(fresh, {root: (_listing(rows), result.digest, result.size,
+                                          len(rows))})
+        else:
+            cache.remember(fresh)
+        return result
+    rows, paths = _walk(root)
+    listing = _listing(rows)
+    if hit is not None and hit[0] == listing:  # the same stat listing: nothing changed
+        return Snapshot(hit[1], hit[2], hit[3], "folder")
+    known = cache.tree(root)
+    fresh = {}
+    manifest = blake3.blake3(_FOLDER_HEADER)
+    size = 0
+    for row, abspath in sorted(zip(rows, paths)):
+        digest = _digest_of(abspath, row, known, fresh, settled)
+        manifest.update(f"{row[0]}\0{row[1]}\0{digest}\n".encode())
+        size += row[1]
+    result = Snapshot(f"{ALGO}:{manifest.hexdigest()}", size, len(rows), "folder")
     whole = all(r[2] < settled and r[3] < settled for r in rows)
     cache.remember(fresh, {root: (listing, result.digest, result.size, len(rows))}
                    if whole else None)
@@ -309,22 +304,17 @@ def _below(rel: str, entry: os.DirEntry, dev: int, above: tuple[tuple[int, int],
     return f"{rel}{entry.name}/", entry.path, dev, (*above, (dev, entry.inode()))
 
 
-def _hash_folder(files: list[tuple[str, str]], *, stat: bool = False
-                 ) -> tuple[Snapshot, list[Row], list[str]]:
+def _hash_folder(files: list[tuple[str, str]]) -> tuple[Snapshot, list[Row], list[str]]:
     """The snapshot of a folder holding ``files`` (sorted (relative path, absolute path)
-    pairs), every file read whole, with each file's digest and, with ``stat``, its row (the
-    open file's stat). One tight loop: this is most of what many small files cost."""
+    pairs), every file read whole, with each file's digest. One tight loop: this is most of
+    what many small files cost."""
     b3, read, close, open_, fstat = blake3.blake3, os.read, os.close, os.open, os.fstat
     lines: list[str] = []
-    rows: list[Row] = []
     digests: list[str] = []
     total = 0
     for rel, path in files:
         fd = open_(path, _READ_FLAGS)
         try:
-            if stat:
-                st = fstat(fd)
-                rows.append((rel, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
             data = read(fd, _SMALL_READ)
             size = len(data)
             if size < _SMALL_READ:
@@ -342,14 +332,59 @@ def _hash_folder(files: list[tuple[str, str]], *, stat: bool = False
                     digest = hasher.hexdigest()
         finally:
             close(fd)
-        if stat:
-            size = rows[-1][1]  # the manifest records the stat size, as the cache does
         lines.append(f"{rel}\0{size}\0{digest}\n")
         digests.append(digest)
         total += size
     manifest = blake3.blake3(_FOLDER_HEADER)
     manifest.update("".join(lines).encode())
-    return Snapshot(f"{ALGO}:{manifest.hexdigest()}", total, len(files), "folder"), rows, digests
+    return Snapshot(f"{ALGO}:{manifest.hexdigest()}", total, len(files), "folder"), [], digests
+
+
+def _read_folder(listed: list[tuple[str, str]], settled_ns: int
+                 ) -> tuple[Snapshot, list[Row], dict[str, Entry], bool]:
+    """A folder nothing remembers, read in one loop in the order the file system lists it:
+    its snapshot, its stat rows in that order (the open file's stat), the entries the stat
+    cache may remember, and whether every file is settled (older than the racy window).
+
+    The manifest is the one ``_hash_folder`` writes: its lines sorted afterwards, which sorts
+    them by relative path (a path never holds NUL, the field separator)."""
+    b3, read, close, open_, fstat = blake3.blake3, os.read, os.close, os.open, os.fstat
+    lines: list[str] = []
+    rows: list[Row] = []
+    fresh: dict[str, Entry] = {}
+    total = 0
+    whole = True
+    for rel, path in listed:
+        fd = open_(path, _READ_FLAGS)
+        try:
+            st = fstat(fd)
+            size, mtime, ctime, ino = st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
+            if size < _SMALL_READ:
+                data = read(fd, size + 1)
+                if len(data) > size:  # it grew since its stat: read to the end
+                    hasher = b3(data)
+                    while chunk := read(fd, 1 << 20):
+                        hasher.update(chunk)
+                    digest = hasher.hexdigest()
+                else:
+                    digest = b3(data).hexdigest()
+            else:
+                digest = hash_file(path, size)
+        finally:
+            close(fd)
+        rows.append((rel, size, mtime, ctime, ino))
+        if mtime < settled_ns and ctime < settled_ns:
+            fresh[path] = (size, mtime, ctime, ino, digest)
+        else:
+            whole = False
+        # the manifest records the stat size, as the cache does
+        lines.append(f"{rel}\0{size}\0{digest}\n")
+        total += size
+    lines.sort()
+    manifest = blake3.blake3(_FOLDER_HEADER)
+    manifest.update("".join(lines).encode())
+    return (Snapshot(f"{ALGO}:{manifest.hexdigest()}", total, len(rows), "folder"), rows,
+            fresh, whole)
 
 
 def _digest_of(abspath: str, row: Row, known: dict[str, Entry], fresh: dict[str, Entry],

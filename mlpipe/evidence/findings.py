@@ -1,6 +1,6 @@
 """What a reviewer must see first about a candidate: missing or misplaced evaluation, global
 metrics that are not, reuse with nothing executed behind it, a model or report whose bytes
-nothing names, reads outside the declared inputs. Findings are MP660, MP701-MP704 and MP804.
+nothing names, reads outside the declared inputs. Findings are MP417, MP660, MP701-MP704 and MP804.
 
 Judges the predicate the builder assembled; reads nothing else and never raises for what it
 finds.
@@ -13,6 +13,7 @@ from typing import Any
 from mlpipe.codes import (
     CANDIDATE_NOT_EVALUATED,
     CONTENT_UNKNOWN,
+    EVALUATION_OVERLAP_UNCHECKED,
     EVALUATION_OVERLAPS_TRAINING,
     GLOBAL_METRIC_FROM_TOO_FEW_RANKS,
     READ_OUTSIDE_INPUTS,
@@ -86,11 +87,9 @@ def _evaluation(p: dict[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
-def _overlap(p: dict[str, Any]) -> list[dict[str, Any]]:
-    train = next((st for st in p["steps"] if st["step"] == p["training"]["step"]), None)
+def _population_overlap(p: dict[str, Any], train: dict[str, Any]) -> list[dict[str, Any]]:
+    """The evaluation's population names against those training logged."""
     ev = p["evaluation"]
-    if train is None or ev["step"] is None:
-        return []
     trained = _names([x["population"] for x in train["metrics"]])
     report = ev["report"] or {}
     evaluated = _names([x["population"] for x in ev["metrics"]]
@@ -107,6 +106,159 @@ def _overlap(p: dict[str, Any]) -> list[dict[str, Any]]:
                 f"{name!r}, which overlaps {hit[0]!r}, the population step "
                 f"{train['step']!r} trained on", "evaluate on a held-out split (test) that "
                 "training never reads", step=ev["step"]))
+    return found
+
+
+#: Parameter values that name a population: a step given one may select its rows from an
+#: artifact that holds several.
+_SPLIT_WORDS = {"train", "training", "val", "valid", "validation", "dev", "test", "testing",
+                "eval", "evaluation", "holdout", "heldout", "calibration"}
+#: Contract kinds that hold no examples (a label map, a model), or say which example is where.
+_NOT_EXAMPLES = {"label-map", "mlflow-model", "model", "metrics-report", "split-manifest"}
+
+
+def _selects_rows(step: dict[str, Any], spec: dict[str, Any] | None) -> bool:
+    """Whether anything the step was given can pick some rows of a shared artifact: a split
+    manifest or a contract that declares splits, or a parameter naming a split."""
+    for name, value in (step.get("params") or {}).items():
+        if "split" in name.lower() or "fold" in name.lower() or (
+                isinstance(value, str) and value.strip().lower() in _SPLIT_WORDS):
+            return True
+    if spec is None:
+        return True   # the declaration is not in this store: nothing can be said
+    for port in spec.get("inputs") or []:
+        contract = port.get("contract") or {}
+        if contract.get("kind") == "split-manifest" or contract.get("splits"):
+            return True
+    return False
+
+
+#: Names of plain file inputs that describe the data rather than hold it (as MP416 reads them).
+_DESCRIPTIVE = re.compile(r"label|class|vocab|token|encod|schema|config|param|map|manifest|"
+                          r"split|feature_names|stats|norm", re.I)
+
+
+def _example_ports(spec: dict[str, Any] | None) -> set[str]:
+    """The inputs that hold examples: not a model, a label map, a manifest or a report, nor a
+    plain file named for what describes the data."""
+    found = set()
+    for port in (spec or {}).get("inputs") or []:
+        contract = port.get("contract") or {}
+        if port.get("kind") in ("mlflow_model", "custom_model", "triton_model") or \
+                contract.get("kind") in _NOT_EXAMPLES:
+            continue
+        if not contract and port.get("kind") == "uri_file" and _DESCRIPTIVE.search(port["name"]):
+            continue
+        found.add(port["name"])
+    return found
+
+
+def _specs(session: Any, steps: list[dict[str, Any]]) -> dict[str, dict[str, Any] | None]:
+    if session is None:
+        return {}
+    from sqlalchemy import select
+
+    from mlpipe.evidence import models as m
+
+    wanted = {st["component"]["spec_digest"] for st in steps}
+    rows = session.execute(select(m.ComponentVersion.spec_digest, m.ComponentVersion.spec)
+                           .where(m.ComponentVersion.spec_digest.in_(wanted))).all()
+    return {row[0]: row[1] for row in rows}
+
+
+def _ids(session: Any, step: dict[str, Any]) -> dict[str, Any] | None:
+    """The example ids the step (or the run it was reused from) consumed, from its record."""
+    if session is None:
+        return None
+    from mlpipe.evidence import models as m
+
+    origin = step["step_run"] if step["reused_from"] is None \
+        else step["reused_from"]["executed_step_run"]
+    row = session.get(m.StepRun, origin) if origin else None
+    record = row.record if row is not None and isinstance(row.record, dict) else {}
+    return (record.get("step") or {}).get("consumed_ids")
+
+
+def _id_overlap(ev_step: dict[str, Any], train: dict[str, Any], ev_ids: dict[str, Any],
+                tr_ids: dict[str, Any]) -> list[dict[str, Any]]:
+    where = (f"the evaluation in step {ev_step['step']!r} consumed", f"step {train['step']!r} "
+             f"trained on")
+    hint = ("evaluate on examples training never consumes: take the evaluation ids from a "
+            "recorded split manifest's held-out split")
+    if ev_ids["digest"] == tr_ids["digest"]:
+        return [_finding(EVALUATION_OVERLAPS_TRAINING,
+                         f"{where[0]} the same {ev_ids['count']} examples {where[1]} (ids "
+                         f"{ev_ids['digest']}), whatever its population is called", hint,
+                         step=ev_step["step"])]
+    if ev_ids.get("ids") is None or tr_ids.get("ids") is None:
+        return []
+    shared = sorted(set(ev_ids["ids"]) & set(tr_ids["ids"]))
+    if not shared:
+        return []
+    shown = ", ".join(repr(i) for i in shared[:3]) + (
+        f" and {len(shared) - 3} more" if len(shared) > 3 else "")
+    return [_finding(EVALUATION_OVERLAPS_TRAINING,
+                     f"{where[0]} {len(shared)} of its {ev_ids['count']} examples that "
+                     f"{where[1]} ({shown}), whatever its population is called", hint,
+                     step=ev_step["step"])]
+
+
+def _content_overlap(p: dict[str, Any], ev_step: dict[str, Any], train: dict[str, Any],
+                     specs: dict[str, dict[str, Any] | None]) -> list[dict[str, Any]]:
+    """An evaluation fed an artifact of examples training read too (the same digest), where
+    neither step was given anything that picks different rows from it."""
+    ev_spec = specs.get(ev_step["component"]["spec_digest"])
+    tr_spec = specs.get(train["component"]["spec_digest"])
+    if ev_spec is None or tr_spec is None:
+        return []
+    if _selects_rows(ev_step, ev_spec) or _selects_rows(train, tr_spec):
+        return []
+    model = p["candidate"]["model"]
+    trained = {i["digest"]: i["port"] for i in train["inputs"]
+               if i["port"] in _example_ports(tr_spec)}
+    found = []
+    for inp in ev_step["inputs"]:
+        if inp["digest"] == model or inp["port"] not in _example_ports(ev_spec):
+            continue
+        if inp["digest"] in trained:
+            found.append(_finding(
+                EVALUATION_OVERLAPS_TRAINING,
+                f"the evaluation in step {ev_step['step']!r} read input {inp['port']!r} "
+                f"with the same content as {train['step']!r}'s training input "
+                f"{trained[inp['digest']]!r} ({inp['digest']}), and neither step was given a "
+                f"split manifest or a split to pick different rows: it evaluates on the "
+                f"training examples, whatever its population is called",
+                "feed the evaluation a held-out artifact (the test split of a recorded split "
+                "manifest), not the training data", step=ev_step["step"]))
+    return found
+
+
+def _overlap(p: dict[str, Any], session: Any = None) -> list[dict[str, Any]]:
+    """MP702 from the examples' ids, the artifacts' content and the populations' names;
+    MP417 when none of them can tell."""
+    train = next((st for st in p["steps"] if st["step"] == p["training"]["step"]), None)
+    ev = p["evaluation"]
+    if train is None or ev["step"] is None:
+        return []
+    ev_step = next((st for st in p["steps"] if st["step"] == ev["step"]), None)
+    if ev_step is None or ev_step is train:
+        return []
+    found = _population_overlap(p, train)
+    ev_ids, tr_ids = _ids(session, ev_step), _ids(session, train)
+    if ev_ids and tr_ids and not found:
+        found = _id_overlap(ev_step, train, ev_ids, tr_ids)
+    if not found:
+        found = _content_overlap(p, ev_step, train, _specs(session, [ev_step, train]))
+    named = _names([x["population"] for x in train["metrics"]])
+    if not found and not named and not (ev_ids and tr_ids):
+        found.append(_finding(
+            EVALUATION_OVERLAP_UNCHECKED,
+            f"whether the evaluation in step {ev['step']!r} overlaps what step "
+            f"{train['step']!r} trained on cannot be told: training logged no metric naming "
+            f"its population, and the two steps did not both record the example ids they "
+            f"consumed", "log a training metric with population=... (log_metric(..., "
+            "population='train, N examples')), or record the ids both steps consume with "
+            "mlpipe.runtime.record_consumed(ids)", step=ev["step"]))
     return found
 
 
@@ -206,13 +358,14 @@ def find(_session: Any, predicate: dict[str, Any]) -> list[dict[str, Any]]:
     """Every finding about the candidate the predicate describes, most severe first.
 
     Args:
-        _session: unused; kept so later findings may ask the store.
+        _session: the open session (the components' declarations and the example ids the
+            steps consumed are read from it); None judges the predicate alone.
         predicate: the bundle predicate without its findings.
 
     Returns:
         ``{"code", "name", "severity", "step", "message", "hint"}`` dicts.
     """
-    found = (_content(predicate) + _evaluation(predicate) + _overlap(predicate)
+    found = (_content(predicate) + _evaluation(predicate) + _overlap(predicate, _session)
              + _global_metrics(predicate) + _reuse(predicate) + _hidden_inputs(predicate))
     order = {"error": 0, "warning": 1, "info": 2}
     return sorted(found, key=lambda f: (order[f["severity"]], f["code"], f["step"] or ""))

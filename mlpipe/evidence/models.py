@@ -156,6 +156,10 @@ class StepRun(Base):
     #: The step record the runtime left, as stored (``mlpipe.runtime.record.stored``;
     #: docs/step-record.md); None for a step that left none (reused, skipped, script).
     record: Mapped[Optional[dict[str, Any]]]
+    #: The interpreter that ran the step (``backends.local.isolation.Interpreter.evidence``):
+    #: its path, version, the digest of its installed package set, and whether it was the
+    #: step's declared environment; None where no interpreter of mlpipe's ran it.
+    interpreter: Mapped[Optional[dict[str, Any]]]
 
     run: Mapped[Run] = relationship(back_populates="steps")
     component: Mapped[ComponentVersion] = relationship()
@@ -181,6 +185,10 @@ class Artifact(Base):
     size: Mapped[int] = mapped_column(BigInteger)
     file_count: Mapped[int] = mapped_column(Integer)
     location: Mapped[str] = mapped_column(Text)
+    #: Where the artifact lives in an artifact root, relative to the root
+    #: (``blake3/c1/<hex>/data``, ``mlpipe.evidence.roots``); each run resolves it against its
+    #: own root. None for what is not in a root (a pipeline input, an Azure ML output).
+    key: Mapped[Optional[str]] = mapped_column(Text)
     #: Each file's ``{"name", "size", "sha256", "blake3"}`` where the files are not at
     #: ``location`` to hash (an Azure ML output, from its step record); else None.
     files: Mapped[Optional[list[Any]]]

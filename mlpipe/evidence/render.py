@@ -184,6 +184,14 @@ def sections(statement: dict[str, Any], digest: str) -> list[tuple[str, list[str
                             " (outside the declared inputs)"))
         for x in st["metrics"]:
             steps.append(f"    metric {_metric_line(x)}")
+        interp = st.get("interpreter")  # absent from bundles sealed before it was recorded
+        if interp:
+            where = ("isolated, built from its declared environment" if interp["isolated"]
+                     else "mlpipe's own interpreter")
+            steps.append(f"    python {interp['version']} ({where}), {interp['packages']} "
+                         f"packages {interp['packages_digest']}")
+            if interp["in_declared_environment"] is False:
+                steps.append(f"    NOT IN ITS DECLARED ENVIRONMENT: {interp['note']}")
         if st.get("step_record") is False and st["status"] != "skipped":
             steps.append("    no step record: what its runtime would have observed (contract "
                          "checks, metrics by rank, coordination, reads and writes) is unknown, "

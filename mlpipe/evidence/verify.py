@@ -29,6 +29,7 @@ from mlpipe.errors import StoreError
 from mlpipe.evidence import models as m
 from mlpipe.evidence.bundle import build, remote
 from mlpipe.evidence.compare import differences
+from mlpipe.evidence.roots import ArtifactRoots, configured
 from mlpipe.evidence.seal import chain, load_sealed, unsealed
 
 #: ``fetch(statement, artifact)``: the local path of a remote artifact's bytes, brought here
@@ -121,6 +122,22 @@ def _hash_path(path: str, digest: str, what: str, out: Verification,
                                       "them or re-run the pipeline for a new candidate"))
 
 
+def _check_keyed(roots: ArtifactRoots, key: str, digest: str, what: str,
+                 out: Verification) -> None:
+    """An artifact in an artifact root: re-hashed in this home's own root, fetched (verified)
+    from the shared root first when the own root lacks it. A damaged own copy is reported,
+    not silently replaced."""
+    own = roots.path_of(key)
+    if not os.path.lexists(own) and roots.resolve(key, digest) is None:
+        out.findings.append(_mismatch(ARTIFACT_MISSING, f"{what} is missing: nothing at "
+                                      f"{roots.where(key)}",
+                                      "restore it from a backup, or configure the shared "
+                                      "artifact root that holds it (docs/teams.md); its digest "
+                                      "is " + digest))
+        return
+    _hash_path(str(own), digest, what, out)
+
+
 def _storage(location: str) -> str:
     """What holds a remote location, for a reader: ``azureml://...`` -> ``Azure ML``."""
     scheme = location.split("://", 1)[0].lower()
@@ -161,7 +178,7 @@ def _check_remote(statement: dict[str, Any], art: dict[str, Any], what: str, out
 
 
 def _check_subject(statement: dict[str, Any], out: Verification,
-                   fetched: dict[str, str]) -> None:
+                   fetched: dict[str, str], roots: ArtifactRoots) -> None:
     p = statement["predicate"]
     model = next((a for a in p["artifacts"] if a["digest"] == p["candidate"]["model"]), None)
     if model is None:
@@ -169,6 +186,12 @@ def _check_subject(statement: dict[str, Any], out: Verification,
     location = fetched.get(model["digest"], model["location"])
     if location == model["location"] and model.get("remote", remote(location)):
         return  # only on remote storage and not downloaded: listed as not re-hashed
+    if location == model["location"]:
+        key = roots.key_for(location, model["digest"])
+        if key is not None:
+            if not os.path.lexists(roots.path_of(key)):
+                return  # reported missing with the artifacts
+            location = str(roots.path_of(key))
     is_dir = model["file_count"] != 1 or os.path.isdir(location)
     for entry in statement["subject"]:
         rel = entry["name"].split("/", 1)[1] if "/" in entry["name"] else entry["name"]
@@ -190,8 +213,8 @@ def _check_subject(statement: dict[str, Any], out: Verification,
                 "the bundle no longer describes this model; restore it"))
 
 
-def verify(s: Session, candidate: m.CandidateRow, *, fetch: Fetch | None = None
-           ) -> Verification:
+def verify(s: Session, candidate: m.CandidateRow, *, fetch: Fetch | None = None,
+           roots: ArtifactRoots | None = None) -> Verification:
     """Verify the candidate's sealed bundles against their bytes, the store and the files.
 
     Args:
@@ -199,6 +222,8 @@ def verify(s: Session, candidate: m.CandidateRow, *, fetch: Fetch | None = None
         candidate: a candidate with at least one sealed bundle.
         fetch: brings an artifact that lives only in remote storage here (``Fetch``); without
             it such artifacts are listed as not re-hashed.
+        roots: where artifacts in a root are re-hashed: this home's own root, fetching what
+            it lacks from the shared root (default: the configured roots).
 
     Returns:
         Every mismatch found (``ok`` when none).
@@ -212,7 +237,8 @@ def verify(s: Session, candidate: m.CandidateRow, *, fetch: Fetch | None = None
     statement = _check_chain(rows, out)
     if statement is None:
         return out
-    rebuilt = build(s, candidate, hash_model=False)
+    roots = roots if roots is not None else configured()
+    rebuilt = build(s, candidate, hash_model=False, roots=roots)
     sealed = unsealed(statement)
     sealed["subject"] = []
     for line in differences(sealed, rebuilt):
@@ -251,9 +277,11 @@ def verify(s: Session, candidate: m.CandidateRow, *, fetch: Fetch | None = None
             found = _check_remote(statement, art, what, out, fetch)
             if found is not None:
                 fetched[art["digest"]] = found
+        elif (key := roots.key_for(art["location"], art["digest"])) is not None:
+            _check_keyed(roots, key, art["digest"], what, out)
         else:
             _hash_path(art["location"], art["digest"], what, out)
-    _check_subject(statement, out, fetched)
+    _check_subject(statement, out, fetched, roots)
     return out
 
 

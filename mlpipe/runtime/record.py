@@ -122,7 +122,7 @@ class RankPart:
             "status": "running", "failure": None, "launch": None, "inputs": {},
             "metrics": [], "reductions": [], "consumed": [], "population": [],
             "marked_written": [], "reads_outside_inputs": None, "writes": None,
-            "writes_elsewhere": None, "observation": None,
+            "writes_elsewhere": None, "observation": None, "data_loaders": None,
         }
         self._seen: dict[str, set[str]] = {"consumed": set(), "population": set(),
                                            "marked_written": set()}
@@ -345,8 +345,35 @@ def stored(found: dict[str, Any] | None) -> dict[str, Any] | None:
         step = {**step, "outputs": {
             port: {k: v for k, v in entry.items() if k != "files"}
             for port, entry in (step.get("outputs") or {}).items()}}
+        step["consumed_ids"] = consumed_ids(found)
     return {"format": found.get("format", FORMAT), "version": found.get("version", VERSION),
             "stored": True, "step": step, "ranks": ranks}
+
+
+#: Example ids the stored record keeps one by one; past it, their count and digest only.
+MAX_STORED_IDS = 20_000
+
+
+def consumed_ids(found: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The example ids the step's ranks consumed, together (``shard``, ``record_consumed``):
+    ``{count, digest, ids}`` (``digest``: SHA-256 of the sorted ids, one a line; ``ids``
+    sorted, null past ``MAX_STORED_IDS``), so that the evidence can tell whether an evaluation
+    consumed examples its training did. None when no rank recorded any.
+
+    Example:
+        >>> consumed_ids(load_record(folder))["count"]
+        210
+    """
+    import hashlib
+
+    ids = sorted({str(i) for part in (found or {}).get("ranks") or []
+                  if part.get("role", "worker") == "worker"
+                  for i in part.get("consumed") or []})
+    if not ids:
+        return None
+    digest = hashlib.sha256("".join(f"{i}\n" for i in ids).encode()).hexdigest()
+    return {"count": len(ids), "digest": f"sha256:{digest}",
+            "ids": ids if len(ids) <= MAX_STORED_IDS else None}
 
 
 _CONTRACT_LAYERS = ("input-contract", "output-contract", "output-completeness")
@@ -387,6 +414,7 @@ __all__ = [
     "STEP_FILE",
     "VERSION",
     "RankPart",
+    "consumed_ids",
     "current",
     "folder",
     "identity",

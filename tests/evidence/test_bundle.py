@@ -109,6 +109,14 @@ def test_a_second_run_reuses_every_step_and_the_bundle_says_so(tmp_path):
      r"ran on population 'train', which overlaps 'train', the population step 'fit' trained on"),
     ("ranks", (), "MP703", r"metric 'train_loss' of step 'fit_ranks' is labelled global but "
                            r"was logged by rank 0 of a world of 2 without aggregation"),
+    ("same_data", (), "MP702",
+     r"^the evaluation in step 'score_all' read input 'data' with the same content as 'fit''s "
+     r"training input 'data' \(blake3:[0-9a-f]{64}\), and neither step was given a split "
+     r"manifest or a split to pick different rows: it evaluates on the training examples, "
+     r"whatever its population is called$"),
+    ("by_ids", ("--param", "start=4"), "MP702",
+     r"^the evaluation in step 'score_ids' consumed 2 of its 4 examples that step 'fit_ids' "
+     r"trained on \('ex4', 'ex5'\), whatever its population is called$"),
 ])
 def test_each_finding_is_at_the_top(tmp_path, pipeline, extra, code, message):
     import re
@@ -127,6 +135,18 @@ def test_each_finding_is_at_the_top(tmp_path, pipeline, extra, code, message):
         assert proj.evidence(cand, "--format", fmt).returncode == 1
     # --verify judges integrity only: nothing in the store differs from the sealed bundle
     assert proj.evidence(cand, "--verify").returncode == 0
+
+
+def test_disjoint_ids_are_clean_and_silence_about_the_population_is_a_warning(tmp_path):
+    proj = BundleProject(tmp_path / "proj")
+    assert proj.bundle(proj.submit("by_ids"))["predicate"]["findings"] == []
+    findings = proj.bundle(proj.submit("quiet"))["predicate"]["findings"]
+    assert [(f["code"], f["severity"], f["step"]) for f in findings] == [
+        ("MP417", "warning", "score")]
+    assert findings[0]["message"] == (
+        "whether the evaluation in step 'score' overlaps what step 'fit_quiet' trained on "
+        "cannot be told: training logged no metric naming its population, and the two steps "
+        "did not both record the example ids they consumed")
 
 
 def test_reuse_with_no_executed_run_behind_it_is_a_finding(tmp_path):
@@ -198,7 +218,8 @@ def sealed(tmp_path):
 def _artifact(proj, port):
     p = proj.sealed["predicate"]
     digest = next(o["digest"] for st in p["steps"] for o in st["outputs"] if o["port"] == port)
-    return Path(next(a["location"] for a in p["artifacts"] if a["digest"] == digest))
+    key = next(a["location"] for a in p["artifacts"] if a["digest"] == digest)
+    return proj.root / "evidence" / "artifacts" / key  # a key in the project's artifact root
 
 
 def test_verify_passes_on_an_untouched_store(sealed):
@@ -244,8 +265,9 @@ def test_verify_reports_a_deleted_report_without_crashing(sealed):
     shutil.rmtree(report.parent)
     done = sealed.evidence(sealed.candidate, "--verify")
     assert done.returncode == 1
+    key = report.relative_to(sealed.root / "evidence" / "artifacts")
     assert f"error[MP712] artifact-missing: artifact score.report is missing: nothing at " \
-           f"{report}" in done.stdout
+           f"{key} in the artifact root {sealed.root / 'evidence' / 'artifacts'}" in done.stdout
     assert "Traceback" not in done.stderr
 
 

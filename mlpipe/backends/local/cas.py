@@ -5,12 +5,21 @@ can never be found here. Knows snapshots; knows nothing of steps, runs or the ev
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 from mlpipe.digests.snapshot import Snapshot, StatCache, snapshot
+
+#: The lock file in the root: runs hold it shared, ``mlpipe gc`` exclusively.
+LOCK_NAME = ".lock"
+
+
+class StoreBusy(OSError):
+    """Another process holds the artifact store's lock the other way."""
 
 
 class ArtifactStore:
@@ -24,6 +33,32 @@ class ArtifactStore:
     def __init__(self, root: str | os.PathLike[str], cache: StatCache | None = None) -> None:
         self.root = Path(root)
         self.cache = cache
+
+    def key(self, location: str | os.PathLike[str]) -> str:
+        """The root-relative key of ``location``, a path this store returned."""
+        return Path(location).relative_to(self.root).as_posix()
+
+    @contextlib.contextmanager
+    def lock(self, *, exclusive: bool = False, wait: bool = True) -> Iterator[None]:
+        """Hold the artifact store's lock: shared while a run files and reuses artifacts,
+        exclusive while ``mlpipe gc`` removes them, so nothing is removed under a run.
+
+        Raises:
+            StoreBusy: ``wait`` is False and the lock is held the other way.
+        """
+        import fcntl
+
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+            try:
+                fcntl.flock(fd, mode | (0 if wait else fcntl.LOCK_NB))
+            except BlockingIOError as exc:
+                raise StoreBusy(f"the artifact store {self.root} is in use") from exc
+            yield
+        finally:
+            os.close(fd)  # closing the descriptor releases the lock
 
     def entry(self, digest: str) -> Path:
         algo, _, hexdigest = digest.partition(":")
@@ -55,7 +90,10 @@ class ArtifactStore:
                 pass
         staging = entry.parent / f".{entry.name}.{secrets.token_hex(4)}"
         staging.mkdir()
-        os.rename(source, staging / source.name)
+        try:
+            os.rename(source, staging / source.name)
+        except OSError:  # the root is on another file system than the step's work folder
+            shutil.move(source, staging / source.name)
         if entry.exists():
             # a copy that failed verification: replace it (it was damaged or tampered with)
             doomed = entry.parent / f".{entry.name}.old.{secrets.token_hex(4)}"

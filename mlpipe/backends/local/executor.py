@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from mlpipe.backends.local import forkserver, reuse
+from mlpipe.backends.local import forkserver, isolation, reuse
 from mlpipe.backends.local import inputs as inputs_mod
 from mlpipe.backends.local.cas import ArtifactStore
 from mlpipe.backends.local.progress import Progress
@@ -40,6 +40,7 @@ from mlpipe.evidence.checkresults import record_checks, summary
 from mlpipe.evidence.config import Location, locate, project_root
 from mlpipe.evidence.queries import running_run_ids
 from mlpipe.evidence.revision import git_revision
+from mlpipe.evidence.roots import ArtifactRoots, shared_root
 from mlpipe.evidence.store import Store, new_id
 from mlpipe.graph import FromInput, FromLiteral, FromStep, Graph, StepNode
 from mlpipe.spec import ComponentSpec
@@ -78,6 +79,10 @@ class LocalExecutor:
         fork_server: fork plain Python steps from a server that has imported their modules
             once (each still runs in its own process); default: on, on Linux, unless
             ``MLPIPE_FORKSERVER=0``. Off, every step starts a fresh interpreter.
+        isolate: run each step in a virtual environment built from its declared environment's
+            conda file (``--isolate``; built once per environment digest, under
+            ``Location.environments``), not on mlpipe's own interpreter. Either way each
+            executed step records the interpreter and package set that ran it.
 
     Example:
         >>> result = LocalExecutor().submit(graph, inputs={"raw": "data/raw"}, params={})
@@ -88,7 +93,7 @@ class LocalExecutor:
     def __init__(self, location: Location | None = None, *, max_parallel: int | None = None,
                  reuse: bool = True, stream: TextIO | None = sys.stderr,
                  local_scale: dict[str, tuple[int, int] | str] | None = None,
-                 fork_server: bool | None = None) -> None:
+                 fork_server: bool | None = None, isolate: bool = False) -> None:
         if max_parallel is not None and max_parallel < 1:
             raise UsageError(f"--max-parallel {max_parallel} is not a positive number",
                              hint="pass --max-parallel 1 or more")
@@ -99,6 +104,7 @@ class LocalExecutor:
         self.stream = stream
         self.local_scale = dict(local_scale or {})
         self.fork_server = forkserver.enabled() if fork_server is None else fork_server
+        self.isolate = isolate
         #: the run the last submit recorded, once it is in the store (None before)
         self.run_id: str | None = None
 
@@ -128,6 +134,8 @@ class LocalExecutor:
                 (nothing is recorded).
             StoreError: the evidence store cannot be opened or written.
             StepFailed: a step failed; everything recorded up to then stays recorded.
+            EnvironmentBuildFailed: with ``isolate``, an environment could not be built
+                (nothing is run or recorded).
         """
         self.run_id = None
         found = [d for d in [*diagnostics, *run_checks(graph)] if d.code not in ignore]
@@ -140,15 +148,20 @@ class LocalExecutor:
         literals = inputs_mod.literal_paths(graph, overrides)
         inputs_mod.check_input_contracts(graph, paths)
         scaled = scaled_components(graph, self.local_scale)
+        interpreters = isolation.plan(
+            {sid: node.component for sid, node in graph.steps.items()}, isolate=self.isolate,
+            root=self.location.environments, note=Progress(0, self.stream).note)
         store = Store.open(self.location.url)
         cache = StatCache(self.location.stat_cache)
         try:
-            _sweep_work(store, self.location.work)
             run = _Run(self, graph, store, cache, paths, values)
             run.diagnostics, run.scaled = found, scaled
             run.literals, run.overrides = literals, sorted(overrides)
+            run.interpreters = interpreters
             run.ignored = sorted(set(ignore))
-            return run.go()
+            with run.cas.lock():  # `mlpipe gc` removes nothing while a run holds it
+                _sweep_work(store, self.location.work)
+                return run.go()
         finally:
             cache.close()
             store.close()
@@ -163,6 +176,8 @@ class _Run:
         self.stale: dict[str, str] = {}  # why a step's earlier run was passed over
         self.paths, self.values = paths, values
         self.cas = ArtifactStore(ex.location.artifacts, cache)
+        self.roots = ArtifactRoots(ex.location.artifacts,
+                                   shared_root(ex.location.shared_artifacts), cache)
         self.procs = Processes()
         self.progress = Progress(len(graph.steps), ex.stream)
         self.progress.width = max([12, *(len(s) for s in graph.steps)])
@@ -176,6 +191,8 @@ class _Run:
         self.ignored: list[str] = []
         self.literals: dict[tuple[str, str], str] = {}
         self.overrides: list[str] = []
+        self.interpreters = isolation.Plan()
+        self.outside: dict[str, str] = {}  # step -> how it ran outside its environment
         self.fork_tried = not ex.fork_server
 
     # --- setup ------------------------------------------------------------------------------
@@ -211,6 +228,7 @@ class _Run:
                      "executor": "local", "checks": summary(self.diagnostics),
                      **({"ignored_codes": self.ignored} if self.ignored else {}),
                      **({"input_overrides": self.overrides} if self.overrides else {}),
+                     **({"isolate": True} if self.ex.isolate else {}),
                      **({"local_scale": {k: f"{c.instances}x{_per_node(c)}"
                                          for k, c in sorted(self.scaled.items())}}
                         if self.scaled else {})})
@@ -252,8 +270,7 @@ class _Run:
                         self._release(sid, waiting)
                     else:
                         step_run_id, job = started
-                        running[pool.submit(execute, job, self.cas, self.cache, self.procs)] = (
-                            sid, step_run_id, job)
+                        running[pool.submit(self._execute, job)] = (sid, step_run_id, job)
                 if not running:
                     if any(not deps for deps in waiting.values()):
                         continue
@@ -289,11 +306,24 @@ class _Run:
                 step, log = first
                 hint = (f"the last lines of {step}'s log:\n{_indent(tail(log))}\n"
                         f"  whole log: {log}")
+                outside = self.outside.get(step)
+                if outside:
+                    hint += f"\n  note: {step!r} {outside}"
             raise StepFailed(f"run {run_id} failed: {result.failures[0]}", hint=hint)
         result.candidate_id = self._register_candidate(run_id)
         result.status = m.SUCCEEDED
         self.store.finish_run(run_id, m.SUCCEEDED)
         return result
+
+    def _execute(self, job: StepJob) -> StepOutcome:
+        """Run a step (on a worker thread) and publish its outputs to the shared root."""
+        outcome = execute(job, self.cas, self.cache, self.procs)
+        if outcome.ok and self.roots.shared is not None:
+            for _snap, location in outcome.outputs.values():
+                problem = self.roots.publish(self.cas.key(location))
+                if problem:
+                    self.progress.note(f"{job.node_id!r}: {problem}; other homes re-run it")
+        return outcome
 
     def _release(self, sid: str, waiting: dict[str, set[str]]) -> None:
         for deps in waiting.values():
@@ -366,10 +396,11 @@ class _Run:
         params = self._params(node)
         env_row = self._environment_row(node)
         decision = reuse.decide(
-            self.store, self.cas, comp, environment_digest=env_row.digest, params=params,
+            self.store, self.roots, comp, environment_digest=env_row.digest, params=params,
             inputs={port: p.artifact.digest for port, p in bound.items()},
             local_scale=(declared_topology(self.scaled[node.id]) if node.id in self.scaled
-                         else None), enabled=self.ex.reuse, cache=self.cache)
+                         else None), packages=self.interpreters.packages(node.id),
+            enabled=self.ex.reuse, cache=self.cache)
         common = dict(run_id=run_id, step=node.id,
                       component_version_id=self._component_row(node).id,
                       environment_id=env_row.id, compute=_compute(node), cache_key=decision.key,
@@ -379,7 +410,7 @@ class _Run:
             step_run_id = self.store.record_reused(
                 **common, topology=original.topology, original_id=original.id,
                 inputs={k: v.artifact for k, v in bound.items()}, outputs=decision.outputs)
-            self.produced[node.id] = {port: _Produced(art, art.location)
+            self.produced[node.id] = {port: _Produced(art, str(decision.paths[port]))
                                       for port, art in decision.outputs.items()}
             self.result.steps[node.id] = m.REUSED
             self.result.step_runs[node.id] = step_run_id
@@ -395,9 +426,13 @@ class _Run:
             self.progress.note(f"{node.id!r} is scaled down here (--local-scale): declared "
                                f"{topology['world_size']} process(es), launching "
                                f"{declared_topology(comp)['world_size']}")
+        interpreter = self.interpreters.evidence(node.id, node.component)
+        if interpreter["in_declared_environment"] is False:
+            self.outside[node.id] = interpreter["note"]
         step_run_id = self.store.begin_step_run(
             **common, topology={"declared": topology} if topology else {}, status=m.RUNNING,
             message=decision.why_not,
+            interpreter=interpreter,
             log_path=str(self.ex.location.logs / run_id / f"{node.id}.log"),
             inputs={k: v.artifact for k, v in bound.items()})
         self.result.step_runs[node.id] = step_run_id
@@ -410,7 +445,7 @@ class _Run:
                       self.ex.location.work / run_id / node.id.replace("/", "_"),
                       self.ex.location.logs / run_id / f"{node.id}.log",
                       os.getcwd(), [p for p in sys.path if p], pipeline=self.graph.spec.name,
-                      run_id=run_id)
+                      run_id=run_id, bin_folder=self.interpreters.bin_folder(node.id))
         return step_run_id, job
 
     def _start_fork_server(self, run_id: str) -> None:
@@ -452,10 +487,11 @@ class _Run:
             step_run_id, status=m.EXECUTED, message=outcome.not_cached or self.stale.get(sid),
             cacheable=outcome.not_cached is None, topology=topology,
             outputs={port: (snap.digest, job.component.output(port).kind.value, snap.size,
-                            snap.file_count, str(location))
+                            snap.file_count, self.cas.key(location))
                      for port, (snap, location) in outcome.outputs.items()},
             metrics=outcome.metrics, record=outcome.record)
-        arts = {port: _Produced(art, art.location) for port, art in filed.items()}
+        arts = {port: _Produced(art, str(outcome.outputs[port][1]))
+                for port, art in filed.items()}
         self.produced[sid] = arts
         self.result.steps[sid] = m.EXECUTED
         self.progress.finished(sid, m.EXECUTED, outcome.seconds, detail=outcome.not_cached)

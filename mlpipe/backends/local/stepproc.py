@@ -51,6 +51,7 @@ class StepJob:
     sys_path: list[str]
     pipeline: str = "mlpipe"   # the MLflow experiment of its run, when MLflow is on
     run_id: str = ""
+    bin_folder: str | None = None  # an isolated environment's bin/ (None: mlpipe's own)
 
 
 @dataclass(slots=True)
@@ -349,8 +350,13 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
         if script.code_changed(comp):
             code_note = ("its code folder changed after the pipeline was loaded; its result "
                          "is not cached")
-        # `python` in the command is the interpreter mlpipe runs on, as in its environment.
-        env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])
+        # `python` in the command is the step's interpreter: its isolated environment's
+        # (--isolate), else the one mlpipe runs on
+        env["PATH"] = os.pathsep.join([job.bin_folder or os.path.dirname(sys.executable),
+                                       env.get("PATH", "")])
+        if job.bin_folder is not None:
+            env["VIRTUAL_ENV"] = os.path.dirname(job.bin_folder)
+            env.pop("PYTHONHOME", None)
         argv = ["bash", "-c", command]
     else:
         request = {"function": comp.function, "sys_path": job.sys_path, "inputs": job.inputs,
