@@ -9,7 +9,7 @@ from pathlib import Path
 
 FIXTURES = Path(__file__).parent / "fixtures" / "executor"
 MODULES = ("steps", "chain", "hold", "failing", "odd", "observed", "hidden", "diagnosed",
-           "spawner")
+           "ddp_plain", "spawner")
 
 
 class Project:
@@ -45,8 +45,9 @@ class Project:
                                 env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True)
 
-    def submit(self, pipeline: str, *extra: str, inputs=("left=left.txt", "right=right.txt")):
+    def submit(self, pipeline: str, *extra: str, inputs=("left=left.txt", "right=right.txt"),
+               timeout: float = 120):
         args = ["submit", pipeline if ".py:" in pipeline else f"{pipeline}.py"]
         for item in inputs:
             args += ["--input", item]
-        return self.cli(*args, *extra)
+        return self.cli(*args, *extra, timeout=timeout)

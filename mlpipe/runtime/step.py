@@ -18,7 +18,7 @@ import sys
 import traceback
 from typing import Any
 
-from mlpipe.runtime import children, finish, observe, record, tracking
+from mlpipe.runtime import children, finish, loaders, observe, record, tracking
 
 #: The executor's scratch folder of a step (ignored by the observation), when it has one.
 SCRATCH_ENV = "MLPIPE_SCRATCH"
@@ -215,6 +215,7 @@ def _execute(request: dict[str, Any]) -> int:
     reads: tuple[str, ...] = ()
     observer: observe.Observer | None = None
     failure: dict[str, Any] | None = None
+    fed: dict[str, Any] | None = None
     code = 0
     rank = record.identity()["rank"]
     try:
@@ -236,11 +237,15 @@ def _execute(request: dict[str, Any]) -> int:
                 request["inputs"], request["outputs"],
                 scratch=[record.folder(), os.environ.get(SCRATCH_ENV)]))
             observer.start()
+        if part is not None:
+            loaders.start()
         try:
             fn(**kwargs)
         finally:
             if observer is not None:
                 observer.stop()
+            if part is not None:
+                fed = loaders.stop()
     except finish._WithResults as exc:  # an input that does not match its contract
         inputs_checked = exc.results
         failure = exc.failure.to_json(rank)
@@ -265,7 +270,8 @@ def _execute(request: dict[str, Any]) -> int:
         "switched off (MLPIPE_OBSERVE=0)" if not observe.enabled() else
         "the step failed before its body ran")
     part.update(status="failed" if failure else "succeeded", failure=failure,
-                finished_at=record.now(), inputs=inputs_checked, tracking=state, **seen)
+                finished_at=record.now(), inputs=inputs_checked, tracking=state, **seen,
+                **(fed or {}))
     record.merge_children(part)
     part.flush()
     if rank != 0 or part.data["role"] != "worker":

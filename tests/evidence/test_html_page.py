@@ -101,6 +101,10 @@ def test_the_latest_decision_its_policy_and_later_productions_head_the_page(stat
     assert ("metric accuracy >= 0.9 on test 0.875 on test, 8 examples NOT met MP716 accuracy "
             "0.875 is below 0.9") in text
     assert page.index('id="who"') < page.index('id="findings"') < page.index('id="decisions"')
+    p["previous_bundle"] = DIGEST   # the decision sealed in: it read this bundle's predecessor
+    who = dict(_read(render_html(statement, "sha256:" + "e" * 64)).rows)
+    assert who["decision"].startswith("accepted by Dana at 2026-12-01T02:00:00 UTC on bundle "
+                                      "sha256:bbbbbbbbbbbb (this bundle's predecessor); policy")
 
 
 def test_a_bundle_without_review_decisions_says_so(statement):
@@ -158,3 +162,17 @@ def test_no_value_is_shown_as_json_text(statement):
 ])
 def test_values_render_as_html(value, html):
     assert value_html(value) == html
+
+
+def test_facts_the_page_has_no_section_for_are_still_shown_as_tables(statement):
+    p = statement["predicate"]
+    p["steps"][0]["hidden_inputs"] = [{"path": "/etc/labels.csv", "ranks": [0], "size": 12,
+                                       "blake3": "blake3:" + "d" * 64}]
+    p["steps"][0]["interpreter"] = {"note": "ran on mlpipe's own interpreter", "isolated": False}
+    p["lineage"] = {"parent": "c-0123456789"}
+    page = render_html(statement, DIGEST)
+    text = " ".join("".join(_read(page).parts).split())
+    assert ("hidden inputs path ranks size blake3 /etc/labels.csv 0 12 blake3:" + "d" * 64
+            in text)
+    assert "interpreter isolated no note ran on mlpipe's own interpreter" in text
+    assert "Also recorded lineage parent c-0123456789" in text
