@@ -435,3 +435,9 @@ STEP_NOT_STARTED = _code(
 RUNTIME_FAILED = _code(
     "MP928", "runtime-failed", ERROR,
     "The step runtime of mlpipe itself failed around the step's body.")
+
+# --- MP960-MP989: hostile input and definitions that cannot run (issue 14)
+COMPONENT_BODY_NEVER_RUNS = _code(
+    "MP960", "component-body-never-runs", ERROR,
+    "A component's function is a generator or a coroutine (yield, async def): calling it runs "
+    "none of its body.")

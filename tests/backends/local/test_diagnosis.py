@@ -146,3 +146,17 @@ def test_logs_of_an_unknown_step_or_a_single_process_rank_are_usage_errors(proj)
     assert skipped.returncode == 2
     assert skipped.stderr.startswith(f"error: step 'add' of run {rid} has no log: it was "
                                      f"skipped: not run: upstream step ")
+
+
+def test_the_diagnosis_is_kept_and_shown_on_either_store(tmp_path, store_url):
+    proj = Project(tmp_path / "proj", store_url=store_url)
+    rid = _run_id(_submit(proj, "failing.py"))
+    with Reader.open(store_url) as r:
+        sr = next(x for x in r.run_steps(rid) if x.step == "boom")
+        record = r.step_record(sr.id)
+    jsonschema.validate(record, schema())
+    assert (record["diagnosis"]["code"], record["diagnosis"]["layer"]) == ("MP926", "step-code")
+    shown = proj.cli("show", rid).stdout
+    assert ("    error[MP926] step-code-raised: failed at the layer of the step's own code"
+            in shown)
+    assert f"    log: {record['diagnosis']['logs']['step']}" in shown
