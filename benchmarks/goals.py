@@ -43,6 +43,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "bench_contracts": ["--quick"],
     "bench_runtime": ["--quick"],
     "bench_azure_submit": ["--quick"],
+    "bench_yaml": ["--quick"],
 }
 
 

@@ -31,27 +31,52 @@ DONE = "mlpipe-environment.json"
 
 def installed() -> dict[str, Any]:
     """``{"version", "packages"}`` of this interpreter: its Python version and its installed
-    distributions as sorted ``name==version`` lines (one per distribution name)."""
-    import importlib.metadata as meta
+    distributions as sorted ``name==version`` lines, one per normalized name (the first on
+    ``sys.path`` wins, as for imports), read from the ``.dist-info``/``.egg-info`` folder
+    names (a few milliseconds: no metadata file is parsed but an egg-info's without a
+    version in its name). Self-contained: ``inspect`` runs its source in other interpreters.
+    """
+    import os
+    import re
+    import sys
 
     seen: dict[str, str] = {}
-    for dist in meta.distributions():
-        name = (dist.metadata["Name"] or "").strip()
-        if name:
-            seen.setdefault(name.lower().replace("_", "-"), f"{name}=={dist.version}")
+    for folder in sys.path:
+        try:
+            entries = sorted(os.listdir(folder or "."))
+        except OSError:
+            continue
+        for entry in entries:
+            stem, dot, kind = entry.rpartition(".")
+            if not dot or kind not in ("dist-info", "egg-info"):
+                continue
+            name, _, version = stem.partition("-")
+            version = version.split("-py", 1)[0] if kind == "egg-info" else version
+            if not version:  # ``name.egg-info`` (a development install): its PKG-INFO
+                path = os.path.join(folder or ".", entry)
+                path = os.path.join(path, "PKG-INFO") if os.path.isdir(path) else path
+                try:
+                    with open(path, encoding="utf-8", errors="replace") as fh:
+                        version = next((line.split(":", 1)[1].strip() for line in fh
+                                        if line.startswith("Version:")), "")
+                except OSError:
+                    pass
+            key = re.sub(r"[-_.]+", "-", name).lower()
+            if key and key not in seen:
+                seen[key] = f"{key}=={version or 'unknown'}"
     return {"version": ".".join(map(str, sys.version_info[:3])),
-            "packages": sorted(seen.values(), key=str.lower)}
+            "packages": sorted(seen.values())}
 
 
-#: ``installed()`` as a script, run by an interpreter that has no mlpipe.
-_FREEZE = ("import importlib.metadata as meta, json, sys\n"
-           "seen = {}\n"
-           "for dist in meta.distributions():\n"
-           "    name = (dist.metadata['Name'] or '').strip()\n"
-           "    if name:\n"
-           "        seen.setdefault(name.lower().replace('_', '-'), f'{name}=={dist.version}')\n"
-           "json.dump({'version': '.'.join(map(str, sys.version_info[:3])),\n"
-           "           'packages': sorted(seen.values(), key=str.lower)}, sys.stdout)\n")
+def _freeze_script() -> str:
+    """``installed()`` as a script for an interpreter that has no mlpipe."""
+    import inspect as source
+    import textwrap
+
+    return ("from __future__ import annotations\n" + textwrap.dedent(
+        source.getsource(installed)) + "\nimport json, sys\n"
+            "json.dump(installed(), sys.stdout)\n")
+
 
 _CONDA_ONLY = {"python", "pip", "setuptools", "wheel"}
 _SPEC = re.compile(r"^(?:[\w.-]+::)?(?P<name>[A-Za-z0-9][\w.-]*)\s*(?P<rest>.*)$")
@@ -111,8 +136,8 @@ def inspect(python: str) -> dict[str, Any]:
         EnvironmentBuildFailed: the interpreter cannot be run.
     """
     try:
-        done = subprocess.run([python, "-I", "-c", _FREEZE], capture_output=True, text=True,
-                              timeout=120, check=True)
+        done = subprocess.run([python, "-I", "-c", _freeze_script()], capture_output=True,
+                              text=True, timeout=120, check=True)
         return json.loads(done.stdout)
     except (OSError, subprocess.SubprocessError, ValueError) as exc:
         raise EnvironmentBuildFailed(f"the interpreter {python} cannot list its packages: "
@@ -124,8 +149,8 @@ _OWN: list[Interpreter] = []
 
 
 def own_interpreter() -> Interpreter:
-    """mlpipe's own interpreter (the one steps run on without ``--isolate``), inspected once
-    per process in this process."""
+    """mlpipe's own interpreter (the one steps run on without ``--isolate``), inspected in this
+    process, once."""
     if not _OWN:
         _OWN.append(_identity(installed(), sys.executable))
     return _OWN[0]
@@ -306,8 +331,11 @@ def build(env: Environment, conda_file: Path, digest: str, root: Path,
         fcntl.flock(lock, fcntl.LOCK_EX)
         if done.exists():
             state = json.loads(done.read_text())
-            return _identity(inspect(str(folder / "bin" / "python")),
-                             str(folder / "bin" / "python"), environment=digest,
+            python = str(folder / "bin" / "python")
+            listed = state.get("listed")
+            if listed is None or state.get("site") != _site_stamp(folder):
+                listed = inspect(python)  # installed into since: list it again
+            return _identity(listed, python, environment=digest,
                              built_with=state.get("built_with"))
         shutil.rmtree(folder, ignore_errors=True)
         log_path = folder.with_suffix(".log")
@@ -344,12 +372,22 @@ def build(env: Environment, conda_file: Path, digest: str, root: Path,
                 f"({exc.__class__.__name__}){': ' + last if last else ''}",
                 hint=f"fix its requirements (whole log: {log_path}); every package must be "
                      f"installable with pip here") from None
-        identity = _identity(inspect(python), python, environment=digest,
+        listed = inspect(python)
+        identity = _identity(listed, python, environment=digest,
                              built_with="uv" if uv else "venv+pip")
         done.write_text(json.dumps({"built_with": identity.built_with,
                                     "requirements": list(wanted.packages),
-                                    "conda_file": str(conda_file)}))
+                                    "conda_file": str(conda_file), "listed": listed,
+                                    "site": _site_stamp(folder)}))
         return identity
+
+
+def _site_stamp(folder: Path) -> list[list[Any]]:
+    """The environment's site-packages folders and their modification times: installing or
+    removing a distribution adds or removes a ``.dist-info`` folder there, which changes it,
+    so an unchanged stamp means the package set listed at build time is still the one."""
+    return [[str(p), p.stat().st_mtime_ns] for p in sorted(folder.glob("lib*/python*/"
+                                                                     "site-packages"))]
 
 
 @dataclass(slots=True)

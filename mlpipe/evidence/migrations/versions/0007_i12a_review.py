@@ -1,15 +1,15 @@
 """Review: reviewers' decisions on candidates (citing the bundle digest they read), the later
 runs that reproduced a candidate, and candidates found by their model.
 
-Revision ID: 0006_i12a
-Revises: 0005_i16
+Revision ID: 0007_i12a
+Revises: 0006_i14a
 Create Date: 2026-12-04 10:00:00
 """
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0006_i12a'
-down_revision = '0005_i16'
+revision = '0007_i12a'
+down_revision = '0006_i14a'
 branch_labels = None
 depends_on = None
 
