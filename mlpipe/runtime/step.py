@@ -123,6 +123,19 @@ def run(request: dict[str, Any]) -> None:
     fn(**kwargs)
 
 
+def _ran(result: Any) -> None:
+    """Refuse what a generator or coroutine function returned: its body never ran (check
+    MP960 says so before a run; this holds when that finding was ignored)."""
+    import inspect
+
+    if inspect.isgenerator(result) or inspect.iscoroutine(result) or inspect.isasyncgen(result):
+        close = getattr(result, "close", None)
+        if close is not None:
+            close()
+        raise TypeError(f"the component's function returned {type(result).__name__!r} "
+                        f"without running its body (a generator or async def; see MP960)")
+
+
 def _die_with_parent() -> None:
     """Ask Linux to kill this step if its executor dies (kill -9 leaves no orphan running)."""
     parent = os.environ.get("MLPIPE_PARENT_PID")
@@ -237,14 +250,13 @@ def _execute(request: dict[str, Any]) -> int:
                 request["inputs"], request["outputs"],
                 scratch=[record.folder(), os.environ.get(SCRATCH_ENV)]))
             observer.start()
-        if part is not None:
+        if observer is not None:
             loaders.start()
         try:
-            fn(**kwargs)
+            _ran(fn(**kwargs))
         finally:
             if observer is not None:
                 observer.stop()
-            if part is not None:
                 fed = loaders.stop()
     except finish._WithResults as exc:  # an input that does not match its contract
         inputs_checked = exc.results
