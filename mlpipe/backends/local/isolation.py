@@ -243,9 +243,7 @@ def mlpipe_requirement() -> str:
     """The requirement that installs *this* mlpipe: its source folder, editable, when it runs
     from a checkout (a ``pyproject.toml`` of the project ``mlpipe`` above the package); else
     its released version."""
-    import mlpipe
-
-    root = Path(mlpipe.__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[3]  # above mlpipe/backends/local/
     project = root / "pyproject.toml"
     try:
         if re.search(r'(?m)^name\s*=\s*"mlpipe"', project.read_text(encoding="utf-8")):
