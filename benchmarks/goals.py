@@ -33,6 +33,7 @@ HERE = Path(__file__).resolve().parent
 #: Every benchmark and its quick form, in the order they run.
 BENCHMARKS: dict[str, list[str]] = {
     "bench_store": ["--quick"],
+    "bench_gc": ["--quick"],
     "bench_check": ["--quick"],
     "bench_compile": ["--quick"],
     "bench_local": ["--quick"],
@@ -42,6 +43,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "bench_contracts": ["--quick"],
     "bench_runtime": ["--quick"],
     "bench_azure_submit": ["--quick"],
+    "bench_yaml": ["--quick"],
 }
 
 

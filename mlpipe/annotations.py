@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from mlpipe.artifacts import AssetType, parse_asset_type
 from mlpipe.contracts.base import Contract, contract_transport, is_contract
+from mlpipe.errors import with_article
 
 _KINDS = ", ".join(k.value for k in AssetType)
 
@@ -183,6 +184,10 @@ def _param(item: Any) -> Any:
                   else list(constraint))
         if not values:
             return bad("a choices list must not be empty")
+        for value in values:
+            wrong = _choice_problem(typ, value)
+            if wrong:
+                return bad(wrong)
         choices = tuple(values)
     elif constraint is not None:
         return bad(f"{constraint!r} is not a Param constraint; use low:high for a range or "
@@ -250,3 +255,18 @@ else:
     Input.__name__ = Input.__qualname__ = "Input"
     Output.__name__ = Output.__qualname__ = "Output"
     Param.__name__ = Param.__qualname__ = "Param"
+
+
+def _choice_problem(typ: Any, value: Any) -> str | None:
+    """Why ``value`` cannot be a choice of ``Param[typ, [...]]`` (a value of another type could
+    never be given), or None."""
+    if isinstance(typ, type) and issubclass(typ, enum.Enum):
+        return None
+    fits = (isinstance(value, bool) if typ is bool else
+            isinstance(value, (int, float)) and not isinstance(value, bool) if typ is float else
+            isinstance(value, typ) and not isinstance(value, bool))
+    if fits:
+        return None
+    return (f"choice {value!r} of Param[{typ.__name__}, [...]] is "
+            f"{with_article(type(value).__name__)}, not {with_article(typ.__name__)}; every "
+            f"choice must be {with_article(typ.__name__)}")

@@ -355,6 +355,11 @@ BUNDLE_BYTES_CHANGED = _code(
     "MP714", "bundle-bytes-changed", ERROR,
     "A sealed bundle's bytes no longer match its digest, or its chain is broken.")
 
+# --- MP720-MP729: the team store (mlpipe.evidence.verify, mlpipe.evidence.roots)
+BUNDLE_CHAIN_MISSING = _code(
+    "MP720", "bundle-chain-missing", ERROR,
+    "A candidate has no sealed bundle to verify against: never sealed, or its bundles removed.")
+
 # --- MP8xx: reproducibility: references that move (mlpipe.checks.reproducibility)
 ENVIRONMENT_UNVERSIONED = _code(
     "MP801", "environment-unversioned", WARNING,
@@ -430,3 +435,9 @@ STEP_NOT_STARTED = _code(
 RUNTIME_FAILED = _code(
     "MP928", "runtime-failed", ERROR,
     "The step runtime of mlpipe itself failed around the step's body.")
+
+# --- MP960-MP989: hostile input and definitions that cannot run (issue 14)
+COMPONENT_BODY_NEVER_RUNS = _code(
+    "MP960", "component-body-never-runs", ERROR,
+    "A component's function is a generator or a coroutine (yield, async def): calling it runs "
+    "none of its body.")

@@ -387,6 +387,12 @@ def _trace_pipeline(p: Pipeline) -> PipelineSpec:
         result = fn(**placeholders)
     except MlpipeError:
         raise
+    except SystemExit as exc:
+        loc = _user_frame(exc) or src.location()
+        raise DefinitionError(f"{what} called sys.exit({exc.code!r}) while being traced",
+                              hint="a pipeline function only wires steps; do not exit from "
+                                   "it", file=loc.file if loc else None,
+                              line=loc.line if loc else None) from exc
     except Exception as exc:
         loc = _user_frame(exc) or src.location()
         raise DefinitionError(f"{what} raised {type(exc).__name__} while being traced: {exc}",

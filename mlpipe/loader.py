@@ -47,6 +47,52 @@ def _user_location(exc: BaseException, fallback: str) -> tuple[str, int | None]:
     return display_path(frames[-1].filename), frames[-1].lineno
 
 
+def _installed(path: str | None) -> bool:
+    import sysconfig
+
+    roots = {sysconfig.get_path(k) for k in ("purelib", "platlib", "stdlib", "platstdlib")}
+    real = os.path.realpath(path or "")
+    return any(r and real.startswith(os.path.realpath(r) + os.sep) for r in roots)
+
+
+def _refuse_shadowing(name: str, root: str, path: str) -> None:
+    """A file named like a module of Python or of an installed package (``json.py``) would
+    be confused with it: here the other module is found instead, and in a step process the
+    file would hide it from mlpipe itself."""
+    top = name.partition(".")[0]
+    own = os.path.join(root, top)
+
+    def mine(where: str | None) -> bool:
+        where = os.path.abspath(where) if where else ""
+        return where in (own, own + ".py") or where.startswith(own + os.sep)
+
+    existing = sys.modules.get(top)
+    if existing is not None:
+        where = getattr(existing, "__file__", None)
+        places = [where, *(getattr(existing, "__path__", None) or [])]
+        if any(mine(p) for p in places) or not (top in sys.stdlib_module_names or
+                                                _installed(where)):
+            return
+    elif top not in sys.stdlib_module_names:
+        try:
+            found = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            return
+        if found is None or not found.has_location or mine(found.origin) or \
+                not _installed(found.origin):
+            return
+        where = found.origin
+    if top in sys.stdlib_module_names:
+        what = "Python's standard library"
+    else:
+        what = f"an installed package ({display_path(where)})" if where else "Python"
+    raise LoadError(f"{display_path(path)} has the name of the module {top!r} of {what}; "
+                    f"importing it would find that module instead, and a step process would "
+                    f"hide the real one from mlpipe", hint=f"rename the "
+                    f"{'file' if top == name else 'folder'} (e.g. {top}_pipeline"
+                    f"{'.py' if top == name else ''})", file=display_path(path))
+
+
 def import_file(path: str):
     """Import the Python file at ``path`` as a module and return it."""
     if not os.path.exists(path):
@@ -57,6 +103,7 @@ def import_file(path: str):
                         "@pipeline", file=path)
     abspath = os.path.abspath(path)
     name, root = _module_name(abspath)
+    _refuse_shadowing(name, root, path)
     if root not in sys.path:
         sys.path.insert(0, root)
     existing = sys.modules.get(name)

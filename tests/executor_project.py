@@ -9,7 +9,7 @@ from pathlib import Path
 
 FIXTURES = Path(__file__).parent / "fixtures" / "executor"
 MODULES = ("steps", "chain", "hold", "failing", "odd", "observed", "hidden", "diagnosed",
-           "spawner")
+           "ddp_plain", "spawner")
 
 
 class Project:
@@ -40,13 +40,14 @@ class Project:
                               env={**self.env(), **(env_extra or {})}, capture_output=True,
                               text=True, timeout=timeout, **kw)
 
-    def popen(self, *args: str) -> subprocess.Popen:
+    def popen(self, *args: str, env_extra: dict[str, str] | None = None) -> subprocess.Popen:
         return subprocess.Popen([sys.executable, "-m", "mlpipe.cli", *args], cwd=self.root,
-                                env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
+                                env={**self.env(), **(env_extra or {})}, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
 
-    def submit(self, pipeline: str, *extra: str, inputs=("left=left.txt", "right=right.txt")):
+    def submit(self, pipeline: str, *extra: str, inputs=("left=left.txt", "right=right.txt"),
+               timeout: float = 120):
         args = ["submit", pipeline if ".py:" in pipeline else f"{pipeline}.py"]
         for item in inputs:
             args += ["--input", item]
-        return self.cli(*args, *extra)
+        return self.cli(*args, *extra, timeout=timeout)

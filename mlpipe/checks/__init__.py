@@ -18,6 +18,7 @@ from mlpipe.checks import (  # noqa: F401  (registration)
     parameters,
     placement,
     reproducibility,
+    runnable,
     structure,
 )
 from mlpipe.checks.registry import CHECKS, Check, check, published_codes, run_checks

@@ -87,6 +87,41 @@ def _few(ids: set[str] | list[str], n: int = 3) -> str:
     return ", ".join(repr(i) for i in shown) + (f" and {more} more" if more > 0 else "")
 
 
+def _loader_copies(records: dict[int, dict[str, Any]], world_size: int,
+                   where: dict[str, Any]) -> Diagnostic | None:
+    """MP522 from the ranks' PyTorch DataLoaders, for code that records no ids: every rank
+    iterated the whole of the same data set and no rank's loader had a sampler that deals out
+    parts (a DistributedSampler, or any sampler with ``num_replicas`` > 1). A validation loader
+    over the whole set beside a distributed training loader is plain DDP, not copies."""
+    if world_size <= 1 or len(records) < world_size:
+        return None
+    fed = {r: rec.get("data_loaders") or [] for r, rec in records.items()}
+    if any(not loaders for loaders in fed.values()):
+        return None   # a rank iterated no DataLoader (or was not watched): nothing to say
+    if any((x.get("num_replicas") or 0) > 1 for loaders in fed.values() for x in loaders):
+        return None
+    signatures: list[set[tuple[Any, ...]]] = []
+    for loaders in fed.values():
+        signatures.append({(x.get("dataset"), x.get("dataset_size"), x.get("subset_size"),
+                            x.get("subset_digest")) for x in loaders
+                           if x.get("whole") and x.get("dataset_size")})
+    common = set.intersection(*signatures)
+    if not common:
+        return None
+    dataset, size, _, _ = max(common, key=lambda sig: sig[1])
+    groups = {tuple(sorted((x.get("process_group") or {}).items())) for loaders in fed.values()
+              for x in loaders if x.get("process_group")}
+    group = (f"in a process group of {world_size}" if groups
+             else "without forming a process group")
+    return Diagnostic.of(
+        INDEPENDENT_COPIES,
+        f"all {len(records)} ranks iterated the whole data set ({size} examples of "
+        f"{dataset}) through a DataLoader with no sampler that deals out parts, {group}: "
+        f"{len(records)} copies trained on the same examples, not one data-parallel run",
+        hint="give each rank its own part: DataLoader(dataset, sampler=DistributedSampler("
+             "dataset)) (or mlpipe.runtime.shard(ids))", **where)
+
+
 def _step_part(step_dir: str | Path | list[dict[str, Any]],
                given: dict[str, Any] | None) -> dict[str, Any] | None:
     if given is not None or isinstance(step_dir, list):
@@ -251,6 +286,10 @@ def check_coordination(step_dir: str | Path | list[dict[str, Any]], *, world_siz
                          f"({_few(shared)}; ranks {', '.join(map(str, pairs))})",
                 hint="every rank must pass the same ids, in the same order, to shard()",
                 **where))
+    if not population and not seen:
+        copies = _loader_copies(records, world_size, where)
+        if copies is not None:
+            findings.append(copies)
     gap = population - seen
     if gap:
         findings.append(Diagnostic.of(

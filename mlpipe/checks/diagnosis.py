@@ -145,6 +145,18 @@ def _reads(record: Mapping[str, Any] | None, rank: Any) -> list[str]:
     return []
 
 
+def _metric_reports(f: StepFailure) -> frozenset[str]:
+    """The outputs whose contract is a metrics report: as the backend said, or as the step
+    record's finisher labelled them (``metrics-report:NAME``), so every backend agrees."""
+    step = (f.record or {}).get("step") if isinstance(f.record, Mapping) else None
+    outputs = step.get("outputs") if isinstance(step, Mapping) else None
+    found = {port for port, entry in (outputs or {}).items()
+             if isinstance(entry, Mapping) and isinstance(entry.get("contract"), str)
+             and entry["contract"].startswith("metrics-report")} if isinstance(outputs, Mapping) \
+        else set()
+    return frozenset(f.metric_reports) | frozenset(found)
+
+
 def diagnose(failure: StepFailure) -> Diagnosis:
     """The layer ``failure`` belongs to, its code, message and fix.
 
@@ -191,7 +203,7 @@ def diagnose(failure: StepFailure) -> Diagnosis:
                     port=f.missing_outputs[0])
     if f.rejected_output is not None:
         port = f.rejected_output[0]
-        if port in f.metric_reports:
+        if port in _metric_reports(f):
             return made(METRIC_MISSING_FROM_REPORT, "logging", _METRIC_HINT, port=port)
         return made(STEP_OUTPUT_REJECTED, "contract", _rejected_hint(port), port=port)
     if f.returncode is not None and f.returncode < 0:
@@ -222,7 +234,7 @@ def _from_record(f: StepFailure, recorded: dict[str, Any], made) -> Diagnosis:
     if layer == "output-completeness":
         return made(STEP_OUTPUT_NOT_WRITTEN, "contract", _missing_hint(port), rank=rank, port=port)
     if layer == "output-contract":
-        if port in f.metric_reports:
+        if port in _metric_reports(f):
             return made(METRIC_MISSING_FROM_REPORT, "logging", _METRIC_HINT, rank=rank, port=port)
         return made(STEP_OUTPUT_REJECTED, "contract", _rejected_hint(port), rank=rank, port=port)
     if layer == "launch":

@@ -18,8 +18,15 @@ TARGET = "FILE.py[:function]|pipeline.yml"
 
 
 def fail(err: MlpipeError) -> None:
-    """Print ``err`` as one located message with its hint, and exit with its code."""
-    click.echo(f"error: {err.render()}", err=True)
+    """Print ``err`` as one located message with its hint, and exit with its code. The
+    configured store URL's password never reaches the terminal, whoever wrote the message."""
+    from mlpipe.evidence.config import locate, scrub
+
+    try:
+        url = locate().url
+    except MlpipeError:  # a config file that cannot be read names no password
+        url = None
+    click.echo(f"error: {scrub(err.render(), url)}", err=True)
     sys.exit(err.exit_code)
 
 

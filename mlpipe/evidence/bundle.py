@@ -20,6 +20,7 @@ from mlpipe.errors import UsageError
 from mlpipe.evidence import models as m
 from mlpipe.evidence.checkresults import stored_checks
 from mlpipe.evidence.findings import find
+from mlpipe.evidence.roots import ArtifactRoots, configured
 from mlpipe.version import __version__
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -76,28 +77,46 @@ _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 BY_MLPIPE, BY_STEP_RUNTIME = "mlpipe", "step-runtime"
 
 
-def subject(model: m.Artifact, label: str) -> list[dict[str, Any]]:
+def subject(model: m.Artifact, label: str, roots: ArtifactRoots | None = None
+            ) -> list[dict[str, Any]]:
     """The in-toto subject: every file of the model artifact with its sha256 and blake3,
     hashed here, or as its step record gave them where the files are not here (an Azure ML
     output: ``Artifact.files``). Empty when the model's files are unknown (only a reference to
-    them was recorded: finding MP660 says so).
+    them was recorded: finding MP660 says so). A model in an artifact root is read from this
+    home's own root (``roots``, default: the configured ones), fetched from the shared root
+    when the own root lacks it.
 
     Raises:
-        UsageError: the model's files are no longer at their location.
+        UsageError: no root holds the model's files any more.
     """
-    if not os.path.exists(model.location) and model.files:
+    here = model.location if remote(model.location) else _local(model, roots)
+    if (here is None or not os.path.exists(here)) and model.files:
         return [{"name": f"{label}/{f['name']}",
                  "digest": {"sha256": f["sha256"], "blake3": f["blake3"]}}
                 for f in sorted(model.files, key=lambda f: f["name"])]
     if is_reference(model.digest) or (remote(model.location) and model.files is None):
         return []  # nothing here to hash, and no file digests recorded: unknown
-    if not os.path.exists(model.location):
-        raise UsageError(f"the model artifact {model.digest} is no longer at {model.location}, "
+    if here is None or not os.path.exists(here):
+        key = _roots(roots).key_for(model.location, model.digest)
+        where = model.location if key is None else _roots(roots).where(key)
+        raise UsageError(f"the model artifact {model.digest} is no longer at {where}, "
                          f"so its files cannot be named in a new bundle",
                          hint="restore the artifact store, or verify the sealed bundle with "
                               "`mlpipe evidence CANDIDATE --verify`")
     return [{"name": f"{label}/{rel}", "digest": file_digests(path)}
-            for rel, path in files_of(model.location)]
+            for rel, path in files_of(here)]
+
+
+def _roots(roots: ArtifactRoots | None) -> ArtifactRoots:
+    return roots if roots is not None else configured()
+
+
+def _local(a: m.Artifact, roots: ArtifactRoots | None) -> str | None:
+    """Where an artifact's bytes are read here (``ArtifactRoots.local``)."""
+    if getattr(a, "key", None):
+        found = _roots(roots).resolve(a.key, a.digest)
+        return None if found is None else str(found)
+    return _roots(roots).local(a.location, a.digest)
 
 
 def _artifact(a: m.Artifact) -> dict[str, Any]:
@@ -184,11 +203,13 @@ def _step(s: Session, sr: m.StepRun, artifacts: dict[str, dict[str, Any]]) -> di
     }
 
 
-def _report(location: str) -> dict[str, Any]:
+def _report(location: str | None) -> dict[str, Any]:
     """Population and metrics read from a metrics-report file (JSON), when it is one."""
     try:
-        data = json.loads(Path(location).read_text())
+        data = json.loads(Path(location or "").read_text()) if location else None
     except (OSError, ValueError, UnicodeDecodeError):
+        data = None
+    if data is None:
         return {"readable": False, "population": None, "metrics": []}
     if not isinstance(data, dict):
         return {"readable": False, "population": None, "metrics": []}
@@ -223,7 +244,8 @@ def _graph(steps: list[dict[str, Any]], snapshots: list[dict[str, Any]]) -> dict
             "inputs": [snap["input"] for snap in snapshots], "edges": edges}
 
 
-def build(s: Session, candidate: m.CandidateRow, *, hash_model: bool = True) -> dict[str, Any]:
+def build(s: Session, candidate: m.CandidateRow, *, hash_model: bool = True,
+          roots: ArtifactRoots | None = None) -> dict[str, Any]:
     """The unsealed bundle of ``candidate``: the Statement with its predicate, without the
     ``sealed_at``/``previous_bundle`` fields that sealing adds.
 
@@ -231,6 +253,7 @@ def build(s: Session, candidate: m.CandidateRow, *, hash_model: bool = True) -> 
         s: an open session.
         candidate: the candidate row (see :func:`find_candidate`).
         hash_model: False leaves the subject empty (verification re-hashes it itself).
+        roots: where artifacts in a root are read here (default: the configured roots).
 
     Returns:
         A JSON-ready dict; ``predicate.findings`` is filled in.
@@ -260,8 +283,10 @@ def build(s: Session, candidate: m.CandidateRow, *, hash_model: bool = True) -> 
     eval_entry = next((st for st in steps if st["step"] == eval_step), None)
     report = None
     if evaluation is not None:
+        here = (None if remote(evaluation.location) or is_reference(evaluation.digest)
+                else _local(evaluation, roots))
         report = {"digest": evaluation.digest, "location": evaluation.location,
-                  **_report(evaluation.location)}
+                  **_report(here)}
     checks = stored_checks(s, run.id)
     recorded = "checks" in (run.options or {})
     predicate: dict[str, Any] = {
@@ -303,7 +328,8 @@ def build(s: Session, candidate: m.CandidateRow, *, hash_model: bool = True) -> 
     }
     predicate["findings"] = find(s, predicate)
     label = "model" if not candidate.name else candidate.name
-    return {"_type": STATEMENT_TYPE, "subject": subject(model, label) if hash_model else [],
+    return {"_type": STATEMENT_TYPE,
+            "subject": subject(model, label, roots) if hash_model else [],
             "predicateType": PREDICATE_TYPE, "predicate": predicate}
 
 

@@ -7,9 +7,11 @@ project root; else a SQLite file under ``evidence/`` of the project.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
 from mlpipe.errors import StoreError, UsageError
 
@@ -26,9 +28,17 @@ def project_root(start: str | os.PathLike[str] | None = None) -> Path:
     return here
 
 
-def _from_file(root: Path) -> str | None:
-    for name, keys in (("mlpipe.toml", ("store", "url")),
-                       ("pyproject.toml", ("tool", "mlpipe", "store_url"))):
+#: Where each setting is read from the project's files: mlpipe.toml keys, pyproject.toml keys.
+_SETTINGS = {
+    "store_url": (("store", "url"), ("tool", "mlpipe", "store_url")),
+    "artifact_root": (("artifacts", "root"), ("tool", "mlpipe", "artifact_root")),
+    "shared_artifacts": (("artifacts", "shared"), ("tool", "mlpipe", "shared_artifacts")),
+}
+
+
+def _from_file(root: Path, setting: str = "store_url") -> str | None:
+    toml_keys, pyproject_keys = _SETTINGS[setting]
+    for name, keys in (("mlpipe.toml", toml_keys), ("pyproject.toml", pyproject_keys)):
         path = root / name
         if not path.is_file():
             continue
@@ -40,7 +50,10 @@ def _from_file(root: Path) -> str | None:
         for key in keys:
             value = value.get(key) if isinstance(value, dict) else None
         if isinstance(value, str) and value:
-            return _anchored(value, root)
+            return _anchored(value, root) if setting == "store_url" else value
+        if value is not None:
+            raise UsageError(f"{path}: {'.'.join(keys)} is {value!r}, not a string",
+                             hint=f"write it as {keys[-1]} = \"...\"")
     return None
 
 
@@ -53,16 +66,48 @@ def _anchored(url: str, root: Path) -> str:
     return url
 
 
+_PASSWORD = re.compile(r"^(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:/@?#]*:)(?P<password>[^@/?#]*)@")
+
+
+def redact(url: str) -> str:
+    """``url`` with its password replaced by ``***``, also when SQLAlchemy cannot parse it (an
+    error about a malformed URL must not show the password either).
+
+    Example:
+        >>> redact("postgresql+psycopg://ana:S3CRET@db.example/mlpipe")
+        'postgresql+psycopg://ana:***@db.example/mlpipe'
+    """
+    return _PASSWORD.sub(lambda m: m["head"] + "***@", url, count=1)
+
+
+def scrub(text: str, url: str | None) -> str:
+    """``text`` (an error message, possibly a driver's) without ``url``'s password in it, as
+    written or percent-decoded."""
+    found = _PASSWORD.match(url or "")
+    if found is None or not found["password"]:
+        return text
+    text = text.replace(found[0], found["head"] + "***@")
+    for secret in sorted({found["password"], unquote(found["password"])}, key=len,
+                         reverse=True):
+        if len(secret) >= 3:  # shorter, it would mask unrelated text; the URL form is gone
+            text = text.replace(secret, "***")
+    return text
+
+
 @dataclass(frozen=True, slots=True)
 class Location:
-    """The store URL and the local folder for artifacts, logs, scratch space and stat cache."""
+    """The store URL; the local folder for logs, scratch space and stat cache; this home's
+    artifact root (default ``<home>/artifacts``) and the shared artifact root, if any (a
+    folder path or an Azure Blob Storage container URL, docs/teams.md)."""
 
     url: str
     home: Path
+    artifact_root: Path | None = None
+    shared_artifacts: str | None = None
 
     @property
     def artifacts(self) -> Path:
-        return self.home / "artifacts"
+        return self.artifact_root or self.home / "artifacts"
 
     @property
     def logs(self) -> Path:
@@ -93,7 +138,10 @@ def missing_store(path: str) -> StoreError:
 def locate(start: str | os.PathLike[str] | None = None) -> Location:
     """Resolve the store URL and local evidence folder for the project at ``start``.
 
-    ``MLPIPE_HOME`` overrides the local folder (default ``<project>/evidence``).
+    ``MLPIPE_HOME`` overrides the local folder (default ``<project>/evidence``);
+    ``MLPIPE_ARTIFACT_ROOT`` (or ``[artifacts] root`` in mlpipe.toml) this home's artifact
+    root, ``MLPIPE_SHARED_ARTIFACTS`` (or ``[artifacts] shared``) the shared one. Relative
+    folders in a project file are relative to the project.
 
     Example:
         >>> locate("/tmp/proj").url
@@ -104,4 +152,9 @@ def locate(start: str | os.PathLike[str] | None = None) -> Location:
     url = os.environ.get("MLPIPE_STORE_URL") or _from_file(root)
     if not url:
         url = f"sqlite:///{home / 'store.sqlite'}"
-    return Location(url, home)
+    own = os.environ.get("MLPIPE_ARTIFACT_ROOT") or _from_file(root, "artifact_root")
+    shared = os.environ.get("MLPIPE_SHARED_ARTIFACTS") or _from_file(root, "shared_artifacts")
+    if shared and "://" not in shared:
+        shared = str((root / Path(shared).expanduser()).resolve())
+    return Location(url, home, (root / Path(own).expanduser()).resolve() if own else None,
+                    shared or None)

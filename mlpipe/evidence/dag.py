@@ -21,7 +21,10 @@ from urllib.parse import quote
 COLORS = {"executed": "#d8f0d8", "reused": "#fdf0c8", "input": "#e4ecf7",
           "failed": "#f6d0d0", "skipped": "#eeeeee", "running": "#e8e0f4"}
 _FONT = "Helvetica,Arial,sans-serif"
-_DOT_TIMEOUT = 30.0
+_DOT_TIMEOUT = 20.0
+#: Above this many boxes plus layer crossings of edges (the virtual nodes dot routes edges
+#: through), dot's time grows past seconds into minutes: a drawing that size is laid out here.
+DOT_MAX_SIZE = 2500
 
 
 @dataclass(frozen=True)
@@ -127,8 +130,12 @@ def svg(p: dict[str, Any], *, dot: str | None = "auto") -> tuple[str, str | None
         return ('<svg xmlns="http://www.w3.org/2000/svg" id="dag" width="10" height="10">'
                 '</svg>', None)
     exe = shutil.which("dot") if dot == "auto" else dot
+    size = _size(drawing)
     if exe is None:
         reason = "Graphviz dot is not installed here (Debian package graphviz)"
+    elif size > DOT_MAX_SIZE:
+        reason = (f"This drawing is too large for Graphviz dot to lay out in reasonable time "
+                  f"({size} boxes and layer crossings of edges; at most {DOT_MAX_SIZE})")
     else:
         try:
             return run_dot(exe, to_dot(drawing)), None
@@ -149,7 +156,10 @@ def _q(text: str) -> str:
 
 def to_dot(d: Drawing) -> str:
     """The drawing as Graphviz DOT: left to right, boxes coloured by status, labelled edges."""
+    # nslimit bounds dot's network-simplex passes: the same drawing for small pipelines, and
+    # seconds instead of minutes where many edges span many layers
     out = ["digraph pipeline {", "  rankdir=LR; nodesep=0.35; ranksep=0.7; bgcolor=transparent;",
+           "  nslimit=4; nslimit1=4;",
            f'  node [shape=box, style="rounded,filled", fontname={_q(_FONT)}, fontsize=11, '
            f'color="#333333", margin="0.15,0.06"];',
            f'  edge [fontname={_q(_FONT)}, fontsize=10, color="#555555", fontcolor="#222222", '
@@ -232,6 +242,12 @@ def _layers(d: Drawing) -> dict[str, int]:
     return layer
 
 
+def _size(d: Drawing) -> int:
+    """Boxes plus the layers edges cross: what a layered layout has to place."""
+    layer = _layers(d)
+    return len(d.nodes) + sum(max(0, abs(layer[e.dst] - layer[e.src]) - 1) for e in d.edges)
+
+
 def layout(d: Drawing) -> Layout:
     """A layered layout whose edges never cross a box: an edge spanning several layers gets a
     slot of its own in each layer between (so it passes between boxes, never behind one), rows
@@ -259,13 +275,15 @@ def layout(d: Drawing) -> Layout:
             if a != b:
                 links_down.setdefault(a, []).append(b)
                 links_up.setdefault(b, []).append(a)
-    for sweep in range(8):
+    pos = {n: j for r in rows for j, n in enumerate(r)}
+    sweeps = 8 if len(pos) < 5000 else 2   # each sweep orders every item once
+    for sweep in range(sweeps):
         order = range(1, n_layers) if sweep % 2 == 0 else range(n_layers - 2, -1, -1)
         links = links_up if sweep % 2 == 0 else links_down
         for k in order:
-            pos = {n: j for r in rows for j, n in enumerate(r)}
-            rows[k].sort(key=lambda n: (sum(pos[m] for m in links.get(n, [])) /
-                                        len(links[n]) if links.get(n) else pos[n]))
+            rows[k].sort(key=lambda n: (sum(pos[m] for m in links[n]) / len(links[n])
+                                        if links.get(n) else pos[n]))
+            pos.update((n, j) for j, n in enumerate(rows[k]))
     # sizes: a box grows with the edges entering or leaving it, so each gets its own height
     fan_in = dict.fromkeys(d.nodes, 0)
     fan_out = dict.fromkeys(d.nodes, 0)

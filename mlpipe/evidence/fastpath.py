@@ -17,7 +17,7 @@ from mlpipe.digests import digest_bytes
 from mlpipe.errors import StoreError
 
 #: Must equal ``mlpipe.evidence.migrate.HEAD`` (a test keeps them in step).
-SCHEMA_HEAD = "0005_i16"
+SCHEMA_HEAD = "0006_i14a"
 
 
 def read_sealed(url: str, ref: str) -> tuple[str, bytes] | None:

@@ -112,10 +112,14 @@ def _review(p: dict[str, Any]) -> dict[str, Any] | None:
     return review if isinstance(review, dict) else None
 
 
-def _decision_text(d: dict[str, Any], digest: str) -> str:
+def _decision_text(d: dict[str, Any], digest: str, previous: str | None) -> str:
     verdict = str(d["verdict"])
-    read = ("this bundle" if d["bundle"] == digest else
-            f"bundle <code>{_e(d['bundle'][:19])}</code>")
+    if d["bundle"] == digest:
+        read = "this bundle"
+    elif d["bundle"] == previous:  # sealing the decision made this bundle, its successor
+        read = f"bundle <code>{_e(d['bundle'][:19])}</code> (this bundle's predecessor)"
+    else:
+        read = f"bundle <code>{_e(d['bundle'][:19])}</code>"
     pol = d.get("policy")
     policy = ""
     if pol:
@@ -138,7 +142,7 @@ def _who(statement: dict[str, Any], digest: str) -> str:
                     'were recorded</span>')
     else:
         status, status_cls = review["status"], "dec-" + review["status"]
-        decision = ("".join(f"<div>{_decision_text(d, digest)}</div>"
+        decision = ("".join(f"<div>{_decision_text(d, digest, p['previous_bundle'])}</div>"
                             for d in review["decisions"][-1:])
                     or '<span class="muted">no decision recorded (mlpipe review)</span>')
         if len(review["decisions"]) > 1:
@@ -149,6 +153,8 @@ def _who(statement: dict[str, Any], digest: str) -> str:
              f"{'' if len(files) == 1 else 's'} named in the subject)</span>" if files else
              f"<code>{_e(c['model'])}</code> <span class='flag'>(its files are unknown: no "
              f"digest of them was recorded)</span>")
+    trained = (p.get("training") or {}).get("step")
+    model += f" <span class='muted'>trained by step {_e(trained)}</span>" if trained else ""
     rows = [("candidate", f"<code>{_e(c['id'])}</code>"
              + (f" <b>{_e(c['name'])}</b>" if c["name"] else "")
              + f" <span class='muted'>created {_e(c['created_at'][:19])}</span>"),
@@ -300,6 +306,15 @@ def _ports(p: dict[str, Any], st: dict[str, Any]) -> str:
     return _table(["", "Port", "Digest", "Kind", "Size"], rows) if rows else ""
 
 
+_STEP_SHOWN = {"step", "step_run", "status", "reused_from", "component", "environment",
+               "compute", "topology", "params", "cache_key", "inputs", "outputs", "metrics",
+               "message", "step_record"}
+#: Predicate fields the sections above show; any other is listed under "Also recorded".
+_SHOWN = {"generator", "candidate", "findings", "run", "pipeline", "code", "ci", "snapshots",
+          "steps", "artifacts", "graph", "training", "evaluation", "checks", "coordination",
+          "previous_bundle", "sealed_at", "review", "productions"}
+
+
 def _step(p: dict[str, Any], st: dict[str, Any]) -> str:
     comp = st["component"]
     rows = [("component", f"{_e(comp['name'])}@{_e(comp['version'])}"),
@@ -319,6 +334,10 @@ def _step(p: dict[str, Any], st: dict[str, Any]) -> str:
         rows.append(("parameters", value_html(st["params"])))
     if st.get("message"):
         rows.append(("message", _e(st["message"])))
+    # what later versions record about a step (hidden inputs, the interpreter, ...) is shown
+    # too, as tables: the page never drops a recorded fact
+    rows += [(k.replace("_", " "), value_html(st[k])) for k in sorted(st)
+             if k not in _STEP_SHOWN]
     if st.get("step_record") is False and st["status"] != "skipped":
         rows.append(("step record", "<span class='flag'>none: what its runtime would have "
                                     "observed is unknown, not absent</span>"))
@@ -391,6 +410,9 @@ def _details(p: dict[str, Any]) -> str:
             parts.append(_table(["Severity", "Code", "Name", "Message"],
                                 [[_badge(d["severity"], "sev-" + d["severity"]), _e(d["code"]),
                                   _e(d["name"]), _e(d["message"])] for d in found]))
+    more = [(k.replace("_", " "), value_html(p[k])) for k in sorted(p) if k not in _SHOWN]
+    if more:
+        parts.append('<h2 id="more">Also recorded</h2>' + _kv(more))
     parts.append("<h2>Bundle</h2>" + _kv([
         ("generator", _e(p["generator"])),
         ("previous bundle", f"<code>{_e(p['previous_bundle'])}</code>" if p["previous_bundle"]

@@ -16,8 +16,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from mlpipe.errors import StoreError
 
 #: The newest migration in ``migrations/versions`` (a test keeps the two in step).
-HEAD = "0005_i16"
-KNOWN = ("0001", "0002", "0003_i17", "0004_i13", "0005_i16")
+HEAD = "0006_i14a"
+KNOWN = ("0001", "0002", "0003_i17", "0004_i13", "0005_i16", "0006_i14a")
 MIGRATIONS = Path(__file__).parent / "migrations"
 UPGRADE_COMMAND = "mlpipe store upgrade"
 _PG_LOCK = 0x6D6C7069  # "mlpi": one advisory lock id for every mlpipe migration
@@ -80,24 +80,37 @@ def ensure_schema(engine: Engine, *, auto_upgrade: bool = True) -> None:
         if revision == HEAD:
             return
         if revision is not None and revision not in KNOWN:
-            raise StoreError(f"the evidence store {engine.url!r} has schema revision "
+            raise StoreError(f"the evidence store {_shown(engine)} has schema revision "
                              f"{revision!r}, newer than this mlpipe knows (head {HEAD!r})",
                              hint="upgrade mlpipe to the version that wrote this store")
         if not auto_upgrade:
-            raise StoreError(f"the evidence store {engine.url!r} has schema revision "
+            raise StoreError(f"the evidence store {_shown(engine)} has schema revision "
                              f"{revision!r}; this mlpipe needs {HEAD!r}",
                              hint=f"run `{UPGRADE_COMMAND}` (with the same MLPIPE_STORE_URL)")
         with _migration_lock(engine):
             if current_revision(engine) != HEAD:
                 upgrade(engine)
     except SQLAlchemyError as exc:
-        raise StoreError(f"cannot open the evidence store {engine.url!r}: "
-                         f"{str(exc.orig if getattr(exc, 'orig', None) else exc).strip()}",
+        raise StoreError(f"cannot open the evidence store {_shown(engine)}: "
+                         f"{_why(engine, exc)}",
                          hint="check MLPIPE_STORE_URL and that the database is reachable"
                          ) from exc
     except OSError as exc:
-        raise StoreError(f"cannot lock the evidence store {engine.url!r} for migration: {exc}",
+        raise StoreError(f"cannot lock the evidence store {_shown(engine)} for migration: "
+                         f"{_why(engine, exc)}",
                          hint="check that the store's folder is writable") from exc
+
+
+def _shown(engine: Engine) -> str:
+    return engine.url.render_as_string(hide_password=True)
+
+
+def _why(engine: Engine, exc: BaseException) -> str:
+    """An error's own words without the store's password (drivers may quote the URL)."""
+    from mlpipe.evidence.config import scrub
+
+    text = str(exc.orig if getattr(exc, "orig", None) else exc).strip()
+    return scrub(text, engine.url.render_as_string(hide_password=False))
 
 
 def auto_upgrade_enabled() -> bool:

@@ -185,6 +185,10 @@ class Artifact(Base):
     size: Mapped[int] = mapped_column(BigInteger)
     file_count: Mapped[int] = mapped_column(Integer)
     location: Mapped[str] = mapped_column(Text)
+    #: Where the artifact lives in an artifact root, relative to the root
+    #: (``blake3/c1/<hex>/data``, ``mlpipe.evidence.roots``); each run resolves it against its
+    #: own root. None for what is not in a root (a pipeline input, an Azure ML output).
+    key: Mapped[Optional[str]] = mapped_column(Text)
     #: Each file's ``{"name", "size", "sha256", "blake3"}`` where the files are not at
     #: ``location`` to hash (an Azure ML output, from its step record); else None.
     files: Mapped[Optional[list[Any]]]

@@ -122,7 +122,7 @@ def reusable_outputs(s: Session | Connection, cache_key: str) -> list[Reusable]:
         if r.port is not None:
             origin.outputs[r.port] = a(id=r.artifact_id, digest=r.digest, kind=r.kind,
                                        size=r.size, file_count=r.file_count,
-                                       location=r.location)
+                                       location=r.location, key=r.key)
     return list(found.values())
 
 
@@ -135,7 +135,7 @@ def _reusable_outputs_query() -> Select:
                .order_by(m.StepRun.started_at.desc()).limit(5).subquery())
     a = m.Artifact
     return (select(origins, m.StepArtifact.port, a.id.label("artifact_id"), a.digest, a.kind,
-                   a.size, a.file_count, a.location)
+                   a.size, a.file_count, a.location, a.key)
             .outerjoin(m.StepArtifact, and_(m.StepArtifact.step_run_id == origins.c.id,
                                             m.StepArtifact.direction == "output"))
             .outerjoin(a, a.id == m.StepArtifact.artifact_id)

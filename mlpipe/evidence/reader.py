@@ -291,6 +291,13 @@ class Reader:
             return True
         return any(not alive(pid, token) for pid, token in running)
 
+    def _scrubbed(self, exc: BaseException) -> str:
+        from mlpipe.evidence.config import scrub
+
+        engine = getattr(self._closer, "engine", None)
+        return scrub(str(exc), None if engine is None
+                     else engine.url.render_as_string(hide_password=False))
+
     def close(self) -> None:
         self._conn.close()
         if self._closer is not None:
@@ -312,7 +319,7 @@ class Reader:
 
             return [tuple(r) for r in self._conn.execute(text(sql), params or {})]
         except Exception as exc:  # sqlite3.Error, SQLAlchemyError
-            raise StoreError(f"the evidence store failed: {exc}",
+            raise StoreError(f"the evidence store failed: {self._scrubbed(exc)}",
                              hint="check that the database is reachable") from exc
 
     def _json(self, value: Any) -> Any:

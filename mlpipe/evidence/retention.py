@@ -1,7 +1,8 @@
 """What retention (``mlpipe gc``) must keep, asked of the store: the artifacts a candidate
 under review or accepted needs to be verified, those of runs still running, and when each
 artifact was last used. Read-only, a handful of set-wise queries; deletes nothing and knows
-no artifact root (``backends.local.gc`` walks the folders).
+no artifact root (``backends.local.gc`` walks the folders). Asks through the ``Reader``
+(plain SQL: sqlite3 for SQLite), so ``gc --dry-run`` starts without the ORM.
 """
 from __future__ import annotations
 
@@ -9,8 +10,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import inspect, text
-from sqlalchemy.orm import Session
+from mlpipe.evidence.reader import Reader
 
 #: Every content digest a sealed bundle's bytes cite (artifacts, snapshots, files).
 _CITED = re.compile(rb"(?:blake3|sha256):[0-9a-f]{64}")
@@ -29,14 +29,21 @@ class Retained:
     sizes: dict[str, int] = field(default_factory=dict)
 
 
-def _rows(s: Session, sql: str, **params) -> list[tuple]:
-    return [tuple(r) for r in s.execute(text(sql), params)]
+def _rows(s: Reader, sql: str, **params) -> list[tuple]:
+    return s._rows(sql, params)
 
 
-def _rejected(s: Session) -> set[str]:
+def _tables(s: Reader) -> set[str]:
+    if s.dialect == "sqlite":
+        return {r[0] for r in _rows(s, "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return {r[0] for r in _rows(s, "SELECT table_name FROM information_schema.tables "
+                                   "WHERE table_schema = current_schema()")}
+
+
+def _rejected(s: Reader, tables: set[str]) -> set[str]:
     """Candidates whose newest recorded decision rejects them (none where the store has no
     decisions table: every candidate is then under review)."""
-    if "decisions" not in inspect(s.connection()).get_table_names():
+    if "decisions" not in tables:
         return set()
     newest: dict[str, tuple[datetime, int, str]] = {}
     for cand, when, ident, verdict in _rows(
@@ -46,7 +53,7 @@ def _rejected(s: Session) -> set[str]:
     return {cand for cand, (_, _, verdict) in newest.items() if verdict == "rejected"}
 
 
-def retained(s: Session) -> Retained:
+def retained(s: Reader) -> Retained:
     """What the store says must be kept, and when each artifact was last used.
 
     A candidate is protected unless its newest decision rejects it: its model and evaluation,
@@ -60,14 +67,15 @@ def retained(s: Session) -> Retained:
         True
     """
     out = Retained()
-    rejected = _rejected(s)
+    tables = _tables(s)
+    rejected = _rejected(s, tables)
     candidates = _rows(s, "SELECT id, run_id, model_artifact_id, evaluation_artifact_id "
                           "FROM candidates")
     kept = [c for c in candidates if c[0] not in rejected]
     out.candidates = sorted(c[0] for c in kept)
     out.rejected = sorted(rejected & {c[0] for c in candidates})
     runs = {c[1] for c in kept}
-    if "candidate_productions" in inspect(s.connection()).get_table_names():
+    if "candidate_productions" in tables:
         ids = {c[0] for c in kept}
         runs |= {r for cand, r in _rows(s, "SELECT candidate_id, run_id FROM "
                                            "candidate_productions") if cand in ids}

@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mlpipe.errors import StoreError
 from mlpipe.evidence import models as m
-from mlpipe.evidence.config import missing_store
+from mlpipe.evidence.config import missing_store, redact, scrub
 from mlpipe.evidence.liveness import alive as _alive
 from mlpipe.evidence.liveness import process_token
 from mlpipe.evidence.migrate import auto_upgrade_enabled, ensure_schema
@@ -79,8 +79,10 @@ def make_engine(url: str, *, create: bool = True) -> Engine:
         if make_url(url).get_backend_name() == "sqlite":
             return _sqlite_engine(url, create=create)
         return create_engine(url, pool_pre_ping=True)
-    except (ArgumentError, SQLAlchemyError, ImportError) as exc:
-        raise StoreError(f"cannot use the evidence store URL {url!r}: {exc}",
+    except (ArgumentError, SQLAlchemyError, ImportError, ValueError) as exc:
+        # ValueError: a port that is not a number
+        raise StoreError(f"cannot use the evidence store URL {redact(url)!r}: "
+                         f"{scrub(str(exc), url)}",
                          hint="set MLPIPE_STORE_URL to a SQLAlchemy URL such as "
                               "sqlite:///evidence/store.sqlite or "
                               "postgresql+psycopg://user@host/db") from exc
@@ -124,6 +126,11 @@ class Store:
     def close(self) -> None:
         self.engine.dispose()
 
+    def _why(self, exc: BaseException) -> str:
+        """A database error's own words, without the store's password."""
+        return scrub(str(getattr(exc, "orig", None) or exc).strip(),
+                     self.engine.url.render_as_string(hide_password=False))
+
     @contextlib.contextmanager
     def session(self) -> Iterator[Session]:
         """A session whose work is committed on exit (rolled back on an exception)."""
@@ -131,8 +138,7 @@ class Store:
             with self._sessions.begin() as session:
                 yield session
         except SQLAlchemyError as exc:
-            raise StoreError(f"the evidence store {self.url!r} failed: "
-                             f"{str(getattr(exc, 'orig', None) or exc).strip()}",
+            raise StoreError(f"the evidence store {self.url!r} failed: {self._why(exc)}",
                              hint="check that the database is reachable and writable") from exc
 
     def _write(self, work: Callable[[Connection], T]) -> T:
@@ -145,8 +151,7 @@ class Store:
             except SQLAlchemyError as exc:
                 if isinstance(exc, IntegrityError) and attempt < 2:
                     continue
-                raise StoreError(f"the evidence store {self.url!r} failed: "
-                                 f"{str(getattr(exc, 'orig', None) or exc).strip()}",
+                raise StoreError(f"the evidence store {self.url!r} failed: {self._why(exc)}",
                                  hint="check that the database is reachable and writable"
                                  ) from exc
         raise AssertionError("unreachable")
@@ -363,7 +368,8 @@ class Store:
         keep its step record.
 
         Args:
-            outputs: port -> ``(digest, kind, size, file_count, location)``.
+            outputs: port -> ``(digest, kind, size, file_count, key)``: the root-relative
+                key an output was filed under (``mlpipe.evidence.roots``), also its location.
             record: the step record as stored (``mlpipe.runtime.record.stored``).
 
         Returns:
@@ -421,9 +427,15 @@ class _Statements:
         return insert(m.Artifact)
 
     @functools.cached_property
+    def set_key(self):
+        return (update(m.Artifact).where(m.Artifact.id == bindparam("i"),
+                                         m.Artifact.key.is_(None))
+                .values(key=bindparam("k")))
+
+    @functools.cached_property
     def artifacts_by_digest(self):
         return select(m.Artifact.id, m.Artifact.digest, m.Artifact.kind, m.Artifact.size,
-                      m.Artifact.file_count, m.Artifact.location).where(
+                      m.Artifact.file_count, m.Artifact.location, m.Artifact.key).where(
             m.Artifact.digest.in_(bindparam("digests", expanding=True)))
 
 
@@ -441,7 +453,8 @@ def _link(conn: Connection, step_run_id: str, direction: str,
 def _artifacts(conn: Connection, wanted: dict[str, tuple[str, str, int, int, str]]
                ) -> dict[str, m.Artifact]:
     """Get or create the artifact rows for ``wanted`` (port -> digest, kind, size, count,
-    location); a digest already known keeps its row and location."""
+    key); a digest already known keeps its row and location, and gets the key when it had
+    none (it was recorded before it was filed in a root)."""
     if not wanted:
         return {}
     digests = sorted({w[0] for w in wanted.values()})
@@ -454,12 +467,18 @@ def _artifacts(conn: Connection, wanted: dict[str, tuple[str, str, int, int, str
     new_rows = {w[0]: w for w in wanted.values() if w[0] not in found}
     if new_rows:
         conn.execute(_SQL.insert_artifact, [
-            {"digest": d, "kind": k, "size": size, "file_count": count, "location": loc}
-            for d, k, size, count, loc in new_rows.values()])
+            {"digest": d, "kind": k, "size": size, "file_count": count, "location": key,
+             "key": key}
+            for d, k, size, count, key in new_rows.values()])
+        found = known()
+    unkeyed = [{"i": found[d].id, "k": w[4]} for d, w in {w[0]: w for w in wanted.values()}.items()
+               if found[d].key is None]
+    if unkeyed:
+        conn.execute(_SQL.set_key, unkeyed)
         found = known()
     return {port: m.Artifact(id=found[w[0]].id, digest=w[0], kind=found[w[0]].kind,
                              size=found[w[0]].size, file_count=found[w[0]].file_count,
-                             location=found[w[0]].location)
+                             location=found[w[0]].location, key=found[w[0]].key)
             for port, w in wanted.items()}
 
 

@@ -1,5 +1,6 @@
 """Verifying a sealed bundle: its bytes against its digest and chain, the store against its
-predicate, and every file it names against its recorded digest (MP711-MP714).
+predicate, and every file it names against its recorded digest (MP711-MP714); a candidate
+without a chain is a finding (MP720), never sealed here.
 
 Reads and hashes only; reports every mismatch and never raises for a missing file. What lives
 only in remote storage (an Azure ML output) is listed as not re-hashed (MP661) unless the
@@ -20,6 +21,7 @@ from mlpipe.codes import (
     ARTIFACT_MISSING,
     ARTIFACT_NOT_REHASHED,
     BUNDLE_BYTES_CHANGED,
+    BUNDLE_CHAIN_MISSING,
     EVIDENCE_CHANGED_IN_STORE,
 )
 from mlpipe.diagnostics import Code
@@ -29,6 +31,7 @@ from mlpipe.errors import StoreError
 from mlpipe.evidence import models as m
 from mlpipe.evidence.bundle import build, remote
 from mlpipe.evidence.compare import differences
+from mlpipe.evidence.roots import ArtifactRoots, configured
 from mlpipe.evidence.seal import chain, load_sealed, unsealed
 
 #: ``fetch(statement, artifact)``: the local path of a remote artifact's bytes, brought here
@@ -121,6 +124,22 @@ def _hash_path(path: str, digest: str, what: str, out: Verification,
                                       "them or re-run the pipeline for a new candidate"))
 
 
+def _check_keyed(roots: ArtifactRoots, key: str, digest: str, what: str,
+                 out: Verification) -> None:
+    """An artifact in an artifact root: re-hashed in this home's own root, fetched (verified)
+    from the shared root first when the own root lacks it. A damaged own copy is reported,
+    not silently replaced."""
+    own = roots.path_of(key)
+    if not os.path.lexists(own) and roots.resolve(key, digest) is None:
+        out.findings.append(_mismatch(ARTIFACT_MISSING, f"{what} is missing: nothing at "
+                                      f"{roots.where(key)}",
+                                      "restore it from a backup, or configure the shared "
+                                      "artifact root that holds it (docs/teams.md); its digest "
+                                      "is " + digest))
+        return
+    _hash_path(str(own), digest, what, out)
+
+
 def _storage(location: str) -> str:
     """What holds a remote location, for a reader: ``azureml://...`` -> ``Azure ML``."""
     scheme = location.split("://", 1)[0].lower()
@@ -161,7 +180,7 @@ def _check_remote(statement: dict[str, Any], art: dict[str, Any], what: str, out
 
 
 def _check_subject(statement: dict[str, Any], out: Verification,
-                   fetched: dict[str, str]) -> None:
+                   fetched: dict[str, str], roots: ArtifactRoots) -> None:
     p = statement["predicate"]
     model = next((a for a in p["artifacts"] if a["digest"] == p["candidate"]["model"]), None)
     if model is None:
@@ -169,6 +188,12 @@ def _check_subject(statement: dict[str, Any], out: Verification,
     location = fetched.get(model["digest"], model["location"])
     if location == model["location"] and model.get("remote", remote(location)):
         return  # only on remote storage and not downloaded: listed as not re-hashed
+    if location == model["location"]:
+        key = roots.key_for(location, model["digest"])
+        if key is not None:
+            if not os.path.lexists(roots.path_of(key)):
+                return  # reported missing with the artifacts
+            location = str(roots.path_of(key))
     is_dir = model["file_count"] != 1 or os.path.isdir(location)
     for entry in statement["subject"]:
         rel = entry["name"].split("/", 1)[1] if "/" in entry["name"] else entry["name"]
@@ -190,8 +215,8 @@ def _check_subject(statement: dict[str, Any], out: Verification,
                 "the bundle no longer describes this model; restore it"))
 
 
-def verify(s: Session, candidate: m.CandidateRow, *, fetch: Fetch | None = None
-           ) -> Verification:
+def verify(s: Session, candidate: m.CandidateRow, *, fetch: Fetch | None = None,
+           roots: ArtifactRoots | None = None) -> Verification:
     """Verify the candidate's sealed bundles against their bytes, the store and the files.
 
     Args:
@@ -199,6 +224,8 @@ def verify(s: Session, candidate: m.CandidateRow, *, fetch: Fetch | None = None
         candidate: a candidate with at least one sealed bundle.
         fetch: brings an artifact that lives only in remote storage here (``Fetch``); without
             it such artifacts are listed as not re-hashed.
+        roots: where artifacts in a root are re-hashed: this home's own root, fetching what
+            it lacks from the shared root (default: the configured roots).
 
     Returns:
         Every mismatch found (``ok`` when none).
@@ -209,10 +236,19 @@ def verify(s: Session, candidate: m.CandidateRow, *, fetch: Fetch | None = None
     """
     rows = chain(s, candidate.id)
     out = Verification(rows[-1].digest if rows else "(none)")
+    if not rows:
+        out.findings.append(_mismatch(
+            BUNDLE_CHAIN_MISSING, f"candidate {candidate.id} has no sealed bundle to verify "
+            f"against: it was never sealed, or its bundles were removed from the store",
+            f"if a reviewer saw its evidence, restore the bundles from a copy you trust (their "
+            f"saved --format json output); if it was never shown, `mlpipe evidence "
+            f"{candidate.id}` seals its first bundle from the store as it is now"))
+        return out
     statement = _check_chain(rows, out)
     if statement is None:
         return out
-    rebuilt = build(s, candidate, hash_model=False)
+    roots = roots if roots is not None else configured()
+    rebuilt = build(s, candidate, hash_model=False, roots=roots)
     sealed = unsealed(statement)
     sealed["subject"] = []
     for line in differences(sealed, rebuilt):
@@ -251,31 +287,31 @@ def verify(s: Session, candidate: m.CandidateRow, *, fetch: Fetch | None = None
             found = _check_remote(statement, art, what, out, fetch)
             if found is not None:
                 fetched[art["digest"]] = found
+        elif (key := roots.key_for(art["location"], art["digest"])) is not None:
+            _check_keyed(roots, key, art["digest"], what, out)
         else:
             _hash_path(art["location"], art["digest"], what, out)
-    _check_subject(statement, out, fetched)
+    _check_subject(statement, out, fetched, roots)
     return out
 
 
 def verify_bundle(url: str, ref: str, *, fetch: Fetch | None = None) -> Verification:
-    """``mlpipe evidence REF --verify``: verify the candidate's sealed bundles, sealing the first
-    one from the store when none is sealed yet (``fetch``: see ``verify``).
+    """``mlpipe evidence REF --verify``: verify the candidate's sealed bundles (``fetch``: see
+    ``verify``). Never seals: a candidate without a sealed bundle is finding MP720
+    (``bundle-chain-missing``), since a store whose bundles were removed and whose rows were
+    edited would otherwise be sealed as it is and verified against itself.
 
     Raises:
         UsageError: no candidate, or more than one, matches ``ref``.
         StoreError: the store cannot be opened.
     """
     from mlpipe.evidence.bundle import find_candidate
-    from mlpipe.evidence.seal import seal, sealed_or_none
     from mlpipe.evidence.store import Store
 
     store = Store.open(url, create=False)
     try:
         with store.session() as s:
-            found = find_candidate(s, ref)
-            if sealed_or_none(s, found) is None:
-                seal(s, found)
-            return verify(s, found, fetch=fetch)
+            return verify(s, find_candidate(s, ref), fetch=fetch)
     finally:
         store.close()
 

@@ -122,7 +122,7 @@ class RankPart:
             "status": "running", "failure": None, "launch": None, "inputs": {},
             "metrics": [], "reductions": [], "consumed": [], "population": [],
             "marked_written": [], "reads_outside_inputs": None, "writes": None,
-            "writes_elsewhere": None, "observation": None,
+            "writes_elsewhere": None, "observation": None, "data_loaders": None,
         }
         self._seen: dict[str, set[str]] = {"consumed": set(), "population": set(),
                                            "marked_written": set()}

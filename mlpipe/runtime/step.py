@@ -18,7 +18,7 @@ import sys
 import traceback
 from typing import Any
 
-from mlpipe.runtime import children, finish, observe, record, tracking
+from mlpipe.runtime import children, finish, loaders, observe, record, tracking
 
 #: The executor's scratch folder of a step (ignored by the observation), when it has one.
 SCRATCH_ENV = "MLPIPE_SCRATCH"
@@ -123,6 +123,19 @@ def run(request: dict[str, Any]) -> None:
     fn(**kwargs)
 
 
+def _ran(result: Any) -> None:
+    """Refuse what a generator or coroutine function returned: its body never ran (check
+    MP960 says so before a run; this holds when that finding was ignored)."""
+    import inspect
+
+    if inspect.isgenerator(result) or inspect.iscoroutine(result) or inspect.isasyncgen(result):
+        close = getattr(result, "close", None)
+        if close is not None:
+            close()
+        raise TypeError(f"the component's function returned {type(result).__name__!r} "
+                        f"without running its body (a generator or async def; see MP960)")
+
+
 def _die_with_parent() -> None:
     """Ask Linux to kill this step if its executor dies (kill -9 leaves no orphan running)."""
     parent = os.environ.get("MLPIPE_PARENT_PID")
@@ -215,6 +228,7 @@ def _execute(request: dict[str, Any]) -> int:
     reads: tuple[str, ...] = ()
     observer: observe.Observer | None = None
     failure: dict[str, Any] | None = None
+    fed: dict[str, Any] | None = None
     code = 0
     rank = record.identity()["rank"]
     try:
@@ -236,11 +250,14 @@ def _execute(request: dict[str, Any]) -> int:
                 request["inputs"], request["outputs"],
                 scratch=[record.folder(), os.environ.get(SCRATCH_ENV)]))
             observer.start()
+        if observer is not None:
+            loaders.start()
         try:
-            fn(**kwargs)
+            _ran(fn(**kwargs))
         finally:
             if observer is not None:
                 observer.stop()
+                fed = loaders.stop()
     except finish._WithResults as exc:  # an input that does not match its contract
         inputs_checked = exc.results
         failure = exc.failure.to_json(rank)
@@ -265,7 +282,8 @@ def _execute(request: dict[str, Any]) -> int:
         "switched off (MLPIPE_OBSERVE=0)" if not observe.enabled() else
         "the step failed before its body ran")
     part.update(status="failed" if failure else "succeeded", failure=failure,
-                finished_at=record.now(), inputs=inputs_checked, tracking=state, **seen)
+                finished_at=record.now(), inputs=inputs_checked, tracking=state, **seen,
+                **(fed or {}))
     record.merge_children(part)
     part.flush()
     if rank != 0 or part.data["role"] != "worker":

@@ -218,7 +218,8 @@ def sealed(tmp_path):
 def _artifact(proj, port):
     p = proj.sealed["predicate"]
     digest = next(o["digest"] for st in p["steps"] for o in st["outputs"] if o["port"] == port)
-    return Path(next(a["location"] for a in p["artifacts"] if a["digest"] == digest))
+    key = next(a["location"] for a in p["artifacts"] if a["digest"] == digest)
+    return proj.root / "evidence" / "artifacts" / key  # a key in the project's artifact root
 
 
 def test_verify_passes_on_an_untouched_store(sealed):
@@ -264,8 +265,9 @@ def test_verify_reports_a_deleted_report_without_crashing(sealed):
     shutil.rmtree(report.parent)
     done = sealed.evidence(sealed.candidate, "--verify")
     assert done.returncode == 1
+    key = report.relative_to(sealed.root / "evidence" / "artifacts")
     assert f"error[MP712] artifact-missing: artifact score.report is missing: nothing at " \
-           f"{report}" in done.stdout
+           f"{key} in the artifact root {sealed.root / 'evidence' / 'artifacts'}" in done.stdout
     assert "Traceback" not in done.stderr
 
 

@@ -209,3 +209,25 @@ def test_dot_draws_names_with_markup_and_quotes_as_text():
     assert ">eval&lt;&amp;&quot;x&gt;</text>" in element
     assert 'id="dag-step-eval___x_"' in element
     assert 'xlink:href="#step-eval%3C%26%22x%3E"' in element
+
+
+def _fan(n: int, every: int) -> dict:
+    """A chain of n steps, and one input read by every ``every``-th step (edges that span many
+    layers: what makes layered layouts slow)."""
+    edges = [("input:data", "s0.data")] + [(f"s{i}.out", f"s{i + 1}.inp") for i in range(n - 1)]
+    edges += [("input:data", f"s{i}.data") for i in range(every, n, every)]
+    return _predicate({f"s{i}": "executed" for i in range(n)}, edges)
+
+
+def test_a_drawing_too_large_for_dot_is_laid_out_here_in_bounded_time():
+    import time
+
+    start = time.perf_counter()
+    element, note = svg(_fan(80, 1), dot=DOT or "/nonexistent/dot")
+    assert note.startswith("This drawing is too large for Graphviz dot to lay out in reasonable "
+                           "time (3241 boxes and layer crossings of edges; at most 2500), so "
+                           "mlpipe drew this with its own layered layout")
+    assert element.count('class="node"') == 81 and element.count('class="edge"') == 80 + 79
+    element, note = svg(_fan(1000, 10), dot=DOT or "/nonexistent/dot")
+    assert note.startswith("This drawing is too large") and element.count('class="edge"') == 1 + 999 + 99
+    assert time.perf_counter() - start < 20

@@ -138,7 +138,8 @@ def test_the_page_reads_top_down_who_findings_evaluation_reuse_provenance_detail
     who = dict(probe["who"])
     assert who["candidate"].startswith(pages["candidate"] + " created ")
     assert who["pipeline"].startswith("review sha256:")
-    assert re.match(r"blake3:[0-9a-f]{64} \(2 files named in the subject\)$", who["model"])
+    assert re.match(r"blake3:[0-9a-f]{64} \(2 files named in the subject\) trained by step fit$",
+                    who["model"])
     assert re.match(r"r-[0-9a-f]{10} succeeded on local, started ", who["run"])
     if "review" in pages["bundle"]["predicate"]:
         assert who["review status"] == "unreviewed"

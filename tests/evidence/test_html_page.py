@@ -101,6 +101,10 @@ def test_the_latest_decision_its_policy_and_later_productions_head_the_page(stat
     assert ("metric accuracy >= 0.9 on test 0.875 on test, 8 examples NOT met MP716 accuracy "
             "0.875 is below 0.9") in text
     assert page.index('id="who"') < page.index('id="findings"') < page.index('id="decisions"')
+    p["previous_bundle"] = DIGEST   # the decision sealed in: it read this bundle's predecessor
+    who = dict(_read(render_html(statement, "sha256:" + "e" * 64)).rows)
+    assert who["decision"].startswith("accepted by Dana at 2026-12-01T02:00:00 UTC on bundle "
+                                      "sha256:bbbbbbbbbbbb (this bundle's predecessor); policy")
 
 
 def test_a_bundle_without_review_decisions_says_so(statement):
@@ -158,3 +162,54 @@ def test_no_value_is_shown_as_json_text(statement):
 ])
 def test_values_render_as_html(value, html):
     assert value_html(value) == html
+
+
+def test_facts_the_page_has_no_section_for_are_still_shown_as_tables(statement):
+    p = statement["predicate"]
+    p["steps"][0]["hidden_inputs"] = [{"path": "/etc/labels.csv", "ranks": [0], "size": 12,
+                                       "blake3": "blake3:" + "d" * 64}]
+    p["steps"][0]["interpreter"] = {"note": "ran on mlpipe's own interpreter", "isolated": False}
+    p["lineage"] = {"parent": "c-0123456789"}
+    page = render_html(statement, DIGEST)
+    text = " ".join("".join(_read(page).parts).split())
+    assert ("hidden inputs path ranks size blake3 /etc/labels.csv 0 12 blake3:" + "d" * 64
+            in text)
+    assert "interpreter isolated no note ran on mlpipe's own interpreter" in text
+    assert "Also recorded lineage parent c-0123456789" in text
+
+
+def test_what_is_unknown_is_flagged_not_dropped(statement):
+    """An Azure ML candidate's shapes: a reference snapshot, a model whose files are unknown,
+    a remote artifact, a step without a step record, reuse with no executed run behind it,
+    a failed coordination, check warnings and a dirty tree."""
+    p = statement["predicate"]
+    statement["subject"] = []
+    p["code"] = {"commit": "1a2b3c4d5e6f", "dirty": True}
+    p["snapshots"][0].update(file_count=None, size=None, mutable=True,
+                             reference="azureml:raw:3")
+    p["steps"][0].update(step_record=False)
+    p["steps"][1].update(status="reused", reused_from={
+        "step_run": "s-000000000001", "run": None, "step": None, "executed_step_run": None,
+        "executed_run": None, "chain": ["s-000000000001"]})
+    p["coordination"] = [{"step": "fit", "ok": False, "world_size": 2, "recorded_ranks": [0],
+                          "covered": 4, "population": 8, "writers": [0], "findings": [
+                              {"severity": "error", "code": "MP521",
+                               "message": "rank 1 left no record"}]}]
+    p["checks"]["warnings"] = [{"severity": "warning", "code": "MP605", "name": "x-y",
+                                "message": "a warning"}]
+    page = render_html(statement, DIGEST)
+    who = dict(_read(page).rows)
+    assert who["model"].endswith("(its files are unknown: no digest of them was recorded) "
+                                 "trained by step fit")
+    text = " ".join("".join(_read(page).parts).split())
+    for shown in ("code 1a2b3c4d5e6f DIRTY working tree",
+                  "azureml:raw:3 blake3:",
+                  "a reference: content not recorded, and it can move",
+                  "step record none: what its runtime would have observed is unknown, not absent",
+                  "1 of 2 steps was reused with no executed run in this store.",
+                  "Reused from step run s-000000000001, with no executed run of it in this store",
+                  "Coordination of fit result FAILED world size 2 ranks recorded 0 examples "
+                  "covered 4 of 8 writers 0 error MP521 rank 1 left no record",
+                  "0 error(s) (a run with check errors never starts) Severity Code Name Message "
+                  "warning MP605 x-y a warning"):
+        assert shown in text, shown

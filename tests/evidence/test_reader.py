@@ -106,6 +106,7 @@ def test_a_store_at_an_older_revision_is_upgraded_first(tmp_path):
         conn.execute(text("ALTER TABLE step_runs DROP COLUMN interpreter"))  # (0005_i16)
         conn.execute(text("DROP INDEX ix_runs_started"))
         conn.execute(text("DROP INDEX ix_candidates_created"))
+        conn.execute(text("ALTER TABLE artifacts DROP COLUMN key"))  # and before keys
         conn.execute(text("UPDATE alembic_version SET version_num = '0003_i17'"))
     store.close()
     with Reader.open(url) as r:

@@ -230,3 +230,27 @@ def test_waiting_for_the_process_group_to_release_a_tensor_is_bounded():
     distributed._wait_until_released(tensor, timeout=0.1)
     assert 0.1 <= time.monotonic() - started < 10  # bounded, on however loaded a machine
     assert never is not None
+
+
+def _loader(sampler="RandomSampler", whole=True, replicas=None, size=16, subset=None, pg=True):
+    return {"dataset": "Subset" if subset else "TensorDataset", "dataset_size": size,
+            "subset_size": size if subset else None, "subset_digest": subset,
+            "sampler": sampler, "num_replicas": replicas, "sampler_rank": None,
+            "whole": whole, "passes": 1,
+            "process_group": {"backend": "gloo", "world_size": 2, "rank": 0} if pg else None}
+
+
+@pytest.mark.parametrize(("loaders", "copies"), [
+    ([[_loader()], [_loader()]], True),                                  # N copies
+    ([[_loader(pg=False)], [_loader(pg=False)]], True),
+    ([[_loader("DistributedSampler", False, 2), _loader("SequentialSampler")],
+      [_loader("DistributedSampler", False, 2), _loader("SequentialSampler")]], False),  # DDP
+    ([[_loader(subset="sha256:a")], [_loader(subset="sha256:b")]], False),  # parts by hand
+    ([[_loader(size=16)], [_loader(size=8)]], False),                    # not the same data
+    ([[_loader()], []], False),                                          # rank 1 fed nothing
+    ([[_loader(whole=None)], [_loader(whole=None)]], False),             # a custom sampler
+])
+def test_independent_copies_from_the_ranks_data_loaders(loaders, copies):
+    parts = [{**_part(r), "data_loaders": fed} for r, fed in enumerate(loaders)]
+    report = check_coordination(parts, world_size=2)
+    assert [d.code for d in report.findings] == (["MP522"] if copies else [])

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from mlpipe.backends.azure.record import reference_digest
 from mlpipe.backends.azure.sync import TERMINAL, JobRecord, SyncedRun
 from mlpipe.checks.coordination import check_coordination
+from mlpipe.checks.reads import check_reads
 from mlpipe.digests.snapshot import snapshot
 from mlpipe.distribution import Metric, as_distribution
 from mlpipe.errors import UsageError
@@ -165,6 +166,8 @@ class _Ingest:
                     f"step {sid!r}: {job.record_note}; its checks, digests and observations "
                     f"are unknown" + (" (did its environment have mlpipe installed?)"
                                       if job.status == "Failed" else ""))
+            for finding in check_reads(job.record, step=sid):
+                self.outcome.notes.append(finding.render())
         with self.store.session() as s:
             existing = {sr.step: sr for sr in s.scalars(
                 select(m.StepRun).where(m.StepRun.run_id == self.run_id))}
@@ -209,12 +212,15 @@ class _Ingest:
             # the job ended, but its ranks did not coordinate: failed, as locally
             status, message = m.FAILED, (f"step {sid!r} did not coordinate: "
                                          f"{self.failed_coordination[sid]}")
+        record = step_record.stored(job.record)
+        if status == m.FAILED and (record is not None or coordination):
+            record = _diagnosed(sid, message or "", record, coordination)
         fields = dict(
             component_version_id=planned["component_version_id"],
             environment_id=planned["environment_id"],
             compute={"declared": planned.get("compute"), "ran_on": job.compute},
             topology=topology, status=status,
-            record=step_record.stored(job.record),
+            record=record,
             reused_from_id=origin.id if origin is not None else None,
             started_at=_when(job.started_at) or _when(job.created_at)
             or (row.started_at if row is not None else utcnow()),
@@ -356,6 +362,23 @@ class _Ingest:
                                       f"output {label!r}")
             return None
         return self.store.register_candidate(self.run_id, model, evaluation, planned.get("name"))
+
+
+def _diagnosed(sid: str, message: str, record: dict[str, Any] | None,
+               coordination: dict[str, Any] | None) -> dict[str, Any]:
+    """The failed step's record with its diagnosis, judged as a local run's is (its logs are
+    Azure ML's: the job's studio page, not a path here)."""
+    from mlpipe.checks.diagnosis import StepFailure, diagnose
+
+    failed = coordination is not None and not coordination.get("ok", True)
+    found = diagnose(StepFailure(
+        sid, message, record=record, launch="coordination" if failed else None,
+        coordination=(coordination or {}).get("findings") or () if failed else (),
+        logs={"step": None, "ranks": {}}))
+    base = dict(record) if record is not None else {
+        "format": step_record.FORMAT, "version": step_record.VERSION, "stored": True,
+        "step": None, "ranks": []}
+    return {**base, "diagnosis": found.to_json()}
 
 
 def _declared_distribution(value: dict[str, Any] | None) -> Any:

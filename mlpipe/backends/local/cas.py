@@ -34,6 +34,10 @@ class ArtifactStore:
         self.root = Path(root)
         self.cache = cache
 
+    def key(self, location: str | os.PathLike[str]) -> str:
+        """The root-relative key of ``location``, a path this store returned."""
+        return Path(location).relative_to(self.root).as_posix()
+
     @contextlib.contextmanager
     def lock(self, *, exclusive: bool = False, wait: bool = True) -> Iterator[None]:
         """Hold the artifact store's lock: shared while a run files and reuses artifacts,
@@ -86,7 +90,10 @@ class ArtifactStore:
                 pass
         staging = entry.parent / f".{entry.name}.{secrets.token_hex(4)}"
         staging.mkdir()
-        os.rename(source, staging / source.name)
+        try:
+            os.rename(source, staging / source.name)
+        except OSError:  # the root is on another file system than the step's work folder
+            shutil.move(source, staging / source.name)
         if entry.exists():
             # a copy that failed verification: replace it (it was damaged or tampered with)
             doomed = entry.parent / f".{entry.name}.old.{secrets.token_hex(4)}"

@@ -40,6 +40,7 @@ from mlpipe.evidence.checkresults import record_checks, summary
 from mlpipe.evidence.config import Location, locate, project_root
 from mlpipe.evidence.queries import running_run_ids
 from mlpipe.evidence.revision import git_revision
+from mlpipe.evidence.roots import ArtifactRoots, shared_root
 from mlpipe.evidence.store import Store, new_id
 from mlpipe.graph import FromInput, FromLiteral, FromStep, Graph, StepNode
 from mlpipe.spec import ComponentSpec
@@ -175,6 +176,8 @@ class _Run:
         self.stale: dict[str, str] = {}  # why a step's earlier run was passed over
         self.paths, self.values = paths, values
         self.cas = ArtifactStore(ex.location.artifacts, cache)
+        self.roots = ArtifactRoots(ex.location.artifacts,
+                                   shared_root(ex.location.shared_artifacts), cache)
         self.procs = Processes()
         self.progress = Progress(len(graph.steps), ex.stream)
         self.progress.width = max([12, *(len(s) for s in graph.steps)])
@@ -267,8 +270,7 @@ class _Run:
                         self._release(sid, waiting)
                     else:
                         step_run_id, job = started
-                        running[pool.submit(execute, job, self.cas, self.cache, self.procs)] = (
-                            sid, step_run_id, job)
+                        running[pool.submit(self._execute, job)] = (sid, step_run_id, job)
                 if not running:
                     if any(not deps for deps in waiting.values()):
                         continue
@@ -312,6 +314,16 @@ class _Run:
         result.status = m.SUCCEEDED
         self.store.finish_run(run_id, m.SUCCEEDED)
         return result
+
+    def _execute(self, job: StepJob) -> StepOutcome:
+        """Run a step (on a worker thread) and publish its outputs to the shared root."""
+        outcome = execute(job, self.cas, self.cache, self.procs)
+        if outcome.ok and self.roots.shared is not None:
+            for _snap, location in outcome.outputs.values():
+                problem = self.roots.publish(self.cas.key(location))
+                if problem:
+                    self.progress.note(f"{job.node_id!r}: {problem}; other homes re-run it")
+        return outcome
 
     def _release(self, sid: str, waiting: dict[str, set[str]]) -> None:
         for deps in waiting.values():
@@ -384,7 +396,7 @@ class _Run:
         params = self._params(node)
         env_row = self._environment_row(node)
         decision = reuse.decide(
-            self.store, self.cas, comp, environment_digest=env_row.digest, params=params,
+            self.store, self.roots, comp, environment_digest=env_row.digest, params=params,
             inputs={port: p.artifact.digest for port, p in bound.items()},
             local_scale=(declared_topology(self.scaled[node.id]) if node.id in self.scaled
                          else None), packages=self.interpreters.packages(node.id),
@@ -398,7 +410,7 @@ class _Run:
             step_run_id = self.store.record_reused(
                 **common, topology=original.topology, original_id=original.id,
                 inputs={k: v.artifact for k, v in bound.items()}, outputs=decision.outputs)
-            self.produced[node.id] = {port: _Produced(art, art.location)
+            self.produced[node.id] = {port: _Produced(art, str(decision.paths[port]))
                                       for port, art in decision.outputs.items()}
             self.result.steps[node.id] = m.REUSED
             self.result.step_runs[node.id] = step_run_id
@@ -475,10 +487,11 @@ class _Run:
             step_run_id, status=m.EXECUTED, message=outcome.not_cached or self.stale.get(sid),
             cacheable=outcome.not_cached is None, topology=topology,
             outputs={port: (snap.digest, job.component.output(port).kind.value, snap.size,
-                            snap.file_count, str(location))
+                            snap.file_count, self.cas.key(location))
                      for port, (snap, location) in outcome.outputs.items()},
             metrics=outcome.metrics, record=outcome.record)
-        arts = {port: _Produced(art, art.location) for port, art in filed.items()}
+        arts = {port: _Produced(art, str(outcome.outputs[port][1]))
+                for port, art in filed.items()}
         self.produced[sid] = arts
         self.result.steps[sid] = m.EXECUTED
         self.progress.finished(sid, m.EXECUTED, outcome.seconds, detail=outcome.not_cached)

@@ -17,15 +17,15 @@ from pathlib import Path
 from mlpipe.backends.local.cas import ArtifactStore, StoreBusy
 from mlpipe.errors import UsageError
 from mlpipe.evidence.config import Location
+from mlpipe.evidence.reader import Reader
 from mlpipe.evidence.retention import Retained, retained
-from mlpipe.evidence.store import Store, utcnow
 
 
 @dataclass(slots=True)
 class Removal:
     """One thing gc removes (or would): an artifact by digest, or a scratch folder."""
 
-    path: Path
+    path: str
     size: int
     digest: str | None = None
     last_used: datetime | None = None
@@ -52,10 +52,10 @@ class GcReport:
     def to_dict(self) -> dict:
         return {"format": "mlpipe.gc/1", "dry_run": self.dry_run,
                 "older_than_days": self.older_than_days, "freed_bytes": self.freed,
-                "artifacts": [{"digest": r.digest, "path": str(r.path), "size": r.size,
+                "artifacts": [{"digest": r.digest, "path": r.path, "size": r.size,
                                "last_used": r.last_used.isoformat() if r.last_used else None}
                               for r in self.artifacts],
-                "scratch": [{"path": str(r.path), "size": r.size} for r in self.scratch],
+                "scratch": [{"path": r.path, "size": r.size} for r in self.scratch],
                 "kept_protected": self.kept_protected, "kept_recent": self.kept_recent,
                 "protected_candidates": self.candidates, "rejected_candidates": self.rejected,
                 "running_runs": self.running}
@@ -100,15 +100,12 @@ def collect(location: Location, *, older_than_days: float | None = None,
 
 def _collect(location: Location, cas: ArtifactStore, days: float | None, *,
              dry_run: bool) -> GcReport:
-    store = Store.open(location.url, create=False)
-    try:
-        with store.session() as s:
-            kept = retained(s)
-    finally:
-        store.close()
+    with Reader.open(location.url) as s:
+        kept = retained(s)
     report = GcReport(dry_run, days, candidates=kept.candidates, rejected=kept.rejected,
                       running=kept.running)
-    cutoff = None if days is None else utcnow() - timedelta(days=days)
+    now = datetime.now(UTC).replace(tzinfo=None)
+    cutoff = None if days is None else now - timedelta(days=days)
     for digest, entry, leftover in _entries(cas.root):
         if leftover:  # a crash's staging folder: nothing names it
             report.scratch.append(Removal(entry, _size(entry)))
@@ -130,21 +127,22 @@ def _collect(location: Location, cas: ArtifactStore, days: float | None, *,
     return report
 
 
-def _last_used(kept: Retained, digest: str, entry: Path) -> datetime | None:
+def _last_used(kept: Retained, digest: str, entry: str) -> datetime | None:
     """When a step run last used the artifact; for one the store does not name, when it was
     filed (the folder's time); None when neither is known."""
     used = kept.last_used.get(digest)
     if used is not None:
         return used
     try:
-        return datetime.fromtimestamp(entry.stat().st_mtime, UTC).replace(tzinfo=None)
+        return datetime.fromtimestamp(os.stat(entry).st_mtime, UTC).replace(tzinfo=None)
     except OSError:
         return None
 
 
 def _entries(root: Path):
     """``(digest, entry folder, leftover)`` for each entry of the artifact root
-    (``<algo>/<2 hex>/<hex>``); ``leftover`` for a staging folder a crash left."""
+    (``<algo>/<2 hex>/<hex>``); ``leftover`` for a staging folder a crash left. Paths stay
+    strings: 10,000 ``Path`` objects would cost more than the walk."""
     try:
         algos = [e for e in os.scandir(root) if e.is_dir(follow_symlinks=False)
                  and not e.name.startswith(".")]
@@ -157,25 +155,25 @@ def _entries(root: Path):
             with os.scandir(prefix.path) as it:
                 for entry in it:
                     if entry.name.startswith("."):
-                        yield None, Path(entry.path), True
+                        yield None, entry.path, True
                     elif entry.name.startswith(prefix.name):
-                        yield f"{algo.name}:{entry.name}", Path(entry.path), False
+                        yield f"{algo.name}:{entry.name}", entry.path, False
 
 
-def _idle_work(work: Path, running: list[str]) -> list[Path]:
+def _idle_work(work: Path, running: list[str]) -> list[str]:
     """Scratch folders of runs that are not running (a killed executor's leftovers)."""
     try:
         names = [e.name for e in os.scandir(work) if e.is_dir(follow_symlinks=False)]
     except OSError:
         return []
-    return [work / n for n in sorted(names) if n not in set(running)]
+    return [str(work / n) for n in sorted(names) if n not in set(running)]
 
 
-def _size(path: Path) -> int:
+def _size(path: str) -> int:
     total = 0
     try:
-        if path.is_file() or path.is_symlink():
-            return path.lstat().st_size
+        if not os.path.isdir(path) or os.path.islink(path):
+            return os.lstat(path).st_size
         for folder, _, files in os.walk(path):
             for name in files:
                 try:
@@ -187,8 +185,9 @@ def _size(path: Path) -> int:
     return total
 
 
-def _remove(path: Path) -> None:
+def _remove(entry: str) -> None:
     """Take the entry out of its name first (one rename), so nothing ever sees half of it."""
+    path = Path(entry)
     doomed = path.with_name(f".gc.{path.name}.{secrets.token_hex(4)}")
     try:
         os.rename(path, doomed)

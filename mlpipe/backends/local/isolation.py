@@ -31,27 +31,52 @@ DONE = "mlpipe-environment.json"
 
 def installed() -> dict[str, Any]:
     """``{"version", "packages"}`` of this interpreter: its Python version and its installed
-    distributions as sorted ``name==version`` lines (one per distribution name)."""
-    import importlib.metadata as meta
+    distributions as sorted ``name==version`` lines, one per normalized name (the first on
+    ``sys.path`` wins, as for imports), read from the ``.dist-info``/``.egg-info`` folder
+    names (a few milliseconds: no metadata file is parsed but an egg-info's without a
+    version in its name). Self-contained: ``inspect`` runs its source in other interpreters.
+    """
+    import os
+    import re
+    import sys
 
     seen: dict[str, str] = {}
-    for dist in meta.distributions():
-        name = (dist.metadata["Name"] or "").strip()
-        if name:
-            seen.setdefault(name.lower().replace("_", "-"), f"{name}=={dist.version}")
+    for folder in sys.path:
+        try:
+            entries = sorted(os.listdir(folder or "."))
+        except OSError:
+            continue
+        for entry in entries:
+            stem, dot, kind = entry.rpartition(".")
+            if not dot or kind not in ("dist-info", "egg-info"):
+                continue
+            name, _, version = stem.partition("-")
+            version = version.split("-py", 1)[0] if kind == "egg-info" else version
+            if not version:  # ``name.egg-info`` (a development install): its PKG-INFO
+                path = os.path.join(folder or ".", entry)
+                path = os.path.join(path, "PKG-INFO") if os.path.isdir(path) else path
+                try:
+                    with open(path, encoding="utf-8", errors="replace") as fh:
+                        version = next((line.split(":", 1)[1].strip() for line in fh
+                                        if line.startswith("Version:")), "")
+                except OSError:
+                    pass
+            key = re.sub(r"[-_.]+", "-", name).lower()
+            if key and key not in seen:
+                seen[key] = f"{key}=={version or 'unknown'}"
     return {"version": ".".join(map(str, sys.version_info[:3])),
-            "packages": sorted(seen.values(), key=str.lower)}
+            "packages": sorted(seen.values())}
 
 
-#: ``installed()`` as a script, run by an interpreter that has no mlpipe.
-_FREEZE = ("import importlib.metadata as meta, json, sys\n"
-           "seen = {}\n"
-           "for dist in meta.distributions():\n"
-           "    name = (dist.metadata['Name'] or '').strip()\n"
-           "    if name:\n"
-           "        seen.setdefault(name.lower().replace('_', '-'), f'{name}=={dist.version}')\n"
-           "json.dump({'version': '.'.join(map(str, sys.version_info[:3])),\n"
-           "           'packages': sorted(seen.values(), key=str.lower)}, sys.stdout)\n")
+def _freeze_script() -> str:
+    """``installed()`` as a script for an interpreter that has no mlpipe."""
+    import inspect as source
+    import textwrap
+
+    return ("from __future__ import annotations\n" + textwrap.dedent(
+        source.getsource(installed)) + "\nimport json, sys\n"
+            "json.dump(installed(), sys.stdout)\n")
+
 
 _CONDA_ONLY = {"python", "pip", "setuptools", "wheel"}
 _SPEC = re.compile(r"^(?:[\w.-]+::)?(?P<name>[A-Za-z0-9][\w.-]*)\s*(?P<rest>.*)$")
@@ -111,8 +136,8 @@ def inspect(python: str) -> dict[str, Any]:
         EnvironmentBuildFailed: the interpreter cannot be run.
     """
     try:
-        done = subprocess.run([python, "-I", "-c", _FREEZE], capture_output=True, text=True,
-                              timeout=120, check=True)
+        done = subprocess.run([python, "-I", "-c", _freeze_script()], capture_output=True,
+                              text=True, timeout=120, check=True)
         return json.loads(done.stdout)
     except (OSError, subprocess.SubprocessError, ValueError) as exc:
         raise EnvironmentBuildFailed(f"the interpreter {python} cannot list its packages: "
@@ -124,8 +149,8 @@ _OWN: list[Interpreter] = []
 
 
 def own_interpreter() -> Interpreter:
-    """mlpipe's own interpreter (the one steps run on without ``--isolate``), inspected once
-    per process in this process."""
+    """mlpipe's own interpreter (the one steps run on without ``--isolate``), inspected in this
+    process, once."""
     if not _OWN:
         _OWN.append(_identity(installed(), sys.executable))
     return _OWN[0]
@@ -242,6 +267,39 @@ def _uv() -> str | None:
         return None
 
 
+#: pip's settings that say where packages come from, as uv's options
+_PIP_TO_UV = {"index-url": "--index-url", "extra-index-url": "--extra-index-url",
+              "find-links": "--find-links", "constraint": "--constraint"}
+
+
+def pip_sources(python: str = sys.executable) -> list[str]:
+    """pip's configured package sources (``pip config list``: its files and ``PIP_*``
+    variables) as ``uv pip install`` options, so uv installs from the registries pip is set up
+    to use here.
+
+    Example:
+        >>> pip_sources()  # with find-links = /opt/wheels in pip.conf
+        ['--find-links', '/opt/wheels']
+    """
+    try:
+        done = subprocess.run([python, "-m", "pip", "config", "list"], capture_output=True,
+                              text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    found: dict[str, list[str]] = {}
+    for line in done.stdout.splitlines():
+        key, _, value = line.partition("=")
+        option = _PIP_TO_UV.get(key.rpartition(".")[2])
+        if option is None:
+            continue
+        values = value.strip().strip("'\"").split()
+        # a PIP_* variable (":env:") overrides the files, as it does for pip
+        if key.startswith(":env:") or option not in found:
+            found[option] = values
+    return [part for option, values in found.items() for value in values
+            for part in (option, value)]
+
+
 def _run(argv: list[str], log: Any, cwd: Path) -> None:
     log.write(f"$ {' '.join(argv)}\n")
     log.flush()
@@ -250,10 +308,13 @@ def _run(argv: list[str], log: Any, cwd: Path) -> None:
 
 
 def build(env: Environment, conda_file: Path, digest: str, root: Path,
-          note: Any = None) -> Interpreter:
+          note: Any = None, installer: str | None = None) -> Interpreter:
     """The virtual environment of ``env``, built from its conda file under ``root`` (once:
     later calls with the same environment digest find it built), with ``uv`` when it is
-    installed, else ``venv`` and ``pip`` with pip's own configuration (its indexes).
+    installed, else ``venv`` and ``pip``; either way from the package sources pip is
+    configured with here (its indexes, wheel folders and constraints).
+
+    ``installer`` (``"uv"`` or ``"pip"``) chooses; by default uv when it is found.
 
     Safe for two runs at once: a lock per environment; a half-built folder is rebuilt.
 
@@ -270,13 +331,19 @@ def build(env: Environment, conda_file: Path, digest: str, root: Path,
         fcntl.flock(lock, fcntl.LOCK_EX)
         if done.exists():
             state = json.loads(done.read_text())
-            return _identity(inspect(str(folder / "bin" / "python")),
-                             str(folder / "bin" / "python"), environment=digest,
+            python = str(folder / "bin" / "python")
+            listed = state.get("listed")
+            if listed is None or state.get("site") != _site_stamp(folder):
+                listed = inspect(python)  # installed into since: list it again
+            return _identity(listed, python, environment=digest,
                              built_with=state.get("built_with"))
         shutil.rmtree(folder, ignore_errors=True)
         log_path = folder.with_suffix(".log")
         base = _base_python(wanted.python)
-        uv = _uv()
+        uv = _uv() if installer in (None, "uv") else None
+        if installer == "uv" and uv is None:
+            raise EnvironmentBuildFailed("uv is not installed here",
+                                         hint="pip install uv, or build with pip")
         if note is not None:
             note(f"building environment {_label(env)!r} ({len(wanted.packages)} "
                  f"requirement{'s' if len(wanted.packages) != 1 else ''}, "
@@ -289,8 +356,8 @@ def build(env: Environment, conda_file: Path, digest: str, root: Path,
                 if uv:
                     _run([uv, "venv", "--quiet", "--python", base, str(folder)], log, root)
                     if wanted.packages:
-                        _run([uv, "pip", "install", "--python", python, "-r", str(reqs)], log,
-                             conda_file.parent)
+                        _run([uv, "pip", "install", "--python", python, *pip_sources(),
+                              "-r", str(reqs)], log, conda_file.parent)
                 else:
                     _run([base, "-m", "venv", str(folder)], log, root)
                     if wanted.packages:
@@ -305,12 +372,22 @@ def build(env: Environment, conda_file: Path, digest: str, root: Path,
                 f"({exc.__class__.__name__}){': ' + last if last else ''}",
                 hint=f"fix its requirements (whole log: {log_path}); every package must be "
                      f"installable with pip here") from None
-        identity = _identity(inspect(python), python, environment=digest,
+        listed = inspect(python)
+        identity = _identity(listed, python, environment=digest,
                              built_with="uv" if uv else "venv+pip")
         done.write_text(json.dumps({"built_with": identity.built_with,
                                     "requirements": list(wanted.packages),
-                                    "conda_file": str(conda_file)}))
+                                    "conda_file": str(conda_file), "listed": listed,
+                                    "site": _site_stamp(folder)}))
         return identity
+
+
+def _site_stamp(folder: Path) -> list[list[Any]]:
+    """The environment's site-packages folders and their modification times: installing or
+    removing a distribution adds or removes a ``.dist-info`` folder there, which changes it,
+    so an unchanged stamp means the package set listed at build time is still the one."""
+    return [[str(p), p.stat().st_mtime_ns] for p in sorted(folder.glob("lib*/python*/"
+                                                                     "site-packages"))]
 
 
 @dataclass(slots=True)

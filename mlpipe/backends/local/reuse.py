@@ -1,6 +1,6 @@
 """Whether a step is reused: its cache key, and the newest executed run of it whose outputs are
-all still intact in the artifact store and whose reads outside its inputs still have the content
-it read.
+all intact in this run's own artifact root (fetched from the shared root when it lacks them)
+and whose reads outside its inputs still have the content it read.
 
 Decides only: reads the store and re-verifies stored outputs; the executor records what was
 decided. What goes into the key is ``cachekey``'s.
@@ -8,13 +8,14 @@ decided. What goes into the key is ``cachekey``'s.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from mlpipe.backends.local import cachekey
-from mlpipe.backends.local.cas import ArtifactStore
 from mlpipe.digests.snapshot import StatCache, snapshot
 from mlpipe.evidence import models as m
 from mlpipe.evidence.queries import Reusable, reusable_outputs
+from mlpipe.evidence.roots import ArtifactRoots, key_in
 from mlpipe.evidence.store import Store
 from mlpipe.spec import ComponentSpec
 
@@ -24,20 +25,22 @@ class Decision:
     """What the executor does with one step.
 
     ``origin`` is the executed step run to reuse (None: run the step), ``outputs`` its output
-    artifacts by port, verified intact; ``why_not`` says why reuse was not even looked for, or
-    (``stale``) why an earlier run with the same key was passed over.
+    artifacts by port, verified intact, and ``paths`` where they are in this run's own root;
+    ``why_not`` says why reuse was not even looked for, or (``stale``) why an earlier run with
+    the same key was passed over.
     """
 
     key: str
     material: dict[str, Any]
     origin: Reusable | None = None
     outputs: dict[str, m.Artifact] = field(default_factory=dict)
+    paths: dict[str, Path] = field(default_factory=dict)
     why_not: str | None = None
     #: an earlier run passed over because what it read outside its inputs changed
     stale: str | None = None
 
 
-def decide(store: Store, cas: ArtifactStore, component: ComponentSpec, *,
+def decide(store: Store, roots: ArtifactRoots, component: ComponentSpec, *,
            environment_digest: str, params: dict[str, Any], inputs: dict[str, str],
            local_scale: dict[str, Any] | None = None, packages: str | None = None,
            enabled: bool = True, cache: StatCache | None = None) -> Decision:
@@ -45,7 +48,8 @@ def decide(store: Store, cas: ArtifactStore, component: ComponentSpec, *,
 
     Args:
         store: the open evidence store.
-        cas: the artifact store the outputs must still be intact in.
+        roots: the run's artifact roots: the outputs must be intact in its own root, or be
+            fetched into it from the shared root.
         component: the step's component, as declared.
         environment_digest: its environment's content digest.
         params: every parameter's value.
@@ -71,20 +75,22 @@ def decide(store: Store, cas: ArtifactStore, component: ComponentSpec, *,
     elif not component.reuse:
         decision.why_not = f"component {component.name!r} declares reuse=False"
     else:
-        found, stale = _intact_origin(store, cas, decision.key, component, cache)
+        found, stale = _intact_origin(store, roots, decision.key, component, cache)
         if found is not None:
-            decision.origin, decision.outputs = found
+            decision.origin, decision.outputs, decision.paths = found
         elif stale is not None:
             decision.why_not = decision.stale = stale
     return decision
 
 
-def _intact_origin(store: Store, cas: ArtifactStore, key: str, component: ComponentSpec,
+def _intact_origin(store: Store, roots: ArtifactRoots, key: str, component: ComponentSpec,
                    cache: StatCache | None
-                   ) -> tuple[tuple[Reusable, dict[str, m.Artifact]] | None, str | None]:
+                   ) -> tuple[tuple[Reusable, dict[str, m.Artifact], dict[str, Path]] | None,
+                              str | None]:
     """The newest executed run with ``key`` that produced exactly the component's outputs, all
-    of them still intact in ``cas``, and that read nothing outside its inputs that has changed
-    since; else None and, when a run was passed over for what it read, why."""
+    of them intact in this run's own root (or fetched into it; never a path outside it), and
+    that read nothing outside its inputs that has changed since; else None and, when a run was
+    passed over for what it read, why."""
     with store.session() as s:
         found = reusable_outputs(s, key)
     wanted = {p.name for p in component.outputs}
@@ -92,14 +98,26 @@ def _intact_origin(store: Store, cas: ArtifactStore, key: str, component: Compon
     for original in found:
         if set(original.outputs) != wanted:
             continue
-        if not all(cas.verify(art.location, art.digest) for art in original.outputs.values()):
-            continue
         changed = changed_hidden_input(original.hidden_inputs, cache)
         if changed is not None:
             stale = stale or f"step run {original.id} {changed}: the step runs again"
             continue
-        return (original, dict(original.outputs)), None
+        paths = _resolved(roots, original.outputs)
+        if paths is not None:
+            return (original, dict(original.outputs), paths), None
     return None, stale
+
+
+def _resolved(roots: ArtifactRoots, outputs: dict[str, m.Artifact]) -> dict[str, Path] | None:
+    """Each output's intact copy in the own root, or None when any is in no root."""
+    paths: dict[str, Path] = {}
+    for port, art in outputs.items():
+        art_key = art.key or key_in(art.location, art.digest)
+        path = None if art_key is None else roots.resolve(art_key, art.digest)
+        if path is None:
+            return None
+        paths[port] = path
+    return paths
 
 
 def changed_hidden_input(entries: list[dict[str, Any]] | None,

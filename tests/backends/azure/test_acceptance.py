@@ -100,6 +100,11 @@ def test_submit_wait_sync_evidence_and_verify_through_the_real_mlclient(mlpipe, 
     assert steps["lb_train.fit"]["message"] == ("step 'lb_train.fit' failed: ValueError: the loss "
                                                 "diverged (NaN) at epoch 51 of 60: lower the "
                                                 "epochs")
+    # diagnosed at its layer as a local run is: the step's own code raised
+    diagnosis = steps["lb_train.fit"]["diagnosis"]
+    assert (diagnosis["code"], diagnosis["layer"], diagnosis["logs"]) == (
+        "MP926", "step-code", {"step": None, "ranks": {}})
+    assert steps["prepare"]["diagnosis"] is None
 
     # 2. fixed: prepare reused from the failed run, throttled once, a candidate
     original = first_job.child("prepare")

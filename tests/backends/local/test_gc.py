@@ -125,3 +125,27 @@ def test_a_negative_age_is_a_usage_error(tmp_path):
     assert done.returncode == 2
     assert done.stderr == ("error: --older-than -1 is not a number of days of 0 or more\n"
                            "  help: give --older-than 30 to keep what was used in 30 days\n")
+
+
+def test_gc_frees_this_homes_artifact_root_and_leaves_the_shared_one(tmp_path):
+    proj = Project(tmp_path / "proj")
+    own, shared = tmp_path / "roots" / "own", tmp_path / "shared"
+    env = {"MLPIPE_ARTIFACT_ROOT": str(own), "MLPIPE_SHARED_ARTIFACTS": str(shared)}
+    first = proj.cli("submit", "diagnosed.py:spare", "--input", "left=left.txt", env_extra=env)
+    assert first.returncode == 0, first.stderr
+    in_shared = sorted(p.relative_to(shared) for p in shared.rglob("*") if p.is_file())
+    assert in_shared
+    done = proj.cli("gc", "--format", "json", env_extra=env)
+    assert done.returncode == 0, done.stderr
+    removed = json.loads(done.stdout)["artifacts"]
+    assert len(removed) == 1 and removed[0]["path"].startswith(str(own))
+    assert not Path(removed[0]["path"]).exists()
+    assert sorted(p.relative_to(shared) for p in shared.rglob("*") if p.is_file()) == in_shared
+    # the shared root still has it: the next run fetches it (verified) instead of re-running
+    again = proj.cli("submit", "diagnosed.py:spare", "--input", "left=left.txt", env_extra=env)
+    assert _statuses_env(proj, _ids(again)[0], env) == {"double": "reused"}
+
+
+def _statuses_env(proj: Project, rid: str, env: dict[str, str]) -> dict[str, str]:
+    shown = json.loads(proj.cli("show", rid, "--format", "json", env_extra=env).stdout)
+    return {s["step"]: s["status"] for s in shown["steps"]}

@@ -134,13 +134,55 @@ def test_the_package_set_is_every_installed_distribution_once():
     own = isolation.installed()
     from importlib.metadata import distributions
 
-    names = {d.metadata["Name"].lower().replace("_", "-") for d in distributions()
-             if d.metadata["Name"]}
-    assert len(own["packages"]) == len(names)
-    assert any(p.startswith("PyYAML==") for p in own["packages"])
+    expected: dict[str, str] = {}
+    for dist in distributions():  # importlib's answer, each metadata file parsed
+        name = re.sub(r"[-_.]+", "-", dist.metadata["Name"]).lower()
+        expected.setdefault(name, f"{name}=={dist.version}")
+    assert own["packages"] == sorted(expected.values())
+    assert any(p.startswith("pyyaml==") for p in own["packages"])
     assert isolation.own_interpreter().packages == digest_of(own["packages"])
     # the script run by another interpreter gives the same list as this process
     assert isolation.inspect(sys.executable) == own
+
+
+def test_uv_installs_from_the_package_sources_pip_is_configured_with(monkeypatch):
+    monkeypatch.setenv("PIP_EXTRA_INDEX_URL", "file:///srv/a/simple file:///srv/b/simple")
+    monkeypatch.setenv("PIP_FIND_LINKS", "/srv/wheels")
+    found = isolation.pip_sources()
+    pairs = list(zip(found[::2], found[1::2]))
+    assert [v for k, v in pairs if k == "--extra-index-url"] == ["file:///srv/a/simple",
+                                                                 "file:///srv/b/simple"]
+    assert [v for k, v in pairs if k == "--find-links"] == ["/srv/wheels"]
+    assert {k for k, _ in pairs} <= {"--index-url", "--extra-index-url", "--find-links",
+                                     "--constraint"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("installer", ["pip", "uv"])
+def test_each_installer_builds_the_environment_once_from_its_conda_file(installer, tmp_path):
+    if installer == "uv" and isolation._uv() is None:
+        pytest.skip("uv is not installed (the dev extra installs it)")
+    env = Environment("", image="img", conda_file=str(FIXTURE / "env" / "conda.yml"))
+    built = isolation.build(env, FIXTURE / "env" / "conda.yml", "sha256:e", tmp_path,
+                            installer=installer)
+    assert built.built_with == ("uv" if installer == "uv" else "venv+pip")
+    listed = isolation.inspect(built.python)
+    assert "termcolor==3.3.0" in listed["packages"]
+    assert built.packages == digest_of(listed["packages"])
+    assert built.environment == "sha256:e" and Path(built.python).is_relative_to(tmp_path)
+    again = isolation.build(env, FIXTURE / "env" / "conda.yml", "sha256:e", tmp_path,
+                            installer=installer)
+    assert again == built  # found built: the same interpreter and package set
+    log = next(tmp_path.glob("*.log")).read_text()
+    assert log.count("$ ") == 2  # one venv, one install
+    # a package installed into it since: the package set is listed again, not remembered
+    add = ([isolation._uv(), "pip", "install", "--python", built.python] if installer == "uv"
+           else [built.python, "-m", "pip", "install", "-q"])
+    subprocess.run([*add, *isolation.pip_sources(), "six"], check=True, capture_output=True)
+    changed = isolation.build(env, FIXTURE / "env" / "conda.yml", "sha256:e", tmp_path,
+                              installer=installer)
+    assert changed.package_count == built.package_count + 1
+    assert changed.packages == digest_of(isolation.inspect(built.python)["packages"])
 
 
 # --- end to end ---------------------------------------------------------------------------------
@@ -178,7 +220,7 @@ def test_a_step_that_needs_its_own_package_runs_isolated_and_the_evidence_shows_
     python = Path(inside["python"])
     assert python.parent.parent.parent == project / "evidence" / "environments"
     packages = isolation.inspect(str(python))["packages"]
-    assert "termcolor==3.3.0" in packages and not any(p.startswith("PyYAML") for p in packages)
+    assert "termcolor==3.3.0" in packages and not any(p.startswith("pyyaml") for p in packages)
     assert (inside["packages_digest"], inside["packages"]) == (digest_of(packages),
                                                                len(packages))
     log = (project / "evidence" / "logs" / run_id / "paint.log").read_text()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from executor_project import Project
+from mlpipe.evidence import models as m
+from mlpipe.evidence.store import Store
 
 pytestmark = pytest.mark.slow
 
@@ -35,3 +37,35 @@ def test_writers_are_judged_from_what_the_ranks_wrote(proj, params, expected):
     assert done.returncode == 1
     assert "step 'plain_train' did not coordinate" in done.stderr + done.stdout
     assert expected in done.stderr + done.stdout
+
+
+def test_plain_ddp_with_a_distributed_sampler_coordinates(proj):
+    pytest.importorskip("torch")
+    done = proj.submit("ddp_plain", inputs=("left=left.txt",), timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    store = Store.open(f"sqlite:///{proj.root / 'evidence' / 'store.sqlite'}")
+    try:
+        with store.session() as s:
+            [record] = [sr.record for sr in s.query(m.StepRun).all()]
+    finally:
+        store.close()
+    # what the ranks' loaders were: the training one deals parts, the validation one does not
+    for part in record["ranks"]:
+        train, whole = part["data_loaders"]
+        assert (train["sampler"], train["num_replicas"], train["sampler_rank"], train["whole"],
+                train["passes"]) == ("DistributedSampler", 2, part["rank"], False, 2)
+        assert (whole["sampler"], whole["whole"], whole["dataset_size"]) == (
+            "SequentialSampler", True, 16)
+        assert train["process_group"] == {"backend": "gloo", "world_size": 2,
+                                          "rank": part["rank"]}
+
+
+def test_every_rank_iterating_the_whole_data_set_is_independent_copies(proj):
+    pytest.importorskip("torch")
+    done = proj.submit("ddp_plain", "--param", "mode=copies", inputs=("left=left.txt",),
+                       timeout=300)
+    assert done.returncode == 1
+    assert ("error[MP522] independent-copies: all 2 ranks iterated the whole data set (16 "
+            "examples of TensorDataset) through a DataLoader with no sampler that deals out "
+            "parts, in a process group of 2: 2 copies trained on the same examples, not one "
+            "data-parallel run") in done.stderr + done.stdout

@@ -1,0 +1,180 @@
+"""Watching how a step body feeds PyTorch: each ``DataLoader`` it iterates, its data set's
+size and its sampler (a ``DistributedSampler`` deals each rank its own part; a plain one gives
+every rank the whole data set), and whether a process group was formed by then. The
+coordination check tells plain DDP from independent copies with it, for code that never calls
+mlpipe's helpers (docs/step-record.md, ``data_loaders``).
+
+Never imports torch: ``DataLoader.__iter__`` is wrapped once the body's own code has imported
+``torch.utils.data`` (now, or later through an import hook), and only attributes are read;
+iterating a sampler here could move a random generator the training relies on.
+"""
+from __future__ import annotations
+
+import importlib.abc
+import importlib.util
+import sys
+import threading
+from typing import Any
+
+_MODULE = "torch.utils.data.dataloader"
+#: Loaders one process keeps in its record (the first ones iterated).
+MAX_LOADERS = 100
+
+_LOCK = threading.Lock()
+_SEEN: dict[int, dict[str, Any]] = {}
+_ACTIVE = False
+_PATCHED = False
+
+
+def _size(obj: Any) -> int | None:
+    try:
+        n = len(obj)
+    except Exception:  # an IterableDataset, or a len() that raises
+        return None
+    return n if isinstance(n, int) else None
+
+
+def _digest(indices: Any) -> str | None:
+    """Which examples a ``Subset`` holds (ranks that each took their own part differ here)."""
+    import hashlib
+
+    try:
+        text = ",".join(str(int(i)) for i in indices)
+    except Exception:
+        return None
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def _describe(loader: Any) -> dict[str, Any]:
+    """One loader as the record keeps it: data set, size, sampler, its replicas and rank, and
+    whether one pass of it reads the whole data set (null: this sampler cannot say)."""
+    dataset = getattr(loader, "dataset", None)
+    sampler = getattr(loader, "sampler", None)
+    batch_sampler = getattr(loader, "batch_sampler", None)
+    if batch_sampler is not None and type(batch_sampler).__name__ != "BatchSampler":
+        sampler = batch_sampler   # a custom batch sampler decides the indices itself
+    size = _size(dataset)
+    kind = type(sampler).__name__ if sampler is not None else None
+    replicas = getattr(sampler, "num_replicas", None)
+    sampler_rank = getattr(sampler, "rank", None)
+    replicas = replicas if isinstance(replicas, int) else None
+    whole: bool | None = None
+    if replicas is not None:
+        whole = replicas == 1
+    elif kind == "SequentialSampler":
+        whole = size is not None
+    elif kind == "RandomSampler":
+        whole = (size is not None and not getattr(sampler, "replacement", False)
+                 and _size(sampler) == size)
+    subset = getattr(dataset, "indices", None)
+    return {"dataset": type(dataset).__name__ if dataset is not None else None,
+            "dataset_size": size, "subset_size": _size(subset) if subset is not None else None,
+            "subset_digest": _digest(subset) if subset is not None else None,
+            "sampler": kind, "num_replicas": replicas,
+            "sampler_rank": sampler_rank if isinstance(sampler_rank, int) else None,
+            "whole": whole, "passes": 0, "process_group": _process_group()}
+
+
+def _process_group() -> dict[str, Any] | None:
+    dist = sys.modules.get("torch.distributed")
+    try:
+        if dist is None or not dist.is_available() or not dist.is_initialized():
+            return None
+        return {"backend": str(dist.get_backend()), "world_size": int(dist.get_world_size()),
+                "rank": int(dist.get_rank())}
+    except Exception:
+        return None
+
+
+def _note(loader: Any) -> None:
+    if not _ACTIVE:
+        return
+    with _LOCK:
+        entry = _SEEN.get(id(loader))
+        if entry is None:
+            if len(_SEEN) >= MAX_LOADERS:
+                return
+            entry = _SEEN[id(loader)] = _describe(loader)
+        entry["passes"] += 1
+        if entry["process_group"] is None:
+            entry["process_group"] = _process_group()
+
+
+def _patch(module: Any) -> None:
+    global _PATCHED
+    cls = getattr(module, "DataLoader", None)
+    if _PATCHED or cls is None:
+        return
+    original = cls.__iter__
+
+    def __iter__(self: Any) -> Any:
+        try:
+            _note(self)
+        except Exception:  # never let the watching break the step
+            pass
+        return original(self)
+
+    __iter__.__wrapped__ = original  # type: ignore[attr-defined]
+    cls.__iter__ = __iter__
+    _PATCHED = True
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    """Wraps the loader of ``torch.utils.data.dataloader`` so that it is patched as soon as it
+    has been executed, when the body imports torch only after the watching began."""
+
+    def __init__(self) -> None:
+        self.busy = False
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname != _MODULE or self.busy:
+            return None
+        self.busy = True
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self.busy = False
+        loader = getattr(spec, "loader", None)
+        if loader is None or not hasattr(loader, "exec_module"):
+            return None
+        original = loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            original(module)
+            _patch(module)
+
+        loader.exec_module = exec_module
+        return spec
+
+
+_FINDER = _Finder()
+
+
+def start() -> None:
+    """Begin watching this process's data loaders (a new step: what was seen is forgotten)."""
+    global _ACTIVE
+    with _LOCK:
+        _SEEN.clear()
+        _ACTIVE = True
+    module = sys.modules.get(_MODULE)
+    if module is not None:
+        _patch(module)
+    elif not _PATCHED and _FINDER not in sys.meta_path:
+        sys.meta_path.insert(0, _FINDER)
+
+
+def stop() -> dict[str, Any]:
+    """Stop watching; ``{"data_loaders": [...] or None}`` for the rank's record (None: the body
+    iterated no PyTorch DataLoader, or torch was never imported)."""
+    global _ACTIVE
+    with _LOCK:
+        _ACTIVE = False
+        found = list(_SEEN.values())
+    if _FINDER in sys.meta_path and _PATCHED:
+        sys.meta_path.remove(_FINDER)
+    if not found:
+        return {"data_loaders": None}
+    return {"data_loaders": found}
+
+
+__all__ = ["MAX_LOADERS", "start", "stop"]

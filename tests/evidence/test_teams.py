@@ -1,0 +1,194 @@
+"""A team store: two project folders ("two homes": two people, or two machines) share one
+evidence store and one shared artifact root. Each resolves artifact keys against its OWN root,
+fetches what it lacks from the shared root, re-runs what no root has, and never reads the other
+home's folder: the other home is moved away before it is relied on."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bundle_project import FIXTURE
+from store_urls import store_url_for
+
+HOMES = [pytest.param("sqlite", id="sqlite-shared-folder"),
+         pytest.param("postgresql", id="postgresql", marks=pytest.mark.slow)]
+
+
+class Home:
+    """A project folder of its own, pointed at the team's store and shared root."""
+
+    def __init__(self, root: Path, store_url: str, shared: Path | None, data: Path) -> None:
+        self.root, self.store_url, self.data = root, store_url, data
+        root.mkdir(parents=True)
+        shutil.copy(FIXTURE, root / "review.py")
+        lines = [] if shared is None else ["[artifacts]", f'shared = "{shared}"']
+        (root / "mlpipe.toml").write_text("\n".join(lines) + "\n")
+
+    @property
+    def own(self) -> Path:
+        return self.root / "evidence" / "artifacts"
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess:
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("MLPIPE_HOME", "MLPIPE_ARTIFACT_ROOT", "MLPIPE_SHARED_ARTIFACTS")}
+        env["MLPIPE_STORE_URL"] = self.store_url
+        return subprocess.run([sys.executable, "-m", "mlpipe.cli", *args], cwd=self.root,
+                              env=env, capture_output=True, text=True, timeout=180)
+
+    def submit(self) -> tuple[str, str]:
+        done = self.cli("submit", "review.py:review", "--input", f"data={self.data}")
+        assert done.returncode == 0, done.stderr
+        return re.search(r"^candidate (c-[0-9a-f]+)$", done.stdout, re.M).group(1), done.stderr
+
+    def bundle(self, candidate: str) -> dict:
+        done = self.cli("evidence", candidate, "--format", "json")
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    def verify(self, candidate: str) -> subprocess.CompletedProcess:
+        """Show the candidate (sealing its first bundle unless one is sealed), then verify."""
+        assert self.cli("evidence", candidate).returncode == 0
+        return self.cli("evidence", candidate, "--verify")
+
+
+@pytest.fixture(params=HOMES)
+def team(request, tmp_path):
+    """(store URL, shared root, shared data file): SQLite in a shared folder, or PostgreSQL."""
+    shared = tmp_path / "shared"
+    (shared / "data").mkdir(parents=True)
+    data = shared / "data" / "data.txt"
+    data.write_text("1 2 3 4 5 6 7 8\n")
+    if request.param == "sqlite":
+        url, cleanup = f"sqlite:///{shared / 'store.sqlite'}", lambda: None
+    else:
+        url, cleanup = store_url_for("postgresql", tmp_path)
+    yield url, shared / "artifacts", data
+    cleanup()
+
+
+def _statuses(stderr: str) -> set[str]:
+    return {m.group(1) for m in re.finditer(r"^\[\d+/\d+\] +\S+ +(executed|reused)\b", stderr,
+                                           re.M)}
+
+
+@pytest.mark.slow
+def test_two_homes_reuse_and_verify_each_other(team, tmp_path):
+    url, shared, data = team
+    ana = Home(tmp_path / "ana" / "proj", url, shared, data)
+    ben = Home(tmp_path / "ben" / "proj", url, shared, data)
+    first, _ = ana.submit()
+    sealed = ana.bundle(first)
+    locations = {a["location"] for a in sealed["predicate"]["artifacts"]}
+    # the store names artifacts by key, never by ana's folder
+    assert not any(str(ana.root) in loc for loc in locations), locations
+    assert any(loc.startswith("blake3/") for loc in locations)
+
+    # ana's folder is gone before ben relies on anything she made
+    shutil.move(tmp_path / "ana", tmp_path / "ana-gone")
+    second, progress = ben.submit()
+    assert _statuses(progress) == {"reused"}, progress
+    assert ben.verify(first).returncode == 0, ben.verify(first).stdout
+    assert ben.verify(second).returncode == 0
+    # ben's own root now holds the fetched copies, and the bundle ben sees is ana's
+    assert (ben.own / "blake3").is_dir()
+    assert ben.bundle(first)["predicate"] == sealed["predicate"]
+
+    # ana comes back (her folder renamed): her steps resolve in her own root, and she
+    # verifies ben's candidate
+    shutil.move(tmp_path / "ana-gone", tmp_path / "ana")
+    moved = tmp_path / "ana" / "proj-renamed"
+    shutil.move(ana.root, moved)
+    ana.root = moved
+    _third, progress = ana.submit()
+    assert _statuses(progress) == {"reused"}
+    assert ana.verify(second).returncode == 0
+
+
+@pytest.mark.slow
+def test_a_home_without_the_shared_root_re_runs_and_never_fails(team, tmp_path):
+    url, shared, data = team
+    ana = Home(tmp_path / "ana", url, shared, data)
+    ana.submit()
+    solo = Home(tmp_path / "solo", url, None, data)
+    candidate, progress = solo.submit()
+    # its own root lacks ana's outputs and it has no shared root: the steps run again
+    assert _statuses(progress) == {"executed"}, progress
+    assert solo.verify(candidate).returncode == 0
+
+
+@pytest.mark.slow
+def test_reuse_never_points_at_an_artifact_no_root_has(team, tmp_path):
+    url, shared, data = team
+    ana = Home(tmp_path / "ana", url, shared, data)
+    ana.submit()
+    shutil.rmtree(ana.own)
+    shutil.rmtree(shared)
+    candidate, progress = ana.submit()
+    assert _statuses(progress) == {"executed"}, progress
+    assert ana.verify(candidate).returncode == 0
+
+
+@pytest.mark.slow
+def test_a_damaged_shared_copy_is_never_used(team, tmp_path):
+    url, shared, data = team
+    ana = Home(tmp_path / "ana", url, shared, data)
+    ana.submit()
+    for weights in shared.rglob("weights.txt"):
+        weights.chmod(0o644)
+        weights.write_text("999")
+    ben = Home(tmp_path / "ben", url, shared, data)
+    _candidate, progress = ben.submit()
+    assert "executed" in _statuses(progress)  # fit's model could not be fetched intact
+    assert not any(p.read_text() == "999" for p in ben.own.rglob("weights.txt"))
+
+
+@pytest.mark.slow
+def test_a_renamed_project_folder_keeps_working(tmp_path):
+    # the default: a SQLite store and the artifact root both inside the project folder
+    proj = tmp_path / "proj"
+    home = Home(proj, "", None, tmp_path / "data.txt")
+    (tmp_path / "data.txt").write_text("1 2 3 4 5 6 7 8\n")
+    home.store_url = f"sqlite:///{proj / 'evidence' / 'store.sqlite'}"
+    first, _ = home.submit()
+    renamed = tmp_path / "renamed"
+    shutil.move(proj, renamed)
+    home.root = renamed
+    home.store_url = f"sqlite:///{renamed / 'evidence' / 'store.sqlite'}"
+    second, progress = home.submit()
+    assert _statuses(progress) == {"reused"}, progress
+    for candidate in (first, second):
+        done = home.verify(candidate)
+        assert done.returncode == 0, done.stdout
+
+
+@pytest.mark.slow
+def test_a_store_from_before_keys_is_migrated_and_reused_from_another_folder(tmp_path):
+    import sqlalchemy as sa
+
+    data = tmp_path / "data.txt"
+    data.write_text("1 2 3 4 5 6 7 8\n")
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    home = Home(tmp_path / "proj", url, None, data)
+    _first, _ = home.submit()
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:  # as 0005_i16 left it: absolute locations in someone's root
+        conn.execute(sa.text("UPDATE artifacts SET location = :root || '/' || key "
+                             "WHERE key IS NOT NULL"), {"root": "/home/someone/old/artifacts"})
+        conn.execute(sa.text("ALTER TABLE artifacts DROP COLUMN key"))
+        conn.execute(sa.text("UPDATE alembic_version SET version_num = '0005_i16'"))
+    second, progress = home.submit()
+    assert _statuses(progress) == {"reused"}, progress
+    with engine.begin() as conn:
+        rows = conn.execute(sa.text("SELECT location, key FROM artifacts")).all()
+    engine.dispose()
+    keyed = [(loc, key) for loc, key in rows if loc.startswith("/home/someone/")]
+    assert keyed and all(loc == f"/home/someone/old/artifacts/{key}" for loc, key in keyed)
+    assert all(key is None for loc, key in rows if loc == str(data))  # an input: no key
+    assert home.verify(second).returncode == 0
