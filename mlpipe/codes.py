@@ -355,6 +355,11 @@ BUNDLE_BYTES_CHANGED = _code(
     "MP714", "bundle-bytes-changed", ERROR,
     "A sealed bundle's bytes no longer match its digest, or its chain is broken.")
 
+# --- MP720-MP729: the team store (mlpipe.evidence.verify, mlpipe.evidence.roots)
+BUNDLE_CHAIN_MISSING = _code(
+    "MP720", "bundle-chain-missing", ERROR,
+    "A candidate has no sealed bundle to verify against: never sealed, or its bundles removed.")
+
 # --- MP8xx: reproducibility: references that move (mlpipe.checks.reproducibility)
 ENVIRONMENT_UNVERSIONED = _code(
     "MP801", "environment-unversioned", WARNING,

@@ -137,8 +137,13 @@ def seal(s: Session, candidate: m.CandidateRow, *, now: datetime | None = None) 
     """
     from mlpipe.evidence.compare import differences
 
-    statement = build(s, candidate)
+    # One bundle per state of the store, however many seal at once: the candidate's row is
+    # locked (PostgreSQL: FOR UPDATE; SQLite: every session holds the write lock, BEGIN
+    # IMMEDIATE), so a second sealer waits, then finds the first one's bundle and keeps it.
+    s.execute(select(m.CandidateRow.id).where(m.CandidateRow.id == candidate.id)
+              .with_for_update())
     before = latest(s, candidate.id)
+    statement = build(s, candidate)
     changes: list[str] = []
     if before is not None:
         # A bundle altered in the store is refused, not silently sealed over.

@@ -1,5 +1,6 @@
 """Verifying a sealed bundle: its bytes against its digest and chain, the store against its
-predicate, and every file it names against its recorded digest (MP711-MP714).
+predicate, and every file it names against its recorded digest (MP711-MP714); a candidate
+without a chain is a finding (MP720), never sealed here.
 
 Reads and hashes only; reports every mismatch and never raises for a missing file. What lives
 only in remote storage (an Azure ML output) is listed as not re-hashed (MP661) unless the
@@ -20,6 +21,7 @@ from mlpipe.codes import (
     ARTIFACT_MISSING,
     ARTIFACT_NOT_REHASHED,
     BUNDLE_BYTES_CHANGED,
+    BUNDLE_CHAIN_MISSING,
     EVIDENCE_CHANGED_IN_STORE,
 )
 from mlpipe.diagnostics import Code
@@ -234,6 +236,14 @@ def verify(s: Session, candidate: m.CandidateRow, *, fetch: Fetch | None = None,
     """
     rows = chain(s, candidate.id)
     out = Verification(rows[-1].digest if rows else "(none)")
+    if not rows:
+        out.findings.append(_mismatch(
+            BUNDLE_CHAIN_MISSING, f"candidate {candidate.id} has no sealed bundle to verify "
+            f"against: it was never sealed, or its bundles were removed from the store",
+            f"if a reviewer saw its evidence, restore the bundles from a copy you trust (their "
+            f"saved --format json output); if it was never shown, `mlpipe evidence "
+            f"{candidate.id}` seals its first bundle from the store as it is now"))
+        return out
     statement = _check_chain(rows, out)
     if statement is None:
         return out
@@ -286,24 +296,22 @@ def verify(s: Session, candidate: m.CandidateRow, *, fetch: Fetch | None = None,
 
 
 def verify_bundle(url: str, ref: str, *, fetch: Fetch | None = None) -> Verification:
-    """``mlpipe evidence REF --verify``: verify the candidate's sealed bundles, sealing the first
-    one from the store when none is sealed yet (``fetch``: see ``verify``).
+    """``mlpipe evidence REF --verify``: verify the candidate's sealed bundles (``fetch``: see
+    ``verify``). Never seals: a candidate without a sealed bundle is finding MP720
+    (``bundle-chain-missing``), since a store whose bundles were removed and whose rows were
+    edited would otherwise be sealed as it is and verified against itself.
 
     Raises:
         UsageError: no candidate, or more than one, matches ``ref``.
         StoreError: the store cannot be opened.
     """
     from mlpipe.evidence.bundle import find_candidate
-    from mlpipe.evidence.seal import seal, sealed_or_none
     from mlpipe.evidence.store import Store
 
     store = Store.open(url, create=False)
     try:
         with store.session() as s:
-            found = find_candidate(s, ref)
-            if sealed_or_none(s, found) is None:
-                seal(s, found)
-            return verify(s, found, fetch=fetch)
+            return verify(s, find_candidate(s, ref), fetch=fetch)
     finally:
         store.close()
 

@@ -250,14 +250,13 @@ def _execute(request: dict[str, Any]) -> int:
                 request["inputs"], request["outputs"],
                 scratch=[record.folder(), os.environ.get(SCRATCH_ENV)]))
             observer.start()
-        if part is not None:
+        if observer is not None:
             loaders.start()
         try:
             _ran(fn(**kwargs))
         finally:
             if observer is not None:
                 observer.stop()
-            if part is not None:
                 fed = loaders.stop()
     except finish._WithResults as exc:  # an input that does not match its contract
         inputs_checked = exc.results

@@ -53,6 +53,8 @@ class Home:
         return json.loads(done.stdout)
 
     def verify(self, candidate: str) -> subprocess.CompletedProcess:
+        """Show the candidate (sealing its first bundle unless one is sealed), then verify."""
+        assert self.cli("evidence", candidate).returncode == 0
         return self.cli("evidence", candidate, "--verify")
 
 
@@ -164,3 +166,29 @@ def test_a_renamed_project_folder_keeps_working(tmp_path):
     for candidate in (first, second):
         done = home.verify(candidate)
         assert done.returncode == 0, done.stdout
+
+
+@pytest.mark.slow
+def test_a_store_from_before_keys_is_migrated_and_reused_from_another_folder(tmp_path):
+    import sqlalchemy as sa
+
+    data = tmp_path / "data.txt"
+    data.write_text("1 2 3 4 5 6 7 8\n")
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    home = Home(tmp_path / "proj", url, None, data)
+    _first, _ = home.submit()
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:  # as 0005_i16 left it: absolute locations in someone's root
+        conn.execute(sa.text("UPDATE artifacts SET location = :root || '/' || key "
+                             "WHERE key IS NOT NULL"), {"root": "/home/someone/old/artifacts"})
+        conn.execute(sa.text("ALTER TABLE artifacts DROP COLUMN key"))
+        conn.execute(sa.text("UPDATE alembic_version SET version_num = '0005_i16'"))
+    second, progress = home.submit()
+    assert _statuses(progress) == {"reused"}, progress
+    with engine.begin() as conn:
+        rows = conn.execute(sa.text("SELECT location, key FROM artifacts")).all()
+    engine.dispose()
+    keyed = [(loc, key) for loc, key in rows if loc.startswith("/home/someone/")]
+    assert keyed and all(loc == f"/home/someone/old/artifacts/{key}" for loc, key in keyed)
+    assert all(key is None for loc, key in rows if loc == str(data))  # an input: no key
+    assert home.verify(second).returncode == 0

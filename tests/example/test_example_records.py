@@ -37,6 +37,12 @@ def _no_false_alarms(records):
         for part in found["ranks"]:
             assert part["reads_outside_inputs"] == [], (step, part["reads_outside_inputs"])
             assert part["writes_elsewhere"] == [], (step, part["writes_elsewhere"])
+        assert found["step"]["hidden_inputs"] == [], step
+        if len(found["ranks"]) > 1:   # none of the writer or copies checks fires on the example
+            from mlpipe.checks.coordination import check_coordination
+            report = check_coordination(found["ranks"], world_size=len(found["ranks"]),
+                                        step_part=found["step"])
+            assert report.findings == (), (step, [d.render() for d in report.findings])
         for port, digest in outputs.items():
             assert found["step"]["outputs"][port]["digest"] == digest, (step, port)
 
