@@ -455,7 +455,8 @@ class _Run:
         self.fork_tried = True
         forkable = [node.component for node in self.graph.steps.values()
                     if declared_topology(node.component) is None
-                    and forkserver.forkable(node.component)]
+                    and forkserver.forkable(node.component)
+                    and node.id not in self.interpreters.isolated]
         if not forkable:
             return
         modules = sorted({module for comp in forkable
