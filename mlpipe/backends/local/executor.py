@@ -186,6 +186,7 @@ class _Run:
         self.rows: dict[str, Any] = {}
         self.result: RunResult | None = None
         self.failed_log: dict[str, Path] = {}
+        self.diagnoses: dict[str, dict[str, Any] | None] = {}
         self.diagnostics: list[Any] = []
         self.scaled: dict[str, Any] = {}
         self.ignored: list[str] = []
@@ -306,6 +307,10 @@ class _Run:
                 step, log = first
                 hint = (f"the last lines of {step}'s log:\n{_indent(tail(log))}\n"
                         f"  whole log: {log}")
+                found = self.diagnoses.get(step)
+                if found:  # where to start looking, before the log (docs/checks.md)
+                    hint = (f"{found['hint']} ({found['code']} {found['name']}, at the "
+                            f"layer of {found['layer_title']})\n  {hint}")
                 outside = self.outside.get(step)
                 if outside:
                     hint += f"\n  note: {step!r} {outside}"
@@ -455,7 +460,8 @@ class _Run:
         self.fork_tried = True
         forkable = [node.component for node in self.graph.steps.values()
                     if declared_topology(node.component) is None
-                    and forkserver.forkable(node.component)]
+                    and forkserver.forkable(node.component)
+                    and node.id not in self.interpreters.isolated]
         if not forkable:
             return
         modules = sorted({module for comp in forkable
@@ -480,6 +486,7 @@ class _Run:
             self.result.failures.append(outcome.message or f"step {sid!r} failed")
             self.result.steps[sid] = m.FAILED
             self.failed_log[sid] = job.log
+            self.diagnoses[sid] = (outcome.record or {}).get("diagnosis")
             self.progress.finished(sid, m.FAILED, outcome.seconds,
                                    detail=f"log: {job.log}")
             return False

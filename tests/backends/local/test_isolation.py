@@ -11,6 +11,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -102,8 +103,9 @@ def test_isolate_names_every_step_whose_environment_cannot_be_built_at_once(tmp_
     with pytest.raises(UsageError, match=(
             r"^--isolate cannot build the environment of steps 'ref' \(its environment "
             r"'AzureML-sklearn:1' has no conda file\), 'none' \(it declares no environment\), "
-            r"'gone' \(its conda file .*gone\.yml does not exist\), 'fn' \(a Python function "
-            r"step runs on mlpipe's own interpreter\)\n  help: declare each step's environment "
+            r"'gone' \(its conda file .*gone\.yml does not exist\), 'fn' \(its conda file "
+            r"lists no mlpipe, which a Python function step's runtime is \(on Azure ML too\)\)"
+            r"\n  help: declare each step's environment "
             r"with a conda file \(inline: image and conda_file\) so it can be built here, or "
             r"submit without --isolate: the evidence then says which steps ran outside their "
             r"declared environment$")):
@@ -143,6 +145,13 @@ def test_the_package_set_is_every_installed_distribution_once():
     assert isolation.own_interpreter().packages == digest_of(own["packages"])
     # the script run by another interpreter gives the same list as this process
     assert isolation.inspect(sys.executable) == own
+
+
+def test_the_mlpipe_an_environment_lists_is_this_one():
+    root = Path(__file__).resolve().parents[3]
+    assert isolation.mlpipe_requirement() == f"-e {root}"  # a checkout: its source, editable
+    assert isolation._pinned(("termcolor==3.3.0", "mlpipe[azureml]>=0.1", "MLPipe")) == [
+        "termcolor==3.3.0", f"-e {root}[azureml]", f"-e {root}"]
 
 
 def test_uv_installs_from_the_package_sources_pip_is_configured_with(monkeypatch):
@@ -234,6 +243,28 @@ def test_a_step_that_needs_its_own_package_runs_isolated_and_the_evidence_shows_
     fresh = mlpipe(project, "submit", str(PIPELINE), "--isolate", "--no-reuse")
     assert fresh.returncode == 0 and "building environment" not in fresh.stderr
     assert step_rows(project)[-1][1:] == ("executed", inside)
+
+
+@pytest.mark.slow
+def test_a_python_function_step_runs_isolated_on_the_mlpipe_of_this_checkout(project):
+    painted = Path(__file__).resolve().parents[2] / "fixtures" / "isolated" / "painted.py"
+    plain = mlpipe(project, "submit", str(painted))
+    assert plain.returncode == 1
+    assert "ModuleNotFoundError: No module named 'termcolor'" in plain.stderr
+    assert ("note: 'paint' ran on mlpipe's own interpreter, not in its declared environment "
+            "'paint-env:1' (submit --isolate builds it here from its conda file)") in plain.stderr
+
+    done = mlpipe(project, "submit", str(painted), "--isolate")
+    assert done.returncode == 0, done.stderr
+    run_id, status, interp = step_rows(project)[-1]
+    assert (status, interp["isolated"], interp["in_declared_environment"]) == (
+        "executed", True, True)
+    python = Path(interp["python"])
+    assert python.parent.parent.parent == project / "evidence" / "environments"
+    packages = isolation.inspect(str(python))["packages"]
+    assert {"termcolor==3.3.0", f"mlpipe=={version('mlpipe')}"} <= set(packages)
+    log = (project / "evidence" / "logs" / run_id / "paint.log").read_text()
+    assert log.strip() == f"termcolor 3.3.0 on {python}"  # forked from no server of mlpipe's
 
 
 @pytest.mark.slow
