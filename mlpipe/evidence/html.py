@@ -249,7 +249,8 @@ def _provenance(p: dict[str, Any]) -> str:
         rows.append(("code", "<span class='flag'>revision not recorded</span>"))
     else:
         flag = ("<span class='flag'>DIRTY working tree</span>" if code.get("dirty")
-                else "<span class='ok'>clean</span>")
+                else "<span class='flag'>NOT clean: loaded files not committed</span>"
+                if code.get("clean") is False else "<span class='ok'>clean</span>")
         rows.append(("code", f"<code>{_e(code.get('commit') or '(not in git)')}</code> {flag}"))
         rows += [(f"code {k}", value_html(v)) for k, v in sorted(code.items())
                  if k not in ("commit", "dirty")]
