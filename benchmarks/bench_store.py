@@ -4,9 +4,12 @@
 1,000,000 step runs.
 
 Each store is a real project: the evidence-test pipeline submitted twice (a run and its fully
-reused re-run, a real candidate with a sealed bundle), then filler bulk-inserted around it with
+reused re-run, which reproduces the same candidate), then filler bulk-inserted around it with
 the store's own schema: runs of 4 steps, each step with an output artifact, its link and a
-metric, a candidate per run, 20 pipelines. Stores are kept under ``build/bench-store/`` (keyed
+metric, a candidate per run, 20 pipelines; then the real candidate's bundle is sealed and a
+decision recorded on it (`mlpipe review`, sealing the next bundle), and the newest 200 filler
+candidates get a sealed bundle and a decision each (so every row `candidates` shows has both).
+Stores are kept under ``build/bench-store/`` (keyed
 by size, this file's fill version and the schema revision) and reused by the next run.
 
 Goal (issue 13): every command at most 1.5x `mlpipe --version`, at every size, and flat from
@@ -39,7 +42,9 @@ ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / "build" / "bench-store"
 FIXTURE = ROOT / "tests" / "fixtures" / "evidence" / "review.py"
 #: Bump when the filler changes: cached stores of another version are rebuilt.
-FILL_VERSION = 1
+FILL_VERSION = 2
+#: Filler candidates (the newest) given a sealed bundle and a decision.
+DECIDED = 200
 GOAL = 1.5
 #: The largest store's time over the smallest's, at most (flat from 10,000 to 1,000,000).
 FLAT = 1.25
@@ -131,6 +136,28 @@ def fill(db: Path, step_runs: int) -> None:
     conn.close()
 
 
+def decide(db: Path, count: int) -> None:
+    """A sealed bundle (a copy of the real one, findings and all) and a decision for each of the
+    newest ``count`` filler candidates."""
+    import hashlib
+
+    conn = sqlite3.connect(db)
+    content = conn.execute("SELECT content FROM bundles ORDER BY sealed_at DESC LIMIT 1"
+                           ).fetchone()[0]
+    newest = conn.execute("SELECT id, created_at FROM candidates WHERE id LIKE 'c-f%' "
+                          "ORDER BY created_at DESC, id DESC LIMIT ?", (count,)).fetchall()
+    with conn:
+        for i, (cid, created) in enumerate(newest):
+            body = bytes(content) + f"{cid}\n".encode()  # distinct bytes, the same findings
+            digest = "sha256:" + hashlib.sha256(body).hexdigest()
+            conn.execute("INSERT INTO bundles (digest, candidate_id, previous_digest, sealed_at, "
+                         "content) VALUES (?, ?, NULL, ?, ?)", (digest, cid, created, body))
+            conn.execute("INSERT INTO decisions (candidate_id, bundle_digest, verdict, reviewer, "
+                         "note, policy, decided_at) VALUES (?, ?, ?, 'bench', 'bench', NULL, ?)",
+                         (cid, digest, "rejected" if i % 3 else "accepted", created))
+    conn.close()
+
+
 def build(step_runs: int) -> dict:
     """The project of a store with ``step_runs`` filler step runs: built, or found cached."""
     folder = CACHE / f"{step_runs}-v{FILL_VERSION}-{_schema_head()}"
@@ -153,6 +180,10 @@ def build(step_runs: int) -> dict:
     fill(project / "evidence" / "store.sqlite", step_runs)
     candidate = submitted[-1][1]
     cli(project, "evidence", candidate)  # the first call seals the bundle
+    # a reviewer's decision on it (sealing the next bundle), and on each filler candidate of
+    # the newest pages: `candidates` reads decisions and the newest bundles' findings
+    cli(project, "review", candidate, "--accept", "--by", "bench", "--note", "bench")
+    decide(project / "evidence" / "store.sqlite", DECIDED)
     info = {"project": str(project), "runs": [r for r, _ in submitted], "candidate": candidate,
             "step_runs": step_runs, "built_s": round(time.perf_counter() - start, 1)}
     ready.write_text(json.dumps(info, indent=1))
