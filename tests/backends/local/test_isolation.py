@@ -194,6 +194,29 @@ def test_each_installer_builds_the_environment_once_from_its_conda_file(installe
     assert changed.packages == digest_of(isolation.inspect(built.python)["packages"])
 
 
+@pytest.mark.slow
+def test_two_runs_building_one_environment_build_it_once_over_a_half_built_folder(tmp_path):
+    import threading
+
+    env = Environment("", image="img", conda_file=str(FIXTURE / "env" / "conda.yml"))
+    conda = FIXTURE / "env" / "conda.yml"
+    first = isolation.build(env, conda, "sha256:warm", tmp_path / "warm")
+    folder = tmp_path / "envs" / Path(first.python).parent.parent.name
+    folder.mkdir(parents=True)
+    (folder / "left-by-a-killed-build").write_text("")  # no completion file: rebuilt
+    found: list[object] = []
+    threads = [threading.Thread(target=lambda: found.append(isolation.build(
+        env, conda, "sha256:warm", tmp_path / "envs"))) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(found) == 2 and found[0] == found[1]
+    assert not (folder / "left-by-a-killed-build").exists()
+    log = (tmp_path / "envs" / f"{folder.name}.log").read_text()
+    assert log.count("$ ") == 2  # one venv, one install, for both
+
+
 # --- end to end ---------------------------------------------------------------------------------
 
 @pytest.fixture
