@@ -324,14 +324,20 @@ class Reader:
 
     def _json(self, value: Any) -> Any:
         if self.dialect == "sqlite" and isinstance(value, (str, bytes)):
-            return json.loads(value)
+            try:
+                return json.loads(value)
+            except ValueError as exc:
+                raise _damaged(value, f"is not JSON ({exc})") from None
         return value
 
     @staticmethod
     def _time(value: Any) -> datetime | None:
         if value is None or isinstance(value, datetime):
             return value
-        return datetime.fromisoformat(value)
+        try:
+            return datetime.fromisoformat(value)
+        except (TypeError, ValueError):
+            raise _damaged(value, "is not a date and time") from None
 
     @staticmethod
     def _in(prefix: str, values: list[Any]) -> tuple[str, dict[str, Any]]:
@@ -518,3 +524,10 @@ __all__ = ["Artifact", "Candidate", "CodeRevision", "Component", "Environment", 
 def _check_limit(limit: int | None) -> None:
     if limit is not None and limit < 0:
         raise UsageError(f"--limit {limit} is negative", hint="give --limit 0 or more")
+
+
+def _damaged(value: Any, what: str) -> StoreError:
+    shown = repr(value if len(str(value)) <= 40 else f"{str(value)[:37]}...")
+    return StoreError(f"a row of the evidence store holds {shown}, which {what}; the store "
+                      f"was changed outside mlpipe", hint="restore the store from a backup; "
+                      "`mlpipe evidence CANDIDATE --verify` says what else changed")
