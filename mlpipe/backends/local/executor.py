@@ -188,6 +188,7 @@ class _Run:
         self.rows: dict[str, Any] = {}
         self.result: RunResult | None = None
         self.failed_log: dict[str, Path] = {}
+        self.diagnoses: dict[str, dict[str, Any] | None] = {}
         self.diagnostics: list[Any] = []
         self.scaled: dict[str, Any] = {}
         self.ignored: list[str] = []
@@ -308,6 +309,10 @@ class _Run:
                 step, log = first
                 hint = (f"the last lines of {step}'s log:\n{_indent(tail(log))}\n"
                         f"  whole log: {log}")
+                found = self.diagnoses.get(step)
+                if found:  # where to start looking, before the log (docs/checks.md)
+                    hint = (f"{found['hint']} ({found['code']} {found['name']}, at the "
+                            f"layer of {found['layer_title']})\n  {hint}")
                 outside = self.outside.get(step)
                 if outside:
                     hint += f"\n  note: {step!r} {outside}"
@@ -483,6 +488,7 @@ class _Run:
             self.result.failures.append(outcome.message or f"step {sid!r} failed")
             self.result.steps[sid] = m.FAILED
             self.failed_log[sid] = job.log
+            self.diagnoses[sid] = (outcome.record or {}).get("diagnosis")
             self.progress.finished(sid, m.FAILED, outcome.seconds,
                                    detail=f"log: {job.log}")
             return False
