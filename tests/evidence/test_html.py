@@ -95,11 +95,12 @@ def _no_edge_behind_a_box(probe: dict) -> None:
 
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory):
-    """A candidate whose steps executed and a re-run whose steps were all reused, each as an
-    HTML page drawn by dot (where installed) and by the layered fallback (PATH without dot)."""
+    """A candidate whose steps executed and a re-run that reused its training (a re-run that
+    reuses every step reproduces the same candidate), each as an HTML page drawn by dot (where
+    installed) and by the layered fallback (PATH without dot)."""
     tmp = tmp_path_factory.mktemp("html")
     proj = BundleProject(tmp / "proj")
-    first, again = proj.submit(), proj.submit()
+    first, again = proj.submit(), proj.submit("review", "--param", "split=validation")
     out = {"tmp": tmp, "candidate": first, "reused candidate": again,
            "bundle": proj.bundle(first)}
     for name, cand in (("first", first), ("again", again)):
@@ -169,7 +170,7 @@ def test_a_reused_run_says_how_many_steps_and_from_which_run(pages):
     first = _probe(pages["tmp"], pages["first"])
     again = _probe(pages["tmp"], pages["again"])
     origin = dict(first["who"])["run"].split()[0]
-    assert again["reuse"] == f"2 of 2 steps were reused from run {origin}."
+    assert again["reuse"] == f"1 of 2 steps was reused from run {origin}."
     assert f"Reused from run {origin}, step run s-" in again["text"]
 
 
