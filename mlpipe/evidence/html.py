@@ -246,7 +246,7 @@ def _code_rows(code: dict[str, Any] | None) -> list[tuple[str, str]]:
     """The code revision: "clean" only when every file the pipeline loaded was committed and no
     tracked file changed (``code.clean``); each loaded file with its git state."""
     if code is None:
-        return [("code", "<span class='flag'>revision not recorded (not in git)</span>")]
+        return [("code", "<span class='flag'>revision not recorded</span>")]
     head = f"<code>{_e(code.get('commit') or '(not in git)')}</code> "
     files = code.get("files")
     if not isinstance(files, list):   # runs that did not record which files were loaded

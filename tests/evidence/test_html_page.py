@@ -216,7 +216,7 @@ def test_what_is_unknown_is_flagged_not_dropped(statement):
 
 
 @pytest.mark.parametrize("code, shown", [
-    (None, "code revision not recorded (not in git)"),
+    (None, "code revision not recorded"),
     ({"commit": "1a2b3c", "dirty": False},
      "code 1a2b3c tracked files unchanged; the files the pipeline loaded were not recorded"),
     ({"commit": "1a2b3c", "dirty": False, "clean": True,
