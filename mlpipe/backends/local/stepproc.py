@@ -354,18 +354,22 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
         # (--isolate), else the one mlpipe runs on
         env["PATH"] = os.pathsep.join([job.bin_folder or os.path.dirname(sys.executable),
                                        env.get("PATH", "")])
-        if job.bin_folder is not None:
-            env["VIRTUAL_ENV"] = os.path.dirname(job.bin_folder)
-            env.pop("PYTHONHOME", None)
         argv = ["bash", "-c", command]
     else:
-        request = {"function": comp.function, "sys_path": job.sys_path, "inputs": job.inputs,
+        sys_path = job.sys_path if job.bin_folder is None else _own_code(job.sys_path)
+        request = {"function": comp.function, "sys_path": sys_path, "inputs": job.inputs,
                    "outputs": outputs, "params": job.params, "digest": comp.digest}
         request_path = job.work / "request.json"
-        fork = declared is None and forkable(comp)
+        fork = declared is None and forkable(comp) and job.bin_folder is None
         if not fork:  # a forked step gets its request in the fork server's message
             request_path.write_text(json.dumps(request))
-        argv = [sys.executable, "-m", "mlpipe.runtime.step", str(request_path)]
+        python = sys.executable if job.bin_folder is None else os.path.join(job.bin_folder,
+                                                                             "python")
+        argv = [python, "-m", "mlpipe.runtime.step", str(request_path)]
+    if job.bin_folder is not None:  # an isolated environment (--isolate), as if activated
+        env["PATH"] = os.pathsep.join([job.bin_folder, env.get("PATH", "")])
+        env["VIRTUAL_ENV"] = os.path.dirname(job.bin_folder)
+        env.pop("PYTHONHOME", None)
     job.log.parent.mkdir(parents=True, exist_ok=True)
     if procs.stopping:
         return StepOutcome(False, 0.0, message="the run was interrupted")
@@ -396,6 +400,11 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
                                      f"output{'s' if len(missing) > 1 else ''} "
                                      f"{', '.join(map(repr, missing))}", topology, stored,
                        missing_outputs=missing)
+    for name, path in outputs.items():
+        linked = materialize_links(name, path)
+        if linked:
+            return _failed(job, seconds, f"step {job.node_id!r}: {linked}", topology, stored,
+                           rejected_output=(name, linked))
     if not step:  # no record (a script component): validate here
         rejected = _validate(comp, outputs)
         if rejected:
@@ -410,6 +419,57 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
     return StepOutcome(True, time.perf_counter() - start, filed, _metrics(found),
                        not_cached=not_cached, topology=topology, record=stored,
                        files={k: v for k, v in files.items() if v is not None})
+
+
+def _own_code(paths: list[str]) -> list[str]:
+    """The import path a function step needs for the user's code, without mlpipe's own
+    interpreter's library folders: an isolated step imports its packages from its own
+    environment, never from the one mlpipe runs in."""
+    prefixes = {os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix,
+                                                        sys.exec_prefix)}
+    return [p for p in paths
+            if not any(os.path.realpath(p).startswith(x) for x in prefixes)
+            and os.path.basename(p.rstrip(os.sep)) not in ("site-packages", "dist-packages")]
+
+
+def materialize_links(port: str, path: str) -> str | None:
+    """Store files, never links: a symbolic link in output ``path`` to a file of the same
+    output is replaced by a copy of that file; what else is not a plain file or folder is a
+    refusal. Returns why the output is refused, or None.
+
+    A link out of the output (``etc -> /etc``) would make the artifact's digest cover files
+    outside the store, which change or vanish under it; a FIFO or device is no content.
+    """
+    if os.path.islink(path):
+        return (f"output {port!r} is a symbolic link (-> {os.readlink(path)}), not a file or "
+                f"folder; write the content itself")
+    if not os.path.isdir(path):
+        return None
+    root = os.path.realpath(path)
+    stack = [path]
+    while stack:
+        folder = stack.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                rel = os.path.relpath(entry.path, path)
+                if entry.is_symlink():
+                    target = os.path.realpath(entry.path)
+                    if not (target.startswith(root + os.sep) and os.path.isfile(target)):
+                        where = "a folder" if os.path.isdir(target) else (
+                            "outside the output" if not target.startswith(root + os.sep)
+                            else "nothing")
+                        return (f"output {port!r} holds a symbolic link {rel} -> "
+                                f"{os.readlink(entry.path)}, which leads to {where}; mlpipe "
+                                f"stores files, not links: copy the files into the output")
+                    copy = f"{entry.path}.mlpipe-copy"
+                    shutil.copyfile(target, copy)
+                    os.replace(copy, entry.path)
+                elif entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif not entry.is_file(follow_symlinks=False):
+                    return (f"output {port!r} holds {rel}, which is not a file or folder (a "
+                            f"named pipe, socket or device); write files only")
+    return None
 
 
 def _contract_layer(found: dict[str, Any] | None) -> bool:

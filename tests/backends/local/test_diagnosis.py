@@ -53,6 +53,8 @@ def test_a_failed_step_is_diagnosed_at_its_layer_and_shown_with_its_log(proj, pi
     assert done.returncode == 1, done.stderr
     rid = _run_id(done)
     found = _diagnosis(proj, rid, step)
+    assert (f"  help: {found['hint']} ({code} {found['name']}, at the layer of "
+            f"{found['layer_title']})\n  the last lines of {step}'s log:") in done.stderr
     assert (found["code"], found["layer"], found["port"]) == (code, layer, port)
     log = Path(found["logs"]["step"])
     assert log.is_file() and found["logs"]["ranks"] == {}
