@@ -164,6 +164,7 @@ def _json(document: dict[str, Any]) -> None:
 def runs(pipeline: str | None, limit: int, fmt: str) -> None:
     """List recorded runs, newest first."""
     from mlpipe.evidence.summaries import runs_document
+    from mlpipe.evidence.terminal import escape
     from mlpipe.evidence.views import runs_table
 
     with open_evidence_reader() as s:
@@ -171,7 +172,7 @@ def runs(pipeline: str | None, limit: int, fmt: str) -> None:
         if fmt == "json":
             _json(runs_document(found))
         else:
-            click.echo(runs_table(found))
+            click.echo(escape(runs_table(found)))
 
 
 @main.command()
@@ -182,6 +183,7 @@ def runs(pipeline: str | None, limit: int, fmt: str) -> None:
 def show(run: str, why_step: str | None, fmt: str) -> None:
     """Show a run: its steps with status, reused-from and duration."""
     from mlpipe.evidence.summaries import run_document
+    from mlpipe.evidence.terminal import escape
     from mlpipe.evidence.views import get_run, show_run, why
 
     if why_step and fmt == "json":
@@ -191,7 +193,7 @@ def show(run: str, why_step: str | None, fmt: str) -> None:
         if fmt == "json":
             _json(run_document(s, found))
         else:
-            click.echo(why(s, found, why_step) if why_step else show_run(s, found))
+            click.echo(escape(why(s, found, why_step) if why_step else show_run(s, found)))
 
 
 @main.command()
@@ -228,6 +230,7 @@ def logs(run: str, step: str, rank: int | None, follow: bool) -> None:
 def diff(run_a: str, run_b: str, fmt: str) -> None:
     """What differs between two runs: code, environment, data, parameters, reuse, metrics."""
     from mlpipe.evidence.summaries import diff_document
+    from mlpipe.evidence.terminal import escape
     from mlpipe.evidence.views import diff_runs, get_run
 
     with open_evidence_reader() as s:
@@ -235,7 +238,7 @@ def diff(run_a: str, run_b: str, fmt: str) -> None:
         if fmt == "json":
             _json(diff_document(s, a, b))
         else:
-            click.echo(diff_runs(s, a, b))
+            click.echo(escape(diff_runs(s, a, b)))
 
 
 @main.group()
