@@ -54,6 +54,8 @@ def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...], run_ta
            ignore: str | None, isolate: bool, **azure: Any) -> None:
     """Check a pipeline, run it (here, or on Azure ML), and record everything."""
     ignored = code_set(ignore)
+    if "MP961" not in ignored:
+        _warn_credentials(assignments(params, "--param"))
     if run_target == "azure":
         if no_reuse or max_parallel is not None or local_scale or isolate:
             raise UsageError("--no-reuse, --max-parallel, --local-scale and --isolate apply to "
@@ -77,6 +79,18 @@ def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...], run_ta
     _submit_local(target, assignments(inputs, "--input"), assignments(params, "--param"),
                   no_reuse, max_parallel, _scales(assignments(local_scale, "--local-scale")),
                   fmt, ignored, isolate)
+
+
+def _warn_credentials(params: dict[str, str]) -> None:
+    """A ``--param`` value that looks like a credential is recorded in clear: say so (MP961)."""
+    from mlpipe.checks.credentials import HINT, credential_kind
+
+    for name, value in params.items():
+        kind = credential_kind(name, value)
+        if kind:
+            click.echo(f"warning[MP961] credential-in-recorded-value: --param {name} looks like "
+                       f"{kind}; parameter values are recorded in clear (store, bundle, export)"
+                       f"\n  help: {HINT}", err=True)
 
 
 def _scales(given: dict[str, str]) -> dict[str, tuple[int, int] | str]:
