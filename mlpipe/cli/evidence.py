@@ -21,6 +21,7 @@ from mlpipe.cli.base import EXIT_PROBLEMS, main, open_evidence_reader
 def candidates(limit: int, fmt: str) -> None:
     """List model candidates, newest first."""
     from mlpipe.evidence.summaries import candidates_document
+    from mlpipe.evidence.terminal import escape
     from mlpipe.evidence.views import candidates_table
 
     with open_evidence_reader() as s:
@@ -30,7 +31,7 @@ def candidates(limit: int, fmt: str) -> None:
 
             click.echo(json.dumps(candidates_document(rows), indent=2, sort_keys=True))
         else:
-            click.echo(candidates_table(rows))
+            click.echo(escape(candidates_table(rows)))
 
 
 @main.command()
