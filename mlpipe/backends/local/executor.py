@@ -43,6 +43,7 @@ from mlpipe.evidence.revision import file_states, git_revision, pipeline_files
 from mlpipe.evidence.roots import ArtifactRoots, shared_root
 from mlpipe.evidence.store import Store, new_id
 from mlpipe.graph import FromInput, FromLiteral, FromStep, Graph, StepNode
+from mlpipe.paths import display_path
 from mlpipe.spec import ComponentSpec
 
 
@@ -148,6 +149,7 @@ class LocalExecutor:
         literals = inputs_mod.literal_paths(graph, overrides)
         inputs_mod.check_input_contracts(graph, paths)
         scaled = scaled_components(graph, self.local_scale)
+        _refuse_files_in_place_of_folders(self.location)
         interpreters = isolation.plan(
             {sid: node.component for sid, node in graph.steps.items()}, isolate=self.isolate,
             root=self.location.environments, note=Progress(0, self.stream).note)
@@ -525,6 +527,16 @@ class _Run:
         if model is None:
             return None
         return self.store.register_candidate(run_id, model, artifact(cand.evaluation), cand.name)
+
+
+def _refuse_files_in_place_of_folders(location: Location) -> None:
+    """The evidence folders a run writes must be folders: ``artifacts`` left as a file (a
+    copy gone wrong) would otherwise fail the run after its first step."""
+    for path in (location.home, location.artifacts, location.logs, location.work):
+        if path.exists() and not path.is_dir():
+            shown = display_path(str(path))
+            raise UsageError(f"{shown} is a file, but mlpipe keeps a folder there",
+                             hint=f"move the file away (mv {shown} {shown}.bak) and run again")
 
 
 def _refuse_azure_only(graph: Graph) -> None:

@@ -483,9 +483,9 @@ def plan(components: dict[str, ComponentSpec], *, isolate: bool, root: Path,
         raise UsageError(
             f"--isolate cannot build the environment of step{'s' if len(cannot) > 1 else ''} "
             f"{', '.join(cannot)}",
-            hint="declare each step's environment with a conda file (inline: image and "
-                 "conda_file) so it can be built here, or submit without --isolate: the "
-                 "evidence then says which steps ran outside their declared environment")
+            hint="declare each step's environment with a conda file that lists what it "
+                 "needs (inline: image and conda_file; mlpipe too, for a Python function "
+                 "step), so it can be built here")
     built: dict[str, Interpreter] = {}
     for sid, comp in components.items():
         _, _, digest, _ = environment_identity(

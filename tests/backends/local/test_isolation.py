@@ -18,7 +18,7 @@ import pytest
 
 from mlpipe.backends.local import isolation
 from mlpipe.digests import digest_of
-from mlpipe.errors import UsageError
+from mlpipe.errors import EnvironmentBuildFailed, UsageError
 from mlpipe.graph import compile_pipeline
 from mlpipe.loader import load_spec
 from mlpipe.spec import ComponentSpec, Environment, Location
@@ -106,11 +106,25 @@ def test_isolate_names_every_step_whose_environment_cannot_be_built_at_once(tmp_
             r"'gone' \(its conda file .*gone\.yml does not exist\), 'fn' \(its conda file "
             r"lists no mlpipe, which a Python function step's runtime is \(on Azure ML too\)\)"
             r"\n  help: declare each step's environment "
-            r"with a conda file \(inline: image and conda_file\) so it can be built here, or "
-            r"submit without --isolate: the evidence then says which steps ran outside their "
-            r"declared environment$")):
+            r"with a conda file that lists what it needs \(inline: image and conda_file; mlpipe "
+            r"too, for a Python function step\), so it can be built here$")):
         isolation.plan(steps, isolate=True, root=tmp_path / "envs")
     assert not (tmp_path / "envs").exists()  # nothing built before the refusal
+
+
+def test_a_declared_python_version_is_this_interpreter_or_one_found_on_the_path(monkeypatch):
+    import platform
+
+    mine = platform.python_version()
+    assert isolation._base_python(mine) == sys.executable
+    assert isolation._base_python(".".join(mine.split(".")[:2])) == sys.executable
+    assert isolation._base_python(None) == sys.executable
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(EnvironmentBuildFailed, match=(
+            rf"^the environment declares Python 2\.7; this machine runs {re.escape(mine)} and "
+            r"has no python2\.7\n  help: install Python 2\.7, or declare the Python version "
+            r"the steps need$")):
+        isolation._base_python("2.7")
 
 
 def test_without_isolate_each_step_says_whether_it_ran_in_its_declared_environment(tmp_path):
@@ -194,6 +208,29 @@ def test_each_installer_builds_the_environment_once_from_its_conda_file(installe
     assert changed.packages == digest_of(isolation.inspect(built.python)["packages"])
 
 
+@pytest.mark.slow
+def test_two_runs_building_one_environment_build_it_once_over_a_half_built_folder(tmp_path):
+    import threading
+
+    env = Environment("", image="img", conda_file=str(FIXTURE / "env" / "conda.yml"))
+    conda = FIXTURE / "env" / "conda.yml"
+    first = isolation.build(env, conda, "sha256:warm", tmp_path / "warm")
+    folder = tmp_path / "envs" / Path(first.python).parent.parent.name
+    folder.mkdir(parents=True)
+    (folder / "left-by-a-killed-build").write_text("")  # no completion file: rebuilt
+    found: list[object] = []
+    threads = [threading.Thread(target=lambda: found.append(isolation.build(
+        env, conda, "sha256:warm", tmp_path / "envs"))) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(found) == 2 and found[0] == found[1]
+    assert not (folder / "left-by-a-killed-build").exists()
+    log = (tmp_path / "envs" / f"{folder.name}.log").read_text()
+    assert log.count("$ ") == 2  # one venv, one install, for both
+
+
 # --- end to end ---------------------------------------------------------------------------------
 
 @pytest.fixture
@@ -219,7 +256,7 @@ def test_a_step_that_needs_its_own_package_runs_isolated_and_the_evidence_shows_
     assert isolated.returncode == 0, isolated.stderr
     assert re.search(r"note: building environment 'inline: conda\.yml' \(1 requirement, "
                      r"(uv|venv and pip)\); log: ", isolated.stderr)
-    (_, failed, outside), (run_id, executed, inside) = step_rows(project)
+    (plain_id, failed, outside), (run_id, executed, inside) = step_rows(project)
     assert (failed, outside["isolated"], outside["in_declared_environment"]) == (
         "failed", False, False)
     assert outside["python"] == sys.executable
@@ -234,6 +271,10 @@ def test_a_step_that_needs_its_own_package_runs_isolated_and_the_evidence_shows_
                                                                len(packages))
     log = (project / "evidence" / "logs" / run_id / "paint.log").read_text()
     assert log.strip() == f"termcolor 3.3.0 on {python}"
+    diff = mlpipe(project, "diff", plain_id, run_id)
+    assert re.search(r"^interpreter:\n  paint: python [\d.]+, packages sha256:\w+ \(mlpipe's own, "
+                     r"outside its declared environment\) -> python [\d.]+, packages "
+                     r"sha256:\w+ \(isolated\)$", diff.stdout, re.M), diff.stdout
 
     # built once: the next isolated run finds it (and reuses the step); --no-reuse runs it
     # again in the same environment
