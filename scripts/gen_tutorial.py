@@ -120,6 +120,7 @@ def tutorial(s: Session) -> str:
     diff = s.shell(f"mlpipe diff {run1} {run3}")
     policy = "policies/defect-classifier.yml"
     qualify = s.shell(f"mlpipe qualify {cand1} --policy {policy}")
+    rebuild = s.shell(f"mlpipe evidence {cand1} --rebuild --format json -o bundle.json")
     review = s.shell(f"mlpipe review {cand1} --accept --by dana --note 'meets the defect "
                      f"policy' --policy {policy}")
     candidates = s.shell("mlpipe candidates")
@@ -237,7 +238,11 @@ TEMPLATE = textwrap.dedent('''\
     {qualify}
 
     A reviewer records the decision; it cites the exact bundle digest they read, and the next
-    bundle, sealed with it, records it:
+    bundle, sealed with it, records it. The re-run above is part of the candidate's record
+    now, so the store no longer matches the bundle sealed before it: `review` refuses a
+    decision on it (MP715) until the bundle is sealed again and read:
+
+    {rebuild}
 
     {review}
 
