@@ -124,9 +124,10 @@ bench-compile: $(VENV)/.installed-dev
 bench-yaml: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_yaml.py
 
-# Every goal of docs/performance.md, from the quick form of every benchmark (a few minutes; the
+# Every goal of docs/performance.md, from the quick form of every benchmark (about 10 minutes; the
 # first run also builds a 1,000,000-step-run store under build/): exits 1 when one is missed.
-# Run it on a quiet machine: the goals are ratios and times measured in the same run.
+# Run it on a quiet machine: the goals are ratios and times measured in the same run (CPU
+# time where a whole process's wall time would measure the machine's other jobs).
 bench-check: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/goals.py
 

@@ -6,7 +6,10 @@
 Each store is a real project: the evidence-test pipeline submitted twice (a run and its fully
 reused re-run, a real candidate with a sealed bundle), then filler bulk-inserted around it with
 the store's own schema: runs of 4 steps, each step with an output artifact, its link and a
-metric, a candidate per run, 20 pipelines. Stores are kept under ``build/bench-store/`` (keyed
+metric, a candidate per run (its model the last step's output, its evaluation the third's, so
+that a candidate list reads the evaluation's metrics), 20 pipelines, and the newest 200 filler
+candidates with a sealed bundle (the real one's bytes under their own id, so that a candidate
+list reads their findings). Stores are kept under ``build/bench-store/`` (keyed
 by size, this file's fill version and the schema revision) and reused by the next run.
 
 Goal (issue 13): every command at most 1.5x `mlpipe --version`, at every size, and flat from
@@ -21,6 +24,7 @@ each goal. Run: ``.venv/bin/python benchmarks/bench_store.py [--quick] [--sizes 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -39,7 +43,9 @@ ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / "build" / "bench-store"
 FIXTURE = ROOT / "tests" / "fixtures" / "evidence" / "review.py"
 #: Bump when the filler changes: cached stores of another version are rebuilt.
-FILL_VERSION = 1
+FILL_VERSION = 2
+#: The newest filler candidates given a sealed bundle.
+SEALED = 200
 GOAL = 1.5
 #: The largest store's time over the smallest's, at most (flat from 10,000 to 1,000,000).
 FLAT = 1.25
@@ -109,6 +115,7 @@ def fill(db: Path, step_runs: int) -> None:
                     metrics.append((f"s-f{n:011x}", 1.0 / (n + 1)))
                 cands.append((f"c-f{r:08x}", f"r-f{r:09x}",
                               1_000_000 + r * STEPS_PER_RUN + STEPS_PER_RUN - 1,
+                              1_000_000 + r * STEPS_PER_RUN + STEPS_PER_RUN - 2,
                               _when(t0, r * 10 + 4)))
             conn.executemany(
                 "INSERT INTO step_runs (id, run_id, step, component_version_id, compute, "
@@ -125,8 +132,27 @@ def fill(db: Path, step_runs: int) -> None:
                 "INSERT INTO metrics (step_run_id, name, value, scope, population) "
                 "VALUES (?, 'loss', ?, 'global', 'train')", metrics)
             conn.executemany(
-                "INSERT INTO candidates (id, run_id, model_artifact_id, created_at) "
-                "VALUES (?, ?, ?, ?)", cands)
+                "INSERT INTO candidates (id, run_id, model_artifact_id, evaluation_artifact_id, "
+                "created_at) VALUES (?, ?, ?, ?, ?)", cands)
+    conn.close()
+
+
+def seal_filler(db: Path, real_candidate: str, step_runs: int) -> None:
+    """Give the newest ``SEALED`` filler candidates a sealed bundle: the real candidate's
+    bytes with their own id (a bundle's digest is the sha256 of its bytes)."""
+    conn = sqlite3.connect(db)
+    content, sealed_at = conn.execute(
+        "SELECT content, sealed_at FROM bundles WHERE candidate_id = ?",
+        (real_candidate,)).fetchone()
+    runs = step_runs // STEPS_PER_RUN
+    rows = []
+    for r in range(max(0, runs - SEALED), runs):
+        cid = f"c-f{r:08x}"
+        own = bytes(content).replace(real_candidate.encode(), cid.encode())
+        rows.append(("sha256:" + hashlib.sha256(own).hexdigest(), cid, sealed_at, own))
+    with conn:
+        conn.executemany("INSERT INTO bundles (digest, candidate_id, previous_digest, sealed_at, "
+                         "content) VALUES (?, ?, NULL, ?, ?)", rows)
     conn.execute("ANALYZE")
     conn.close()
 
@@ -153,6 +179,7 @@ def build(step_runs: int) -> dict:
     fill(project / "evidence" / "store.sqlite", step_runs)
     candidate = submitted[-1][1]
     cli(project, "evidence", candidate)  # the first call seals the bundle
+    seal_filler(project / "evidence" / "store.sqlite", candidate, step_runs)
     info = {"project": str(project), "runs": [r for r, _ in submitted], "candidate": candidate,
             "step_runs": step_runs, "built_s": round(time.perf_counter() - start, 1)}
     ready.write_text(json.dumps(info, indent=1))

@@ -326,7 +326,8 @@ ARTIFACT_NOT_REHASHED = _code(
     "An artifact the bundle names lives only in remote storage (an Azure ML output) and was "
     "not downloaded and re-hashed by this verification.")
 
-# --- MP700-MP709: findings of the evidence bundle (mlpipe.evidence.findings)
+# --- MP700-MP709: findings of the evidence bundle (mlpipe.evidence.findings); MP705-MP709:
+#     criteria of a qualification policy (mlpipe.evidence.policy)
 CANDIDATE_NOT_EVALUATED = _code(
     "MP701", "candidate-not-evaluated", ERROR,
     "No evaluation step feeds the candidate (or the evaluation did not read its model).")
@@ -340,8 +341,26 @@ GLOBAL_METRIC_FROM_TOO_FEW_RANKS = _code(
 REUSED_WITHOUT_EXECUTED_ORIGIN = _code(
     "MP704", "reused-without-executed-origin", ERROR,
     "A step was reused but no executed run of it is in this store.")
+POLICY_METRIC_MISSING = _code(
+    "MP705", "policy-metric-missing", ERROR,
+    "The qualification policy requires a global metric the candidate's evaluation does not "
+    "have.")
+POLICY_THRESHOLD_NOT_MET = _code(
+    "MP706", "policy-threshold-not-met", ERROR,
+    "A global metric the qualification policy requires is on the wrong side of its threshold.")
+POLICY_POPULATION_MISMATCH = _code(
+    "MP707", "policy-population-mismatch", ERROR,
+    "A metric the qualification policy requires was measured on another population than the "
+    "one it names.")
+POLICY_FINDING_PRESENT = _code(
+    "MP708", "policy-finding-present", ERROR,
+    "The bundle has a finding the qualification policy requires to be absent.")
+POLICY_VERIFICATION_FAILED = _code(
+    "MP709", "policy-verification-failed", ERROR,
+    "The qualification policy requires --verify to pass, and it did not.")
 
-# --- MP710-MP719: verification of a sealed bundle (mlpipe.evidence.verify)
+# --- MP710-MP719: verification of a sealed bundle (mlpipe.evidence.verify); MP715-MP716:
+#     recorded decisions (mlpipe.evidence.review)
 ARTIFACT_CHANGED = _code(
     "MP711", "artifact-changed", ERROR,
     "A file or folder the bundle names no longer has its recorded digest.")
@@ -354,6 +373,13 @@ EVIDENCE_CHANGED_IN_STORE = _code(
 BUNDLE_BYTES_CHANGED = _code(
     "MP714", "bundle-bytes-changed", ERROR,
     "A sealed bundle's bytes no longer match its digest, or its chain is broken.")
+DECISION_ON_STALE_BUNDLE = _code(
+    "MP715", "decision-on-stale-bundle", ERROR,
+    "A review decision cites a bundle the store no longer matches, or not the newest one.")
+ACCEPTANCE_REFUSED = _code(
+    "MP716", "acceptance-refused", ERROR,
+    "A candidate with an error-severity finding, or failing the given policy, cannot be "
+    "accepted.")
 
 # --- MP720-MP729: the team store (mlpipe.evidence.verify, mlpipe.evidence.roots)
 BUNDLE_CHAIN_MISSING = _code(

@@ -40,10 +40,10 @@ class Project:
                               env={**self.env(), **(env_extra or {})}, capture_output=True,
                               text=True, timeout=timeout, **kw)
 
-    def popen(self, *args: str) -> subprocess.Popen:
+    def popen(self, *args: str, env_extra: dict[str, str] | None = None) -> subprocess.Popen:
         return subprocess.Popen([sys.executable, "-m", "mlpipe.cli", *args], cwd=self.root,
-                                env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
+                                env={**self.env(), **(env_extra or {})}, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
 
     def submit(self, pipeline: str, *extra: str, inputs=("left=left.txt", "right=right.txt"),
                timeout: float = 120):

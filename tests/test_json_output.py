@@ -102,7 +102,11 @@ def test_candidates_json(recorded):
     assert document["format"] == "mlpipe.candidates/1"
     assert [c["run_id"] for c in document["candidates"]] == recorded[::-1]
     assert set(document["candidates"][0]) == {"candidate_id", "name", "pipeline", "run_id",
-                                              "created_at", "model_digest"}
+                                              "created_at", "model_digest", "metrics",
+                                              "findings", "productions", "review"}
+    assert document["candidates"][0]["review"] == {"status": "unreviewed", "by": None,
+                                                   "decided_at": None, "bundle": None}
+    assert document["candidates"][0]["findings"] is None   # no bundle sealed yet
     assert document["candidates"][0]["model_digest"].startswith("ref:sha256:")
 
 

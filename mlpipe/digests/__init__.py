@@ -102,6 +102,8 @@ def script_code_digest(code: str | None, command: str, base: Path) -> str:
     """
     h = hashlib.sha256(command.encode("utf-8"))
     folder = None if code is None else (base / code).resolve()
+    if folder is not None and folder.parent == folder:
+        folder = None  # the file system's root is refused where the code is read; never walked
     if folder is not None and folder.is_dir():
         for path in sorted(folder.rglob("*")):
             if path.is_file() and not any(p.startswith(".") or p == "__pycache__"

@@ -245,6 +245,29 @@ def _graph(steps: list[dict[str, Any]], snapshots: list[dict[str, Any]]) -> dict
             "inputs": [snap["input"] for snap in snapshots], "edges": edges}
 
 
+def decision_entry(d: m.Decision) -> dict[str, Any]:
+    """A recorded decision as the bundle (and ``mlpipe candidates --format json``) names it."""
+    return {"verdict": d.verdict, "by": d.reviewer, "note": d.note,
+            "decided_at": d.decided_at.isoformat(), "bundle": d.bundle_digest,
+            "policy": d.policy}
+
+
+def _review(s: Session, candidate: m.CandidateRow) -> dict[str, Any]:
+    decisions = list(s.scalars(select(m.Decision).where(m.Decision.candidate_id == candidate.id)
+                               .order_by(m.Decision.decided_at, m.Decision.id)))
+    return {"status": decisions[-1].verdict if decisions else "unreviewed",
+            "decisions": [decision_entry(d) for d in decisions]}
+
+
+def _productions(s: Session, candidate: m.CandidateRow) -> list[dict[str, Any]]:
+    rows = s.execute(select(m.Run.id, m.Run.status, m.Run.started_at)
+                     .join(m.Production, m.Production.run_id == m.Run.id)
+                     .where(m.Production.candidate_id == candidate.id)
+                     .order_by(m.Run.started_at, m.Run.id)).all()
+    return [{"run": rid, "status": status, "started_at": started.isoformat()}
+            for rid, status, started in rows]
+
+
 def build(s: Session, candidate: m.CandidateRow, *, hash_model: bool = True,
           roots: ArtifactRoots | None = None) -> dict[str, Any]:
     """The unsealed bundle of ``candidate``: the Statement with its predicate, without the
@@ -326,6 +349,8 @@ def build(s: Session, candidate: m.CandidateRow, *, hash_model: bool = True,
         "coordination": [{"step": st["step"], **st["topology"]["coordination"]}
                          for st in steps if isinstance(st["topology"], dict)
                          and st["topology"].get("coordination")],
+        "productions": _productions(s, candidate),
+        "review": _review(s, candidate),
     }
     predicate["findings"] = find(s, predicate)
     label = "model" if not candidate.name else candidate.name

@@ -72,6 +72,12 @@ def step_logs(s: Reader, run: Run, step: str, rank: int | None = None) -> StepLo
         note = (f"step {step!r} was reused from step run {origin.id} (run {origin.run_id}); "
                 f"this is that run's log")
         shown = origin
+    if not shown.log_path and run.target == "azure":
+        url = (((run.options or {}).get("steps") or {}).get(step) or {}).get("studio_url")
+        raise UsageError(f"step {step!r} of run {run.id} ran on Azure ML: its logs are kept "
+                         f"there" + (f", {url}" if url else ""),
+                         hint="open the job's page in Azure ML studio (Outputs + logs), or "
+                              "`az ml job download --all`")
     if not shown.log_path:
         why = ("it was skipped: " + (sr.message or "an upstream step failed")
                if sr.status == SKIPPED else f"it is {sr.status} and no log was recorded")

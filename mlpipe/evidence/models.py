@@ -226,10 +226,12 @@ class Metric(Base):
 
 
 class CandidateRow(Base):
-    """A model candidate a successful run registered."""
+    """A model candidate a successful run registered. A later run that reproduces the same
+    model and evaluation bytes (and name) is a ``Production`` of it, not a new candidate."""
 
     __tablename__ = "candidates"
-    __table_args__ = (Index("ix_candidates_created", "created_at", "id"),)
+    __table_args__ = (Index("ix_candidates_created", "created_at", "id"),
+                      Index("ix_candidates_model", "model_artifact_id"))
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id"), index=True)
     name: Mapped[Optional[str]] = mapped_column(String(200))
@@ -275,3 +277,33 @@ class BundleRow(Base):
     previous_digest: Mapped[Optional[str]] = mapped_column(String(80))
     sealed_at: Mapped[datetime] = mapped_column(DateTime)
     content: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+#: A decision's verdicts.
+ACCEPTED, REJECTED = "accepted", "rejected"
+
+
+class Decision(Base):
+    """A reviewer's recorded decision on a candidate (``mlpipe review``), citing the exact
+    bundle digest it read; never written by orchestration."""
+
+    __tablename__ = "decisions"
+    __table_args__ = (Index("ix_decisions_candidate", "candidate_id", "decided_at"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    candidate_id: Mapped[str] = mapped_column(ForeignKey("candidates.id"))
+    bundle_digest: Mapped[str] = mapped_column(ForeignKey("bundles.digest"))
+    verdict: Mapped[str] = mapped_column(String(10))
+    reviewer: Mapped[str] = mapped_column(String(200))
+    note: Mapped[str] = mapped_column(Text)
+    #: The policy evaluated with the decision: file, digest, name, passed, criteria.
+    policy: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)
+    decided_at: Mapped[datetime] = mapped_column(DateTime)
+
+
+class Production(Base):
+    """A later run that reproduced a candidate's model and evaluation bytes."""
+
+    __tablename__ = "candidate_productions"
+    candidate_id: Mapped[str] = mapped_column(ForeignKey("candidates.id"), primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id"), primary_key=True, index=True)
+    recorded_at: Mapped[datetime] = mapped_column(DateTime)

@@ -192,7 +192,8 @@ class StepRun:
 
 @dataclass(eq=False)
 class Candidate:
-    """A candidate with its run's pipeline name and its model's digest."""
+    """A candidate with its run's pipeline name and its model's digest; ``candidate_rows``
+    also reads what a reviewer scans a list for: ``metrics``, ``findings``, ``review``."""
 
     id: str
     run_id: str
@@ -202,6 +203,14 @@ class Candidate:
     created_at: datetime
     pipeline: str
     model_digest: str
+    #: The evaluation's global metrics: (name, value, population), as its step logged them.
+    metrics: list[tuple[str, float, str | None]] = field(default_factory=list)
+    #: Findings of the newest sealed bundle by severity; None when none is sealed yet.
+    findings: dict[str, int] | None = None
+    #: The newest decision: (verdict, by, decided_at, bundle digest); None when unreviewed.
+    review: tuple[str, str, datetime, str] | None = None
+    #: How many later runs reproduced it (``candidate_productions``).
+    productions: int = 0
 
 
 # --- the reader ---------------------------------------------------------------------------------
@@ -324,14 +333,20 @@ class Reader:
 
     def _json(self, value: Any) -> Any:
         if self.dialect == "sqlite" and isinstance(value, (str, bytes)):
-            return json.loads(value)
+            try:
+                return json.loads(value)
+            except ValueError as exc:
+                raise _damaged(value, f"is not JSON ({exc})") from None
         return value
 
     @staticmethod
     def _time(value: Any) -> datetime | None:
         if value is None or isinstance(value, datetime):
             return value
-        return datetime.fromisoformat(value)
+        try:
+            return datetime.fromisoformat(value)
+        except (TypeError, ValueError):
+            raise _damaged(value, "is not a date and time") from None
 
     @staticmethod
     def _in(prefix: str, values: list[Any]) -> tuple[str, dict[str, Any]]:
@@ -477,17 +492,51 @@ class Reader:
     # -- candidates ------------------------------------------------------------------------------
 
     def candidates_of_run(self, run_id: str) -> list[Candidate]:
-        return self._candidates("WHERE c.run_id = :run ORDER BY c.created_at, c.id",
-                                {"run": run_id})
+        """The candidates ``run_id`` registered, then those it reproduced (the same model and
+        evaluation bytes as an earlier run's candidate: ``Candidate.run_id`` is that run)."""
+        return (self._candidates("WHERE c.run_id = :run ORDER BY c.created_at, c.id",
+                                 {"run": run_id})
+                + self._candidates("JOIN candidate_productions p ON p.candidate_id = c.id "
+                                   "WHERE p.run_id = :run ORDER BY c.created_at, c.id",
+                                   {"run": run_id}))
 
     def candidate_rows(self, *, limit: int | None = 50) -> list[Candidate]:
-        """Candidates, newest first, each with its pipeline and model digest; a negative
-        ``limit`` is a UsageError (as for :meth:`pipeline_runs`)."""
+        """Candidates, newest first, each with its pipeline, model digest, the evaluation's
+        global metrics, its newest bundle's findings by severity and its newest decision; a
+        negative ``limit`` is a UsageError (as for :meth:`pipeline_runs`)."""
         _check_limit(limit)
         sql, params = "ORDER BY c.created_at DESC, c.id DESC", {}
         if limit is not None:
             sql, params = sql + " LIMIT :limit", {"limit": limit}
-        return self._candidates(sql, params)
+        rows = self._candidates(sql, params)
+        by_id = {c.id: c for c in rows}
+        for chunk in _chunks(list(by_id)):
+            marks, ids = self._in("c", chunk)
+            # the evaluation step of the candidate's own run; its metrics are those of the
+            # step run that executed it (itself, or the one it reused)
+            for cid, name, value, population in self._rows(
+                    f"SELECT c.id, m.name, m.value, m.population FROM candidates c "
+                    f"JOIN step_artifacts sa ON sa.artifact_id = c.evaluation_artifact_id "
+                    f"AND sa.direction = 'output' "
+                    f"JOIN step_runs sr ON sr.id = sa.step_run_id AND sr.run_id = c.run_id "
+                    f"JOIN metrics m ON m.step_run_id = COALESCE(sr.reused_from_id, sr.id) "
+                    f"WHERE c.id IN ({marks}) AND m.scope = 'global' ORDER BY m.id", ids):
+                by_id[cid].metrics.append((name, value, population))
+            for cid, verdict, by, when, digest in self._rows(
+                    f"SELECT candidate_id, verdict, reviewer, decided_at, bundle_digest "
+                    f"FROM decisions WHERE candidate_id IN ({marks}) ORDER BY decided_at, id",
+                    ids):
+                by_id[cid].review = (verdict, by, self._time(when), digest)
+            for cid, count in self._rows(
+                    f"SELECT candidate_id, COUNT(*) FROM candidate_productions "
+                    f"WHERE candidate_id IN ({marks}) GROUP BY candidate_id", ids):
+                by_id[cid].productions = count
+            for cid, content in self._rows(
+                    f"SELECT b.candidate_id, b.content FROM bundles b WHERE b.candidate_id IN "
+                    f"({marks}) AND b.sealed_at = (SELECT MAX(b2.sealed_at) FROM bundles b2 "
+                    f"WHERE b2.candidate_id = b.candidate_id)", ids):
+                by_id[cid].findings = _severities(bytes(content))
+        return rows
 
     def _candidates(self, tail: str, params: dict[str, Any]) -> list[Candidate]:
         rows = self._rows(
@@ -497,6 +546,31 @@ class Reader:
             + tail, params)
         return [Candidate(r[0], r[1], r[2], r[3], r[4], self._time(r[5]), r[6], r[7])
                 for r in rows]
+
+
+def _severities(content: bytes) -> dict[str, int] | None:
+    """Findings by severity of a sealed bundle's bytes, parsing only its findings array where
+    the canonical form (sorted keys) lets it be found; the whole bundle otherwise. None when
+    the bytes are not a bundle (``--verify`` says why)."""
+    text = content.decode("utf-8", "replace")
+    findings: Any = None
+    at = text.find('"findings":[')
+    if at >= 0:
+        try:
+            findings = json.JSONDecoder().raw_decode(text, at + len('"findings":'))[0]
+        except ValueError:
+            findings = None
+    if not (isinstance(findings, list)
+            and all(isinstance(f, dict) and "severity" in f and "code" in f for f in findings)):
+        try:
+            findings = json.loads(text)["predicate"]["findings"]
+        except (ValueError, KeyError, TypeError):
+            return None
+    counts = {"error": 0, "warning": 0, "info": 0}
+    for f in findings:
+        if isinstance(f, dict) and f.get("severity") in counts:
+            counts[f["severity"]] += 1
+    return counts
 
 
 def _chunks(values: list[str], size: int = 500) -> Iterator[list[str]]:
@@ -518,3 +592,10 @@ __all__ = ["Artifact", "Candidate", "CodeRevision", "Component", "Environment", 
 def _check_limit(limit: int | None) -> None:
     if limit is not None and limit < 0:
         raise UsageError(f"--limit {limit} is negative", hint="give --limit 0 or more")
+
+
+def _damaged(value: Any, what: str) -> StoreError:
+    shown = repr(value if len(str(value)) <= 40 else f"{str(value)[:37]}...")
+    return StoreError(f"a row of the evidence store holds {shown}, which {what}; the store "
+                      f"was changed outside mlpipe", hint="restore the store from a backup; "
+                      "`mlpipe evidence CANDIDATE --verify` says what else changed")

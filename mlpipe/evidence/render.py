@@ -66,6 +66,22 @@ def _reuse_line(st: dict[str, Any]) -> str:
             f"{r['executed_step_run']}) - not re-executed for this candidate")
 
 
+def review_lines(review: dict[str, Any]) -> list[str]:
+    """The review status and every recorded decision, oldest first, each with the bundle it
+    cites and the policy it was judged against."""
+    lines = [f"status {review['status']}" + ("" if review["decisions"] else
+                                              ": no decision recorded (mlpipe review)")]
+    for d in review["decisions"]:
+        lines.append(f"{d['verdict']} by {d['by']} at {d['decided_at']} UTC, on bundle "
+                     f"{d['bundle']}: {d['note']}")
+        pol = d.get("policy")
+        if pol:
+            unmet = [c["code"] for c in pol["criteria"] if not c["passed"]]
+            lines.append(f"  policy {pol['name']} ({pol['file']}, {pol['digest'][:19]}): "
+                         + ("passed" if pol["passed"] else f"NOT met ({', '.join(unmet)})"))
+    return lines
+
+
 def reuse_origins(p: dict[str, Any]) -> dict[str | None, list[str]]:
     """The reused steps of a bundle predicate by the run that executed them (None: no executed
     run of it is in the store), runs in the order their first step appears."""
@@ -120,7 +136,11 @@ def sections(statement: dict[str, Any], digest: str) -> list[tuple[str, list[str
         *([f"  file {s['name']}  sha256:{s['digest']['sha256']}" for s in statement["subject"]]
           or ["  files: unknown (no digest of them was recorded)"]),
         f"run {p['run']['id']} ({p['run']['status']}, {p['run']['target']}) pipeline "
-        f"{p['pipeline']['name']} {p['pipeline']['digest']}"]))
+        f"{p['pipeline']['name']} {p['pipeline']['digest']}",
+        *[f"reproduced by run {x['run']} ({x['status']}, started {x['started_at']}): the same "
+          f"model and evaluation bytes" for x in p.get("productions") or []]]))
+    if "review" in p:  # bundles sealed before decisions were recorded have no such field
+        out.append(("Review", review_lines(p["review"])))
     ev = p["evaluation"]
     lines = []
     if ev["step"]:

@@ -391,6 +391,23 @@ class Store:
 
     def register_candidate(self, run_id: str, model: m.Artifact,
                            evaluation: m.Artifact | None, name: str | None) -> str:
+        """The candidate of ``run_id``'s model and evaluation: a new one, or, when an earlier
+        run's candidate has the same model bytes, evaluation bytes and name, that one, with
+        this run recorded as another production of it (a re-run that reproduced it)."""
+        with self.session() as s:
+            same = (select(m.CandidateRow.id)
+                    .where(m.CandidateRow.model_artifact_id == model.id,
+                           m.CandidateRow.evaluation_artifact_id.is_(None) if evaluation is None
+                           else m.CandidateRow.evaluation_artifact_id == evaluation.id,
+                           m.CandidateRow.name.is_(None) if name is None
+                           else m.CandidateRow.name == name,
+                           m.CandidateRow.run_id != run_id)
+                    .order_by(m.CandidateRow.created_at, m.CandidateRow.id).limit(1))
+            found = s.scalars(same).first()
+            if found is not None:
+                if s.get(m.Production, (found, run_id)) is None:
+                    s.add(m.Production(candidate_id=found, run_id=run_id, recorded_at=utcnow()))
+                return found
         candidate_id = new_id("c", 5)
         with self.session() as s:
             s.add(m.CandidateRow(id=candidate_id, run_id=run_id, name=name,

@@ -81,7 +81,13 @@ def candidates_document(rows: list[Candidate]) -> dict[str, Any]:
     """``mlpipe candidates --format json`` (rows from ``Reader.candidate_rows``)."""
     return {"format": f"mlpipe.candidates/{VERSION}", "candidates": [
         {"candidate_id": c.id, "name": c.name, "pipeline": c.pipeline, "run_id": c.run_id,
-         "created_at": _iso(c.created_at), "model_digest": c.model_digest}
+         "created_at": _iso(c.created_at), "model_digest": c.model_digest,
+         "metrics": [{"name": n, "value": v, "population": p} for n, v, p in c.metrics],
+         "findings": c.findings, "productions": c.productions,
+         "review": {"status": "unreviewed" if c.review is None else c.review[0],
+                    "by": None if c.review is None else c.review[1],
+                    "decided_at": None if c.review is None else _iso(c.review[2]),
+                    "bundle": None if c.review is None else c.review[3]}}
         for c in rows]}
 
 

@@ -46,14 +46,47 @@ def runs_table(runs: list[Run]) -> str:
     return _table(["RUN", "PIPELINE", "STATUS", "TARGET", "STARTED (UTC)", "TOOK"], rows)
 
 
+def headline(metrics: list[tuple[str, float, str | None]], most: int = 2) -> str:
+    """The first global metrics of an evaluation, each with its population's split.
+
+    Example:
+        >>> headline([("accuracy", 0.875, "test, 8 examples")])
+        'accuracy 0.875 on test'
+    """
+    from mlpipe.evidence.findings import population_name
+
+    if not metrics:
+        return "-"
+    shown = [f"{name} {value:.4g} on {population_name(pop) or 'population not recorded'}"
+             for name, value, pop in metrics[:most]]
+    return ", ".join(shown) + (f" (+{len(metrics) - most})" if len(metrics) > most else "")
+
+
+def findings_summary(counts: dict[str, int] | None) -> str:
+    """``{"error": 1, "warning": 2, "info": 0}`` -> ``1 error, 2 warnings``."""
+    if counts is None:
+        return "not sealed"
+    parts = [f"{n} {sev}{'' if n == 1 else 's'}" for sev, n in counts.items() if n]
+    return ", ".join(parts) or "none"
+
+
+def review_status(c: Candidate) -> str:
+    """``accepted by dana`` / ``rejected by lee`` / ``unreviewed``."""
+    return "unreviewed" if c.review is None else f"{c.review[0]} by {c.review[1]}"
+
+
 def candidates_table(rows: list[Candidate]) -> str:
-    """One line per candidate (from ``Reader.candidate_rows``): id, name, pipeline, run,
-    created, model digest."""
+    """One line per candidate (from ``Reader.candidate_rows``): id, pipeline, run, created,
+    headline global metrics with their population, findings by severity, review status."""
     if not rows:
         return "no candidates recorded yet"
-    return _table(["CANDIDATE", "NAME", "PIPELINE", "RUN", "CREATED (UTC)", "MODEL"],
-                  [[c.id, c.name or "-", c.pipeline, c.run_id,
-                    c.created_at.strftime("%Y-%m-%d %H:%M:%S"), c.model_digest[:26]]
+    return _table(["CANDIDATE", "PIPELINE", "RUN", "CREATED (UTC)", "GLOBAL METRICS",
+                   "FINDINGS", "REVIEW"],
+                  [[c.id + (f" ({c.name})" if c.name else ""), c.pipeline,
+                    c.run_id + (f" (+{c.productions} re-run{'' if c.productions == 1 else 's'})"
+                                if c.productions else ""),
+                    c.created_at.strftime("%Y-%m-%d %H:%M:%S"), headline(c.metrics),
+                    findings_summary(c.findings), review_status(c)]
                    for c in rows])
 
 
@@ -110,7 +143,9 @@ def show_run(s: Reader, run: Run) -> str:
         if sr.status == FAILED:
             lines += ["", *failure_lines(s, sr)]
     for cand in s.candidates_of_run(run.id):
-        lines.append(f"candidate {cand.id}  model {cand.model_digest[:26]}")
+        lines.append(f"candidate {cand.id}  model {cand.model_digest[:26]}"
+                     + ("" if cand.run_id == run.id else
+                        f"  (reproduced: the model and evaluation bytes of run {cand.run_id})"))
     return "\n".join(lines)
 
 

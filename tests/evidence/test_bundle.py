@@ -87,19 +87,21 @@ def test_markdown_names_every_section(project):
         assert heading in md
 
 
-def test_a_second_run_reuses_every_step_and_the_bundle_says_so(tmp_path):
+def test_a_run_that_reuses_training_says_so_and_a_full_rerun_is_no_new_candidate(tmp_path):
     proj = BundleProject(tmp_path / "proj")
-    proj.submit()
-    again = proj.submit()
+    first = proj.submit()
+    assert proj.submit() == first   # the same model and evaluation bytes: the same candidate
+    again = proj.submit("review", "--param", "split=validation")
+    assert again != first
     bundle = proj.bundle(again)
-    steps = bundle["predicate"]["steps"]
-    assert {s["status"] for s in steps} == {"reused"}
-    assert all(s["reused_from"]["executed_step_run"] for s in steps)
+    steps = {s["step"]: s for s in bundle["predicate"]["steps"]}
+    assert (steps["fit"]["status"], steps["score"]["status"]) == ("reused", "executed")
+    assert steps["fit"]["reused_from"]["executed_step_run"]
     assert bundle["predicate"]["findings"] == []
     text = proj.evidence(again).stdout
     assert "fit: fit@1.0.0  REUSED from run r-" in text
     assert "not re-executed for this candidate" in text
-    assert "2 of 2 steps were reused" in text
+    assert "1 of 2 steps was reused from run r-" in text
 
 
 @pytest.mark.parametrize("pipeline, extra, code, message", [
@@ -152,7 +154,7 @@ def test_disjoint_ids_are_clean_and_silence_about_the_population_is_a_warning(tm
 def test_reuse_with_no_executed_run_behind_it_is_a_finding(tmp_path):
     proj = BundleProject(tmp_path / "proj")
     first = proj.submit()
-    second = proj.submit()
+    second = proj.submit("review", "--param", "split=validation")   # fit reused
     origin = proj.bundle(second)["predicate"]["steps"][0]["reused_from"]["step_run"]
     # as if the store had been pruned, or synced without the run that executed the step
     proj.sql(f"UPDATE step_runs SET status = 'failed' WHERE id = '{origin}'")

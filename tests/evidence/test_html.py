@@ -48,6 +48,8 @@ document.body.setAttribute("data-probe", JSON.stringify({
   findings: text(document.getElementById("findings")),
   evaluation: rows("#evaluation table.evaluation"),
   findingRows: rows("#findings table.findings"),
+  decisions: text(document.getElementById("decisions")) &&
+    [...document.querySelectorAll("div.decision")].map(text),
   reuse: text(document.getElementById("reuse-summary")),
   provenance: text(document.getElementById("provenance")),
   note: text(document.getElementById("dag-note")),
@@ -95,11 +97,12 @@ def _no_edge_behind_a_box(probe: dict) -> None:
 
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory):
-    """A candidate whose steps executed and a re-run whose steps were all reused, each as an
-    HTML page drawn by dot (where installed) and by the layered fallback (PATH without dot)."""
+    """A candidate whose steps executed and a re-run that reused its training (a re-run that
+    reuses every step reproduces the same candidate), each as an HTML page drawn by dot (where
+    installed) and by the layered fallback (PATH without dot)."""
     tmp = tmp_path_factory.mktemp("html")
     proj = BundleProject(tmp / "proj")
-    first, again = proj.submit(), proj.submit()
+    first, again = proj.submit(), proj.submit("review", "--param", "split=validation")
     out = {"tmp": tmp, "candidate": first, "reused candidate": again,
            "bundle": proj.bundle(first)}
     for name, cand in (("first", first), ("again", again)):
@@ -126,6 +129,18 @@ def pages(tmp_path_factory):
         os.environ["PATH"] = path
     assert done.returncode == 0, done.stderr
     out["fallback"] = page
+    # the first candidate reproduced by a fully reused re-run, then accepted under a policy
+    assert proj.submit() == first
+    (tmp / "proj" / "gate.yml").write_text(
+        "name: review-gate\nmetrics:\n  - name: accuracy\n    population: test\n"
+        "    at_least: 0.5\nfindings_absent: [error]\nverify: true\n")
+    assert proj.evidence(first, "--rebuild").returncode == 0
+    done = proj.cli("review", first, "--accept", "--by", "dana", "--note", "meets Q-7",
+                    "--policy", "gate.yml")
+    assert done.returncode == 0, done.stderr
+    out["reviewed"] = tmp / "reviewed.html"
+    done = proj.evidence(first, "--format", "html", "-o", str(out["reviewed"]))
+    assert done.returncode == 0, done.stderr
     return out
 
 
@@ -169,7 +184,7 @@ def test_a_reused_run_says_how_many_steps_and_from_which_run(pages):
     first = _probe(pages["tmp"], pages["first"])
     again = _probe(pages["tmp"], pages["again"])
     origin = dict(first["who"])["run"].split()[0]
-    assert again["reuse"] == f"2 of 2 steps were reused from run {origin}."
+    assert again["reuse"] == f"1 of 2 steps was reused from run {origin}."
     assert f"Reused from run {origin}, step run s-" in again["text"]
 
 
@@ -243,3 +258,19 @@ def test_a_finding_is_shown_with_its_severity_message_and_fix_before_the_evaluat
     assert fix and fix != "-"
     assert re.fullmatch(r"1 of 2 steps was reused from run r-[0-9a-f]{10}\.", probe["reuse"])
     assert probe["evaluation"][0][:4] == ["accuracy", "0.875", "global", "train, 8 examples"]
+
+
+def test_a_recorded_decision_and_a_reproduction_head_the_page(pages):
+    probe = _probe(pages["tmp"], pages["reviewed"])
+    assert probe["order"] == ["who", "findings", "evaluation", "reuse", "provenance",
+                              "pipeline", "details"]
+    who = dict(probe["who"])
+    assert who["review status"] == "accepted"
+    assert re.fullmatch(r"accepted by dana at \S+ UTC on bundle sha256:[0-9a-f]{12} \(this "
+                        r"bundle's predecessor\); policy review-gate passed: “meets Q-7”",
+                        who["decision"]), who["decision"]
+    assert re.fullmatch(r"run r-[0-9a-f]{10} \(succeeded, started \S+\): the same model and "
+                        r"evaluation bytes", who["reproduced by"]), who["reproduced by"]
+    [decision] = probe["decisions"]
+    assert "verdict\taccepted\nby\tdana" in decision
+    assert re.search(r"metric accuracy\t.*test.*\tmet", decision), decision

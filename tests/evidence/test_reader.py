@@ -103,6 +103,9 @@ def test_a_store_at_an_older_revision_is_upgraded_first(tmp_path):
     url = f"sqlite:///{tmp_path / 'store.sqlite'}"
     store, runs = _recorded(url)
     with store.engine.begin() as conn:  # back to the revision before the read indexes
+        for later in ("DROP TABLE decisions", "DROP TABLE candidate_productions",
+                      "DROP INDEX ix_candidates_model"):   # 0007_i12a's
+            conn.execute(text(later))
         conn.execute(text("ALTER TABLE step_runs DROP COLUMN interpreter"))  # (0005_i16)
         conn.execute(text("DROP INDEX ix_runs_started"))
         conn.execute(text("DROP INDEX ix_candidates_created"))
@@ -228,3 +231,25 @@ def test_a_negative_limit_is_refused_alike_on_every_database(store_url):
             r.pipeline_runs(limit=-1)
         with pytest.raises(UsageError, match=r"^--limit -5 is negative"):
             r.candidate_rows(limit=-5)
+
+
+@pytest.mark.parametrize("column, value, said", [
+    ("params", "{not json", "'{not json', which is not JSON (Expecting property name enclosed "
+                            "in double quotes: line 1 column 2 (char 1))"),
+    ("options", "[1, 2", "'[1, 2', which is not JSON"),
+    ("started_at", "yesterday", "'yesterday', which is not a date and time"),
+    ("finished_at", "2026-13-45T99:00:00", "'2026-13-45T99:00:00', which is not a date and "
+                                           "time"),
+])
+def test_a_damaged_row_is_one_clear_store_error(tmp_path, column, value, said):
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    store, runs = _recorded(url)
+    store.close()
+    with sqlite3.connect(tmp_path / "store.sqlite") as db:
+        db.execute(f"UPDATE runs SET {column} = ? WHERE id = ?", (value, runs[0]))
+    with Reader.open(url) as r, pytest.raises(StoreError) as caught:
+        r.get_run(runs[0])
+    assert caught.value.render().startswith(f"a row of the evidence store holds {said}")
+    assert caught.value.render().endswith(
+        "; the store was changed outside mlpipe\n  help: restore the store from a backup; "
+        "`mlpipe evidence CANDIDATE --verify` says what else changed")

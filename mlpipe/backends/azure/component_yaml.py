@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,38 @@ class Problems:
         hints = sorted({p.hint for p in self.found if p.hint})
         raise LoadError(f"{len(self.found)} problems mlpipe cannot read:\n{lines}",
                         hint="; ".join(hints) or None, file=first.file, line=first.line)
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def named_entries(where: Where, problems: Problems, doc: Any, key: str, field: str,
+                  what: str) -> dict[Any, Any]:
+    """``doc[key]`` (``inputs:``, ``outputs:``, ``jobs:``) as a mapping whose names are names
+    like Python identifiers, as Azure ML requires and mlpipe uses them (in folders, in
+    ``${{...}}`` expressions, as keyword arguments). What is not one is a problem and left
+    out; a list or a scalar in place of the mapping is a problem and reads as empty.
+    """
+    value = doc.get(key) if isinstance(doc, dict) else None
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        problems.add(where, doc, key, f"is {shown}, not a mapping of {what} names to their "
+                     f"entries", field=field, hint=f"write {key}: as NAME: entry lines "
+                                                   f"(a mapping, not a list)")
+        return {}
+    kept = yamlfile.Mapping()
+    if isinstance(value, yamlfile.Mapping):
+        kept.line, kept.lines = value.line, value.lines
+    for name, entry in value.items():
+        if isinstance(name, str) and _NAME.match(name):
+            kept[name] = entry
+        else:
+            problems.add(where, value, name, f"{what} name {name!r} is not a name: use letters, "
+                         f"digits and _, not starting with a digit", field=f"{field}.{name}",
+                         hint="rename it (Azure ML requires names like Python identifiers)")
+    return kept
 
 
 def _mapping(entry: Any) -> dict[str, Any] | None:
@@ -160,7 +193,9 @@ def read_interface(where: Where, problems: Problems, doc: Any, field_prefix: str
                    ) -> tuple[tuple[PortSpec, ...], tuple[PortSpec, ...], tuple[ParamSpec, ...]]:
     """Inputs, outputs and parameters declared under ``inputs``/``outputs`` of ``doc``."""
     inputs, params, outputs = [], [], []
-    declared = doc.get("inputs") or {}
+    declared = named_entries(where, problems, doc, "inputs", f"{field_prefix}inputs", "input")
+    declared_outputs = named_entries(where, problems, doc, "outputs", f"{field_prefix}outputs",
+                                     "output")
     for name in declared:
         field = f"{field_prefix}inputs.{name}"
         entry = declared[name]
@@ -173,9 +208,9 @@ def read_interface(where: Where, problems: Problems, doc: Any, field_prefix: str
             port = read_port(where, problems, declared, name, field)
             if port is not None:
                 inputs.append(port)
-    for name in doc.get("outputs") or {}:
-        port = read_port(where, problems, doc["outputs"], name, f"{field_prefix}outputs.{name}",
-                         output=True)
+    for name in declared_outputs:
+        port = read_port(where, problems, declared_outputs, name,
+                         f"{field_prefix}outputs.{name}", output=True)
         if port is not None:
             outputs.append(port)
     return tuple(inputs), tuple(outputs), tuple(params)
@@ -284,6 +319,12 @@ def read_command_component(doc: Any, path: str | os.PathLike[str], *, field_pref
     if isinstance(code, str):
         remote = cloud_reference(code)
         code_path = code if remote else str((base / code).resolve())
+        if not remote and os.path.dirname(code_path) == code_path:
+            problems.add(where, doc, "code", f"code: {code} is the root of the file system; its "
+                         f"snapshot would be every file of the machine",
+                         field=f"{field_prefix}code", hint="give the folder that holds the "
+                                                           "component's code, e.g. code: ./src")
+            code_path = None
         if remote:
             azure_only = azure_only or f"a component whose code is {remote} ({code})"
     problems.raise_any() if own else None

@@ -20,6 +20,7 @@ from mlpipe.backends.azure import nodes, vocabulary, yamlfile
 from mlpipe.backends.azure.component_yaml import (
     Problems,
     Where,
+    named_entries,
     read_azure_only_component,
     read_command_component,
     read_component,
@@ -133,20 +134,21 @@ class _Reader:
         settings = doc.get("settings") if isinstance(doc.get("settings"), dict) else {}
         default_compute = _compute(settings.get("default_compute") or doc.get("compute"))
         base = str(path.resolve().parent)
-        declared_inputs = doc.get("inputs") or {}
+        declared_inputs = named_entries(where, self.problems, doc, "inputs", "inputs", "input")
         inputs = []
         for name in declared_inputs:
             found = self.pipeline_input(where, declared_inputs, name, base)
             if found is not None:
                 inputs.append(found)
         kinds = {i.name: i for i in inputs}
-        declared_outputs = doc.get("outputs") or {}
+        declared_outputs = named_entries(where, self.problems, doc, "outputs", "outputs",
+                                         "output")
         output_types: dict[str, AssetType] = {}
         for name in declared_outputs:
             entry = declared_outputs[name]
             kind_text = entry.get("type") if isinstance(entry, dict) else None
             output_types[name] = vocabulary.ASSET_TYPES.get(kind_text, AssetType.URI_FOLDER)
-        jobs = doc["jobs"]
+        jobs = named_entries(where, self.problems, doc, "jobs", "jobs", "job")
         steps: dict[str, StepSpec] = {}
         produced: dict[str, StepOutput] = {}
         pending: dict[str, dict[str, tuple[str, str]]] = {}
@@ -272,6 +274,10 @@ class _Reader:
                               hint=f"use one of {', '.join(vocabulary.JOB_KINDS)}",
                               field=f"{field}.type")
             return None
+        for key, what in (("inputs", "input"), ("outputs", "output")):
+            if node.get(key) is not None:
+                node[key] = named_entries(where, self.problems, node, key, f"{field}.{key}",
+                                          what)
         loc = where.location(jobs, name)
         given = [g for _, _, g in nodes.given_inputs(node, kind)]
         target = self.target(where, node, name, kind, path, stack, inputs, output_types, given,

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from mlpipe.backends.azure.record import reference_digest
 from mlpipe.backends.azure.sync import TERMINAL, JobRecord, SyncedRun
 from mlpipe.checks.coordination import check_coordination
+from mlpipe.checks.reads import check_reads
 from mlpipe.digests.snapshot import snapshot
 from mlpipe.distribution import Metric, as_distribution
 from mlpipe.errors import UsageError
@@ -165,6 +166,8 @@ class _Ingest:
                     f"step {sid!r}: {job.record_note}; its checks, digests and observations "
                     f"are unknown" + (" (did its environment have mlpipe installed?)"
                                       if job.status == "Failed" else ""))
+            for finding in check_reads(job.record, step=sid):
+                self.outcome.notes.append(finding.render())
         with self.store.session() as s:
             existing = {sr.step: sr for sr in s.scalars(
                 select(m.StepRun).where(m.StepRun.run_id == self.run_id))}

@@ -5,6 +5,7 @@ Knows YAML, not Azure ML: what the documents mean is for ``export``/``importer``
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,39 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> Mapping:
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
+#: How deep a YAML document may nest mappings and lists (a job nests fewer than ten).
+MAX_DEPTH = 100
+
+
+#: How many values a document may expand to (YAML aliases repeat a value without copying it).
+MAX_VALUES = 1_000_000
+
+
+def _deeper_than(doc: Any, limit: int) -> bool:
+    stack, deepest = [(doc, 0)], {}
+    while stack:
+        value, depth = stack.pop()
+        if depth > limit:
+            return True
+        if not isinstance(value, (dict, list)) or deepest.get(id(value), -1) >= depth:
+            continue  # an alias seen before at this depth or deeper
+        deepest[id(value)] = depth
+        stack.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict)
+                                              else value))
+    return False
+
+
+def _expanded_size(value: Any, known: dict[int, int]) -> int:
+    """How many values ``value`` stands for with every alias expanded (as a consumer that
+    copies the document would make them); only called on a document of bounded depth."""
+    if not isinstance(value, (dict, list)):
+        return 1
+    if id(value) not in known:
+        known[id(value)] = 1 + sum(_expanded_size(v, known) for v in (
+            value.values() if isinstance(value, dict) else value))
+    return known[id(value)]
+
+
 def load(path: str | os.PathLike[str], what: str) -> Mapping:
     """The mapping in the YAML file at ``path`` (keys carry their lines).
 
@@ -78,6 +112,9 @@ def load(path: str | os.PathLike[str], what: str) -> Mapping:
     """
     shown = str(path)
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or device would be waited on
+            raise LoadError(f"{shown} is not a regular file", hint=f"give the path of {what}",
+                            file=shown)
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise LoadError(f"no such file: {shown}", hint=f"give the path of {what}",
@@ -89,11 +126,23 @@ def load(path: str | os.PathLike[str], what: str) -> Mapping:
                         hint=f"give {what} saved as UTF-8", file=shown) from None
     try:
         doc = yaml.load(text, Loader=_LineLoader)
+    except RecursionError:
+        doc = None
+        deep = True
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
         raise LoadError(f"YAML syntax error: {problem}", hint="fix the YAML and run again",
                         file=shown, line=mark.line + 1 if mark else None) from None
+    else:
+        deep = _deeper_than(doc, MAX_DEPTH)
+    if deep:
+        raise LoadError(f"{shown} nests collections more than {MAX_DEPTH} levels deep",
+                        hint=f"give {what}; Azure ML job YAML nests a few levels", file=shown)
+    if _expanded_size(doc, {}) > MAX_VALUES:
+        raise LoadError(f"{shown} expands to more than {MAX_VALUES:,} values through its YAML "
+                        f"aliases", hint=f"give {what} without aliases that multiply it",
+                        file=shown)
     if not isinstance(doc, Mapping):
         raise LoadError(f"{shown} holds a YAML {type(doc).__name__}, not {what}",
                         hint=f"give the path of {what}", file=shown)

@@ -43,6 +43,7 @@ from mlpipe.evidence.revision import git_revision
 from mlpipe.evidence.roots import ArtifactRoots, shared_root
 from mlpipe.evidence.store import Store, new_id
 from mlpipe.graph import FromInput, FromLiteral, FromStep, Graph, StepNode
+from mlpipe.paths import display_path
 from mlpipe.spec import ComponentSpec
 
 
@@ -148,6 +149,7 @@ class LocalExecutor:
         literals = inputs_mod.literal_paths(graph, overrides)
         inputs_mod.check_input_contracts(graph, paths)
         scaled = scaled_components(graph, self.local_scale)
+        _refuse_files_in_place_of_folders(self.location)
         interpreters = isolation.plan(
             {sid: node.component for sid, node in graph.steps.items()}, isolate=self.isolate,
             root=self.location.environments, note=Progress(0, self.stream).note)
@@ -187,6 +189,7 @@ class _Run:
         self.rows: dict[str, Any] = {}
         self.result: RunResult | None = None
         self.failed_log: dict[str, Path] = {}
+        self.diagnoses: dict[str, dict[str, Any] | None] = {}
         self.diagnostics: list[Any] = []
         self.scaled: dict[str, Any] = {}
         self.ignored: list[str] = []
@@ -307,6 +310,10 @@ class _Run:
                 step, log = first
                 hint = (f"the last lines of {step}'s log:\n{_indent(tail(log))}\n"
                         f"  whole log: {log}")
+                found = self.diagnoses.get(step)
+                if found:  # where to start looking, before the log (docs/checks.md)
+                    hint = (f"{found['hint']} ({found['code']} {found['name']}, at the "
+                            f"layer of {found['layer_title']})\n  {hint}")
                 outside = self.outside.get(step)
                 if outside:
                     hint += f"\n  note: {step!r} {outside}"
@@ -462,7 +469,8 @@ class _Run:
         self.fork_tried = True
         forkable = [node.component for node in self.graph.steps.values()
                     if declared_topology(node.component) is None
-                    and forkserver.forkable(node.component)]
+                    and forkserver.forkable(node.component)
+                    and node.id not in self.interpreters.isolated]
         if not forkable:
             return
         modules = sorted({module for comp in forkable
@@ -487,6 +495,7 @@ class _Run:
             self.result.failures.append(outcome.message or f"step {sid!r} failed")
             self.result.steps[sid] = m.FAILED
             self.failed_log[sid] = job.log
+            self.diagnoses[sid] = (outcome.record or {}).get("diagnosis")
             self.progress.finished(sid, m.FAILED, outcome.seconds,
                                    detail=f"log: {job.log}")
             return False
@@ -523,6 +532,16 @@ class _Run:
         if model is None:
             return None
         return self.store.register_candidate(run_id, model, artifact(cand.evaluation), cand.name)
+
+
+def _refuse_files_in_place_of_folders(location: Location) -> None:
+    """The evidence folders a run writes must be folders: ``artifacts`` left as a file (a
+    copy gone wrong) would otherwise fail the run after its first step."""
+    for path in (location.home, location.artifacts, location.logs, location.work):
+        if path.exists() and not path.is_dir():
+            shown = display_path(str(path))
+            raise UsageError(f"{shown} is a file, but mlpipe keeps a folder there",
+                             hint=f"move the file away (mv {shown} {shown}.bak) and run again")
 
 
 def _refuse_azure_only(graph: Graph) -> None:

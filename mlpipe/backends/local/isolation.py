@@ -227,6 +227,52 @@ def requirements(env: Environment, conda_file: Path) -> Requirements:
     return Requirements(conda_file, python, tuple(packages))
 
 
+def _name_of(requirement: str) -> str:
+    base = requirement.strip().lower().replace("_", "-")
+    for sep in ("=", "<", ">", "!", "~", "[", " ", "@", ";"):
+        base = base.split(sep, 1)[0]
+    return base
+
+
+def lists_mlpipe(wanted: Requirements) -> bool:
+    """Whether the environment installs mlpipe, which a Python function step's runtime is."""
+    return any(_name_of(p) == "mlpipe" for p in wanted.packages)
+
+
+def mlpipe_requirement() -> str:
+    """The requirement that installs *this* mlpipe: its source folder, editable, when it runs
+    from a checkout (a ``pyproject.toml`` of the project ``mlpipe`` above the package); else
+    its released version."""
+    root = Path(__file__).resolve().parents[3]  # above mlpipe/backends/local/
+    project = root / "pyproject.toml"
+    try:
+        if re.search(r'(?m)^name\s*=\s*"mlpipe"', project.read_text(encoding="utf-8")):
+            return f"-e {root}"
+    except OSError:
+        pass
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"mlpipe=={version('mlpipe')}"
+    except PackageNotFoundError:
+        return "mlpipe"
+
+
+def _pinned(packages: tuple[str, ...]) -> list[str]:
+    """The requirements with mlpipe's replaced by this mlpipe's own (its extras kept): the
+    runtime of a step must be the one that compiled and runs it."""
+    out = []
+    for line in packages:
+        if _name_of(line) != "mlpipe" or line.lstrip().startswith("-"):
+            out.append(line)
+            continue
+        found = re.search(r"\[[^\]]*\]", line)
+        extras = found.group(0) if found else ""
+        own = mlpipe_requirement()
+        out.append(own.replace("==", f"{extras}==", 1) if "==" in own else own + extras)
+    return out
+
+
 def conda_file_of(component: ComponentSpec) -> Path | None:
     """The absolute path of the component's declared conda file, where it declares one."""
     env = component.environment
@@ -323,7 +369,9 @@ def build(env: Environment, conda_file: Path, digest: str, root: Path,
         EnvironmentBuildFailed: the build failed (the message names the log).
     """
     wanted = requirements(env, conda_file)
-    key = digest_of({"environment": digest, "runtime": runtime_identity()})
+    packages = _pinned(wanted.packages)
+    key = digest_of({"environment": digest, "runtime": runtime_identity(),
+                     "mlpipe": mlpipe_requirement() if lists_mlpipe(wanted) else None})
     folder = root / key.split(":", 1)[-1][:16]
     done = folder / DONE
     root.mkdir(parents=True, exist_ok=True)
@@ -349,7 +397,7 @@ def build(env: Environment, conda_file: Path, digest: str, root: Path,
                  f"requirement{'s' if len(wanted.packages) != 1 else ''}, "
                  f"{'uv' if uv else 'venv and pip'}); log: {log_path}")
         reqs = folder.with_suffix(".requirements.txt")
-        reqs.write_text("".join(f"{p}\n" for p in wanted.packages))
+        reqs.write_text("".join(f"{p}\n" for p in packages))
         python = str(folder / "bin" / "python")
         try:
             with open(log_path, "w") as log:
@@ -376,7 +424,7 @@ def build(env: Environment, conda_file: Path, digest: str, root: Path,
         identity = _identity(listed, python, environment=digest,
                              built_with="uv" if uv else "venv+pip")
         done.write_text(json.dumps({"built_with": identity.built_with,
-                                    "requirements": list(wanted.packages),
+                                    "requirements": packages,
                                     "conda_file": str(conda_file), "listed": listed,
                                     "site": _site_stamp(folder)}))
         return identity
@@ -422,7 +470,8 @@ def plan(components: dict[str, ComponentSpec], *, isolate: bool, root: Path,
 
     Raises:
         UsageError: with ``isolate``, steps whose environment cannot be built here (none
-            declared with a conda file, or a Python-function step), all named at once.
+            declared with a conda file, or a Python-function step whose conda file lists no
+            mlpipe), all named at once.
         EnvironmentBuildFailed: a build failed.
     """
     found = Plan()
@@ -434,9 +483,9 @@ def plan(components: dict[str, ComponentSpec], *, isolate: bool, root: Path,
         raise UsageError(
             f"--isolate cannot build the environment of step{'s' if len(cannot) > 1 else ''} "
             f"{', '.join(cannot)}",
-            hint="declare each step's environment with a conda file (inline: image and "
-                 "conda_file) so it can be built here, or submit without --isolate: the "
-                 "evidence then says which steps ran outside their declared environment")
+            hint="declare each step's environment with a conda file that lists what it "
+                 "needs (inline: image and conda_file; mlpipe too, for a Python function "
+                 "step), so it can be built here")
     built: dict[str, Interpreter] = {}
     for sid, comp in components.items():
         _, _, digest, _ = environment_identity(
@@ -449,8 +498,6 @@ def plan(components: dict[str, ComponentSpec], *, isolate: bool, root: Path,
 
 def _why_not(comp: ComponentSpec, short: bool = False) -> str | None:
     """Why the step's environment cannot be built here; None when it can."""
-    if comp.function is not None:
-        return "a Python function step runs on mlpipe's own interpreter"
     if comp.environment is None:
         return "it declares no environment"
     conda = conda_file_of(comp)
@@ -459,6 +506,14 @@ def _why_not(comp: ComponentSpec, short: bool = False) -> str | None:
                 f"its environment {_label(comp.environment)!r} has no conda file")
     if not conda.is_file():
         return f"its conda file {conda} does not exist"
+    if comp.function is not None:
+        try:
+            listed = lists_mlpipe(requirements(comp.environment, conda))
+        except UsageError:
+            return None  # the build says what is wrong with the file
+        if not listed:
+            return ("its conda file lists no mlpipe, which a Python function step's runtime "
+                    "is (on Azure ML too)")
     return None
 
 

@@ -354,18 +354,22 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
         # (--isolate), else the one mlpipe runs on
         env["PATH"] = os.pathsep.join([job.bin_folder or os.path.dirname(sys.executable),
                                        env.get("PATH", "")])
-        if job.bin_folder is not None:
-            env["VIRTUAL_ENV"] = os.path.dirname(job.bin_folder)
-            env.pop("PYTHONHOME", None)
         argv = ["bash", "-c", command]
     else:
-        request = {"function": comp.function, "sys_path": job.sys_path, "inputs": job.inputs,
+        sys_path = job.sys_path if job.bin_folder is None else _own_code(job.sys_path)
+        request = {"function": comp.function, "sys_path": sys_path, "inputs": job.inputs,
                    "outputs": outputs, "params": job.params, "digest": comp.digest}
         request_path = job.work / "request.json"
-        fork = declared is None and forkable(comp)
+        fork = declared is None and forkable(comp) and job.bin_folder is None
         if not fork:  # a forked step gets its request in the fork server's message
             request_path.write_text(json.dumps(request))
-        argv = [sys.executable, "-m", "mlpipe.runtime.step", str(request_path)]
+        python = sys.executable if job.bin_folder is None else os.path.join(job.bin_folder,
+                                                                             "python")
+        argv = [python, "-m", "mlpipe.runtime.step", str(request_path)]
+    if job.bin_folder is not None:  # an isolated environment (--isolate), as if activated
+        env["PATH"] = os.pathsep.join([job.bin_folder, env.get("PATH", "")])
+        env["VIRTUAL_ENV"] = os.path.dirname(job.bin_folder)
+        env.pop("PYTHONHOME", None)
     job.log.parent.mkdir(parents=True, exist_ok=True)
     if procs.stopping:
         return StepOutcome(False, 0.0, message="the run was interrupted")
@@ -410,6 +414,17 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
     return StepOutcome(True, time.perf_counter() - start, filed, _metrics(found),
                        not_cached=not_cached, topology=topology, record=stored,
                        files={k: v for k, v in files.items() if v is not None})
+
+
+def _own_code(paths: list[str]) -> list[str]:
+    """The import path a function step needs for the user's code, without mlpipe's own
+    interpreter's library folders: an isolated step imports its packages from its own
+    environment, never from the one mlpipe runs in."""
+    prefixes = {os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix,
+                                                        sys.exec_prefix)}
+    return [p for p in paths
+            if not any(os.path.realpath(p).startswith(x) for x in prefixes)
+            and os.path.basename(p.rstrip(os.sep)) not in ("site-packages", "dist-packages")]
 
 
 def _contract_layer(found: dict[str, Any] | None) -> bool:

@@ -3,6 +3,7 @@ Azure ML accepts the job, what a failed submission leaves, and what ``sync`` rec
 pipeline job and its child jobs (real SQLite and PostgreSQL; the real ``MLClientService`` on the
 loopback Azure ML service).
 """
+import json
 import os
 import re
 
@@ -346,6 +347,14 @@ def test_submit_sync_runs_and_show_commands_on_the_loopback_service(tmp_path, mo
     assert re.search(rf"^{run_id}\s+lb-flat\s+succeeded\s+azure\s", result.output, re.M)
     result = CliRunner().invoke(main, ["show", run_id])
     assert f"azure job {job.name} (Completed)" in result.output
+    step = json.loads(CliRunner().invoke(main, ["show", run_id, "--format", "json"]).output)[
+        "steps"][0]
+    result = CliRunner().invoke(main, ["logs", run_id, step["step"]])
+    assert result.exit_code == 2
+    assert result.output == (f"error: step {step['step']!r} of run {run_id} ran on Azure ML: its "
+                             f"logs are kept there, {step['studio_url']}\n  help: open the job's "
+                             f"page in Azure ML studio (Outputs + logs), or `az ml job download "
+                             f"--all`\n")
     result = CliRunner().invoke(main, ["sync", "nope"])
     assert result.exit_code == 2
     assert result.output.startswith("error: no run 'nope' in the evidence store")

@@ -53,6 +53,8 @@ def test_a_failed_step_is_diagnosed_at_its_layer_and_shown_with_its_log(proj, pi
     assert done.returncode == 1, done.stderr
     rid = _run_id(done)
     found = _diagnosis(proj, rid, step)
+    assert (f"  help: {found['hint']} ({code} {found['name']}, at the layer of "
+            f"{found['layer_title']})\n  the last lines of {step}'s log:") in done.stderr
     assert (found["code"], found["layer"], found["port"]) == (code, layer, port)
     log = Path(found["logs"]["step"])
     assert log.is_file() and found["logs"]["ranks"] == {}
@@ -160,3 +162,40 @@ def test_the_diagnosis_is_kept_and_shown_on_either_store(tmp_path, store_url):
     assert ("    error[MP926] step-code-raised: failed at the layer of the step's own code"
             in shown)
     assert f"    log: {record['diagnosis']['logs']['step']}" in shown
+
+
+def test_logs_follow_a_running_distributed_step_rank_by_rank(proj):
+    pytest.importorskip("torch")
+    run = proj.popen("submit", "diagnosed.py:rendezvous", "--input", "left=left.txt",
+                     env_extra={"MLPIPE_RENDEZVOUS_TIMEOUT_S": "20"})
+    try:
+        deadline = time.monotonic() + 60
+        rid = None
+        while rid is None:
+            assert time.monotonic() < deadline and run.poll() is None
+            store = proj.root / "evidence" / "store.sqlite"
+            if store.exists():
+                with Reader.open(f"sqlite:///{store}") as r:
+                    runs = r.pipeline_runs(limit=1)
+                    steps = r.run_steps(runs[0].id) if runs else []
+                    if steps and steps[0].status == "running":
+                        rid = runs[0].id
+            time.sleep(0.1)
+        followed = proj.cli("logs", rid, "never_joins", "--follow", timeout=120)
+        assert followed.returncode == 0, followed.stderr
+        assert "[rank 1] rank 1 will not join the process group\n" in followed.stdout
+        assert run.wait(60) == 1
+    finally:
+        if run.poll() is None:
+            run.kill()
+
+
+def test_logs_of_a_reused_step_are_its_original_runs(proj):
+    first = _run_id(proj.submit("chain"))
+    second = _run_id(proj.submit("chain"))
+    shown = proj.cli("logs", second, "double")
+    assert shown.returncode == 0
+    original = proj.cli("logs", first, "double")
+    assert shown.stdout == original.stdout
+    assert re.fullmatch(r"note: step 'double' was reused from step run s-[0-9a-f]+ \(run "
+                        rf"{first}\); this is that run's log\n", shown.stderr)

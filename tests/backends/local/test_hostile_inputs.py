@@ -126,3 +126,27 @@ def test_an_unreadable_input_file_is_refused():
     shutil.rmtree(folder)
     assert said == (f"input 'src': {secret} cannot be read (Permission denied)\n"
                      f"  help: make it readable (chmod u+r), or give another path")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["artifacts", "logs", "work"])
+def test_an_evidence_folder_that_is_a_file_is_refused(project, name):
+    (project / "evidence").mkdir()
+    (project / "evidence" / name).write_text("not a folder")
+    result = submit(project, "scaled", "--input", "src=five.txt")
+    refused(result, f"evidence/{name} is a file, but mlpipe keeps a folder there",
+            f"move the file away (mv evidence/{name} evidence/{name}.bak) and run again",
+            project)
+    assert (project / "evidence" / name).read_text() == "not a folder"
+
+
+@pytest.mark.slow
+def test_a_zero_byte_store_file_is_an_empty_store(project):
+    (project / "evidence").mkdir()
+    (project / "evidence" / "store.sqlite").write_bytes(b"")
+    env = {k: v for k, v in os.environ.items() if k not in ("MLPIPE_STORE_URL", "MLPIPE_HOME")}
+    listed = subprocess.run([sys.executable, "-m", "mlpipe.cli", "runs"], cwd=project, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert (listed.returncode, listed.stdout.strip()) == (0, "no runs recorded yet")
+    ran = submit(project, "scaled", "--input", "src=five.txt")
+    assert ran.returncode == 0, ran.stderr

@@ -11,13 +11,14 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 
 from mlpipe.backends.local import isolation
 from mlpipe.digests import digest_of
-from mlpipe.errors import UsageError
+from mlpipe.errors import EnvironmentBuildFailed, UsageError
 from mlpipe.graph import compile_pipeline
 from mlpipe.loader import load_spec
 from mlpipe.spec import ComponentSpec, Environment, Location
@@ -102,13 +103,28 @@ def test_isolate_names_every_step_whose_environment_cannot_be_built_at_once(tmp_
     with pytest.raises(UsageError, match=(
             r"^--isolate cannot build the environment of steps 'ref' \(its environment "
             r"'AzureML-sklearn:1' has no conda file\), 'none' \(it declares no environment\), "
-            r"'gone' \(its conda file .*gone\.yml does not exist\), 'fn' \(a Python function "
-            r"step runs on mlpipe's own interpreter\)\n  help: declare each step's environment "
-            r"with a conda file \(inline: image and conda_file\) so it can be built here, or "
-            r"submit without --isolate: the evidence then says which steps ran outside their "
-            r"declared environment$")):
+            r"'gone' \(its conda file .*gone\.yml does not exist\), 'fn' \(its conda file "
+            r"lists no mlpipe, which a Python function step's runtime is \(on Azure ML too\)\)"
+            r"\n  help: declare each step's environment "
+            r"with a conda file that lists what it needs \(inline: image and conda_file; mlpipe "
+            r"too, for a Python function step\), so it can be built here$")):
         isolation.plan(steps, isolate=True, root=tmp_path / "envs")
     assert not (tmp_path / "envs").exists()  # nothing built before the refusal
+
+
+def test_a_declared_python_version_is_this_interpreter_or_one_found_on_the_path(monkeypatch):
+    import platform
+
+    mine = platform.python_version()
+    assert isolation._base_python(mine) == sys.executable
+    assert isolation._base_python(".".join(mine.split(".")[:2])) == sys.executable
+    assert isolation._base_python(None) == sys.executable
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(EnvironmentBuildFailed, match=(
+            rf"^the environment declares Python 2\.7; this machine runs {re.escape(mine)} and "
+            r"has no python2\.7\n  help: install Python 2\.7, or declare the Python version "
+            r"the steps need$")):
+        isolation._base_python("2.7")
 
 
 def test_without_isolate_each_step_says_whether_it_ran_in_its_declared_environment(tmp_path):
@@ -143,6 +159,13 @@ def test_the_package_set_is_every_installed_distribution_once():
     assert isolation.own_interpreter().packages == digest_of(own["packages"])
     # the script run by another interpreter gives the same list as this process
     assert isolation.inspect(sys.executable) == own
+
+
+def test_the_mlpipe_an_environment_lists_is_this_one():
+    root = Path(__file__).resolve().parents[3]
+    assert isolation.mlpipe_requirement() == f"-e {root}"  # a checkout: its source, editable
+    assert isolation._pinned(("termcolor==3.3.0", "mlpipe[azureml]>=0.1", "MLPipe")) == [
+        "termcolor==3.3.0", f"-e {root}[azureml]", f"-e {root}"]
 
 
 def test_uv_installs_from_the_package_sources_pip_is_configured_with(monkeypatch):
@@ -183,6 +206,29 @@ def test_each_installer_builds_the_environment_once_from_its_conda_file(installe
                               installer=installer)
     assert changed.package_count == built.package_count + 1
     assert changed.packages == digest_of(isolation.inspect(built.python)["packages"])
+
+
+@pytest.mark.slow
+def test_two_runs_building_one_environment_build_it_once_over_a_half_built_folder(tmp_path):
+    import threading
+
+    env = Environment("", image="img", conda_file=str(FIXTURE / "env" / "conda.yml"))
+    conda = FIXTURE / "env" / "conda.yml"
+    first = isolation.build(env, conda, "sha256:warm", tmp_path / "warm")
+    folder = tmp_path / "envs" / Path(first.python).parent.parent.name
+    folder.mkdir(parents=True)
+    (folder / "left-by-a-killed-build").write_text("")  # no completion file: rebuilt
+    found: list[object] = []
+    threads = [threading.Thread(target=lambda: found.append(isolation.build(
+        env, conda, "sha256:warm", tmp_path / "envs"))) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(found) == 2 and found[0] == found[1]
+    assert not (folder / "left-by-a-killed-build").exists()
+    log = (tmp_path / "envs" / f"{folder.name}.log").read_text()
+    assert log.count("$ ") == 2  # one venv, one install, for both
 
 
 # --- end to end ---------------------------------------------------------------------------------
@@ -234,6 +280,28 @@ def test_a_step_that_needs_its_own_package_runs_isolated_and_the_evidence_shows_
     fresh = mlpipe(project, "submit", str(PIPELINE), "--isolate", "--no-reuse")
     assert fresh.returncode == 0 and "building environment" not in fresh.stderr
     assert step_rows(project)[-1][1:] == ("executed", inside)
+
+
+@pytest.mark.slow
+def test_a_python_function_step_runs_isolated_on_the_mlpipe_of_this_checkout(project):
+    painted = Path(__file__).resolve().parents[2] / "fixtures" / "isolated" / "painted.py"
+    plain = mlpipe(project, "submit", str(painted))
+    assert plain.returncode == 1
+    assert "ModuleNotFoundError: No module named 'termcolor'" in plain.stderr
+    assert ("note: 'paint' ran on mlpipe's own interpreter, not in its declared environment "
+            "'paint-env:1' (submit --isolate builds it here from its conda file)") in plain.stderr
+
+    done = mlpipe(project, "submit", str(painted), "--isolate")
+    assert done.returncode == 0, done.stderr
+    run_id, status, interp = step_rows(project)[-1]
+    assert (status, interp["isolated"], interp["in_declared_environment"]) == (
+        "executed", True, True)
+    python = Path(interp["python"])
+    assert python.parent.parent.parent == project / "evidence" / "environments"
+    packages = isolation.inspect(str(python))["packages"]
+    assert {"termcolor==3.3.0", f"mlpipe=={version('mlpipe')}"} <= set(packages)
+    log = (project / "evidence" / "logs" / run_id / "paint.log").read_text()
+    assert log.strip() == f"termcolor 3.3.0 on {python}"  # forked from no server of mlpipe's
 
 
 @pytest.mark.slow

@@ -73,7 +73,9 @@ def facts(root: Path, run_id: str) -> dict[str, object]:
                 out[sr.step] = sr.status
                 for a in sr.artifacts:
                     if a.direction == "output":
-                        out[f"{sr.step}.{a.port}"] = a.artifact.location
+                        # its key in the artifact root (i14a: artifacts by key)
+                        out[f"{sr.step}.{a.port}"] = str(root / "evidence" / "artifacts" /
+                                                         a.artifact.key)
             return out
     finally:
         store.close()

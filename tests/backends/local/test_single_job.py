@@ -72,7 +72,8 @@ def test_a_distributed_command_job_checks_compiles_and_runs_as_two_nodes_of_two(
         with store.session() as s:
             (step,) = s.get(m.Run, run_id).steps
             topology = step.topology
-            model = next(a.artifact.location for a in step.artifacts if a.direction == "output")
+            model = project / "evidence" / "artifacts" / next(
+                a.artifact.key for a in step.artifacts if a.direction == "output")
     finally:
         store.close()
     ran = topology["ran"]

@@ -41,7 +41,10 @@ def run_facts(root: Path, run_id: str) -> dict[str, object]:
         with store.session() as s:
             run = s.get(m.Run, run_id)
             (step,) = run.steps
-            ports = {f"{a.direction}.{a.port}": a.artifact.location for a in step.artifacts}
+            # an output's location is its key in the artifact root
+            ports = {f"{a.direction}.{a.port}": a.artifact.location if a.direction == "input"
+                     else str(root / "evidence" / "artifacts" / a.artifact.key)
+                     for a in step.artifacts}
             return {"status": run.status, "options": run.options, **ports}
     finally:
         store.close()
@@ -181,3 +184,59 @@ def test_a_cloud_reference_refuses_the_run_before_anything_is_recorded(elsewhere
                                            "machine")
     assert "Traceback" not in done.stderr
     assert not (elsewhere / "evidence" / "store.sqlite").exists()
+
+
+NESTED_OUTER = """type: pipeline
+display_name: outer
+jobs:
+  inner:
+    type: pipeline
+    component: ./parts/inner.yml
+"""
+NESTED_INNER = """type: pipeline
+name: inner
+inputs:
+  lookup: {type: uri_folder, path: ./lookup}
+outputs:
+  out: {type: uri_folder}
+jobs:
+  count:
+    type: command
+    command: python count.py --numbers ${{inputs.numbers}} --extra ${{inputs.extra}} --factor 3 --out ${{outputs.out}}
+    code: ../src
+    environment: azureml:script-env:1
+    inputs:
+      numbers: {type: uri_file, path: ./numbers.txt}
+      extra: ${{parent.inputs.lookup}}
+    outputs:
+      out: ${{parent.outputs.out}}
+"""
+
+
+@pytest.mark.slow
+def test_a_nested_pipeline_reads_paths_beside_its_own_file_and_takes_dotted_overrides(
+        tmp_path, elsewhere):
+    team = tmp_path / "team"
+    (team / "parts" / "lookup").mkdir(parents=True)
+    (team / "src").mkdir()
+    (team / "src" / "count.py").write_text((FIXTURE / "src" / "count.py").read_text())
+    (team / "parts" / "numbers.txt").write_text("1\n2\n")
+    (team / "parts" / "lookup" / "x.txt").write_text("x")
+    (team / "pipeline.yml").write_text(NESTED_OUTER)
+    (team / "parts" / "inner.yml").write_text(NESTED_INNER)
+    graph = compile_pipeline(load_spec(str(team / "pipeline.yml"))[0])
+    assert literal_paths(graph, {}) == {
+        ("inner.count", "numbers"): str(team / "parts" / "numbers.txt"),
+        ("inner.count", "extra"): str(team / "parts" / "lookup")}
+
+    done = mlpipe(elsewhere, "submit", str(team / "pipeline.yml"))
+    assert done.returncode == 0, done.stderr
+    other = elsewhere / "more.txt"
+    other.write_text("5\n")
+    again = mlpipe(elsewhere, "submit", str(team / "pipeline.yml"),
+                   "--input", f"inner.count.numbers={other}")
+    assert again.returncode == 0, again.stderr
+    run_id = re.search(r"run (r-[0-9a-f]{10}) succeeded", again.stdout).group(1)
+    facts = run_facts(elsewhere, run_id)
+    assert facts["input.numbers"] == str(other)
+    assert Path(facts["output.out"], "total.txt").read_text() == "15 x.txt"

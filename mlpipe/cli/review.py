@@ -1,0 +1,79 @@
+"""Commands for qualification reviewers that decide: qualify (judge a policy, decide nothing)
+and review (record a decision). Parse, call ``mlpipe.evidence.policy`` / ``review``, render.
+
+Exit codes: 0 the policy passed / the decision was recorded; 1 a criterion unmet / the decision
+refused (MP715 stale bundle, MP716 acceptance refused); 2 a bad policy file or usage.
+"""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from mlpipe.cli.base import EXIT_PROBLEMS, main
+
+
+@main.command()
+@click.argument("candidate")
+@click.option("--policy", "policy_file", required=True, metavar="FILE",
+              type=click.Path(dir_okay=False),
+              help="The policy YAML (docs/review.md), e.g. policies/defect-classifier.yml.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="json: for scripts.")
+def qualify(candidate: str, policy_file: str, fmt: str) -> None:
+    """Judge CANDIDATE's newest sealed bundle against a policy: a pass/fail table per
+    criterion. Records nothing; exit 1 when a criterion is unmet."""
+    from mlpipe.evidence.config import locate
+    from mlpipe.evidence.policy import load_policy, render_qualification
+    from mlpipe.evidence.policy import qualify as judge
+
+    policy = load_policy(policy_file)
+    result = judge(locate().url, candidate, policy)
+    if fmt == "json":
+        import json
+
+        click.echo(json.dumps(result.to_dict(), indent=2, sort_keys=True))
+    else:
+        click.echo(render_qualification(result))
+    sys.exit(0 if result.passed else EXIT_PROBLEMS)
+
+
+@main.command()
+@click.argument("candidate")
+@click.option("--accept", "verdict", flag_value="accepted", help="Accept the candidate.")
+@click.option("--reject", "verdict", flag_value="rejected", help="Reject the candidate.")
+@click.option("--by", "by", required=True, metavar="NAME", help="Who decides.")
+@click.option("--note", required=True, metavar="TEXT", help="Why, in your words.")
+@click.option("--policy", "policy_file", default=None, metavar="FILE",
+              type=click.Path(dir_okay=False),
+              help="Judge this policy first and record its result with the decision; "
+                   "--accept is refused when it is not met.")
+@click.option("--bundle", default=None, metavar="DIGEST",
+              help="The bundle digest you read; refused unless it is the newest sealed one.")
+def review(candidate: str, verdict: str | None, by: str, note: str, policy_file: str | None,
+           bundle: str | None) -> None:
+    """Record a decision on CANDIDATE, citing the exact bundle digest it was made on.
+
+    Refused (exit 1) when the store changed since the newest bundle was sealed (re-seal with
+    `mlpipe evidence C --rebuild` and read it first), and --accept when the bundle has an
+    error-severity finding or the --policy is not met. The next bundle, sealed with the
+    decision, records it.
+    """
+    from mlpipe.errors import UsageError
+    from mlpipe.evidence.config import locate
+    from mlpipe.evidence.review import record_decision
+
+    if verdict is None:
+        raise UsageError("a decision is --accept or --reject; neither was given",
+                         hint=f"run `mlpipe review {candidate} --accept|--reject --by NAME "
+                              f"--note TEXT`")
+    policy = None
+    if policy_file is not None:
+        from mlpipe.evidence.policy import load_policy
+
+        policy = load_policy(policy_file)
+    done = record_decision(locate().url, candidate, verdict=verdict, by=by, note=note,
+                           policy=policy, bundle=bundle)
+    click.echo(f"{done.verdict} candidate {done.candidate} by {by.strip()}, citing bundle "
+               f"{done.cited}")
+    click.echo(f"  sealed {done.sealed} with the decision (mlpipe evidence {done.candidate})")

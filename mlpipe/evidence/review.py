@@ -1,0 +1,158 @@
+"""Recorded decisions: a reviewer accepts or rejects a candidate on the exact bundle they read
+(``mlpipe review``), and the bundle sealed next records the decision.
+
+Only a reviewer's command calls this; orchestration (submit, sync, the executors) never does,
+so nothing but a person ever marks a candidate accepted. Judging a policy is ``policy``'s.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from mlpipe.codes import ACCEPTANCE_REFUSED, DECISION_ON_STALE_BUNDLE
+from mlpipe.errors import MlpipeError, UsageError
+from mlpipe.evidence.policy import Policy, Qualification
+
+
+class ReviewRefused(MlpipeError):
+    """A decision that may not be recorded (exit 1: a problem with the candidate or its
+    bundle, not with the command line)."""
+
+    exit_code = 1
+
+    def __init__(self, code: Any, message: str, *, hint: str) -> None:
+        self.code = code.code
+        super().__init__(f"[{code.code} {code.name}] {message}", hint=hint)
+
+
+@dataclass(slots=True)
+class Recorded:
+    """A recorded decision: what it cites, and the bundle sealed with it."""
+
+    candidate: str
+    verdict: str
+    cited: str
+    sealed: str
+
+
+def _refuse_stale(candidate: str, message: str) -> ReviewRefused:
+    return ReviewRefused(DECISION_ON_STALE_BUNDLE, message,
+                         hint=f"run `mlpipe evidence {candidate} --rebuild`, read the bundle it "
+                              f"seals, then decide on that one")
+
+
+def record_decision(url: str, ref: str, *, verdict: str, by: str, note: str,
+                    policy: Policy | None = None, bundle: str | None = None,
+                    now: datetime | None = None) -> Recorded:
+    """Record ``by``'s decision on the candidate ``ref`` names, citing its newest sealed bundle,
+    and seal the next bundle with the decision in it.
+
+    Args:
+        url: the store URL.
+        ref: a candidate id or an unambiguous prefix of one.
+        verdict: ``"accepted"`` or ``"rejected"``.
+        by: who decides (a name or an address).
+        note: why, in the reviewer's words.
+        policy: judged against the bundle first; its result is recorded with the decision.
+        bundle: the digest the reviewer read; refused unless it is the newest sealed bundle.
+        now: the decision's time (tests pin it).
+
+    Raises:
+        UsageError: no such candidate, an empty name or note.
+        ReviewRefused: MP715, the store changed since the newest bundle was sealed (or none is
+            sealed, or ``bundle`` is not the newest); MP716, ``accepted`` with an
+            error-severity finding in the bundle or a policy the candidate does not meet.
+
+    Example:
+        >>> record_decision(url, "c-3f9a", verdict="accepted", by="dana", note="meets Q-7")
+        Recorded(candidate='c-3f9a0c1b22', verdict='accepted', cited='sha256:...', ...)
+    """
+    from mlpipe.evidence import models as m
+    from mlpipe.evidence.bundle import build, find_candidate
+    from mlpipe.evidence.compare import differences
+    from mlpipe.evidence.seal import canonical, latest, load_sealed, seal, unsealed
+    from mlpipe.evidence.store import Store, utcnow
+
+    if verdict not in (m.ACCEPTED, m.REJECTED):
+        raise UsageError(f"a verdict is accepted or rejected, not {verdict!r}",
+                         hint="give --accept or --reject")
+    if not by.strip() or not note.strip():
+        raise UsageError("a decision names who decided (--by) and why (--note); one is empty",
+                         hint="give --by NAME --note TEXT")
+    qualification: Qualification | None = None
+    store = Store.open(url, create=False)
+    try:
+        with store.session() as s:
+            cand = find_candidate(s, ref)
+            cand_id, newest = cand.id, latest(s, cand.id)
+            if newest is None:
+                raise _refuse_stale(cand_id, f"no bundle of candidate {cand_id} has been "
+                                             f"sealed, so there is no digest to cite")
+            cited = newest.digest
+        if bundle is not None and bundle != cited:
+            raise _refuse_stale(cand_id, f"the decision cites bundle {bundle}, but the newest "
+                                         f"sealed bundle of {cand_id} is {cited}")
+        verification = None
+        if policy is not None and policy.verify is not None:
+            from mlpipe.evidence.verify import verify_bundle
+
+            verification = verify_bundle(url, cand_id).to_dict()
+        with store.session() as s:
+            cand = s.get(m.CandidateRow, cand_id)
+            newest = latest(s, cand_id)
+            if newest is None or newest.digest != cited:
+                raise _refuse_stale(cand_id, f"bundle {cited} is no longer the newest sealed "
+                                             f"bundle of {cand_id}")
+            statement = load_sealed(newest.digest, bytes(newest.content))
+            now_built = build(s, cand)
+            if canonical(unsealed(statement)) != canonical(now_built):
+                changed = differences(unsealed(statement), now_built)
+                raise _refuse_stale(cand_id, f"the store or the model's files changed since "
+                                             f"bundle {cited} was sealed ({len(changed)} difference"
+                                             f"{'' if len(changed) == 1 else 's'}, first: "
+                                             f"{changed[0] if changed else 'the model files'})")
+            if policy is not None:
+                from mlpipe.evidence.policy import judge
+
+                qualification = judge(policy, statement, cited, verification)
+            if verdict == m.ACCEPTED:
+                _may_accept(cand_id, statement, qualification)
+            s.add(m.Decision(candidate_id=cand_id, bundle_digest=cited,
+                             verdict=verdict, reviewer=by.strip(), note=note.strip(),
+                             policy=None if qualification is None else {
+                                 **qualification.policy.cited(),
+                                 "passed": qualification.passed,
+                                 "criteria": [c.to_dict() for c in qualification.criteria]},
+                             decided_at=now or utcnow()))
+            s.flush()
+            sealed = seal(s, cand, now=now)
+            return Recorded(cand_id, verdict, cited, sealed.digest)
+    finally:
+        store.close()
+
+
+def _may_accept(candidate: str, statement: dict[str, Any],
+                qualification: Qualification | None) -> None:
+    errors = [f for f in statement["predicate"]["findings"] if f["severity"] == "error"]
+    if errors:
+        raise ReviewRefused(ACCEPTANCE_REFUSED,
+                            f"candidate {candidate} cannot be accepted: its bundle has "
+                            f"{len(errors)} error-severity finding"
+                            f"{'' if len(errors) == 1 else 's'}, first {errors[0]['code']} "
+                            f"{errors[0]['name']}",
+                            hint=f"fix the cause and produce a new candidate, or record "
+                                 f"`mlpipe review {candidate} --reject` with the reason")
+    if qualification is not None and not qualification.passed:
+        failed = [c for c in qualification.criteria if not c.passed]
+        raise ReviewRefused(ACCEPTANCE_REFUSED,
+                            f"candidate {candidate} cannot be accepted: it does not meet "
+                            f"policy {qualification.policy.name} ({len(failed)} criteri"
+                            f"{'on' if len(failed) == 1 else 'a'} unmet, first "
+                            f"{failed[0].code}: {failed[0].message})",
+                            hint=f"see `mlpipe qualify {candidate} --policy "
+                                 f"{qualification.policy.file}`; produce a candidate that "
+                                 f"meets it, or record --reject")
+
+
+__all__ = ["Recorded", "ReviewRefused", "record_decision"]

@@ -1,0 +1,73 @@
+"""What retention keeps (``mlpipe.evidence.retention``), as a property over random stores:
+exactly the artifacts a candidate's run or a running run consumed or produced, and its model,
+each artifact's newest use, whatever runs share artifacts through reuse."""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mlpipe.evidence import models as m
+from mlpipe.evidence.reader import Reader
+from mlpipe.evidence.retention import retained
+from mlpipe.evidence.store import Store
+
+ARTIFACTS = 6
+_run = st.fixed_dictionaries({
+    "steps": st.lists(st.tuples(st.integers(0, ARTIFACTS - 1), st.integers(0, ARTIFACTS - 1)),
+                      min_size=1, max_size=3),
+    "candidate": st.none() | st.integers(0, ARTIFACTS - 1),
+    "running": st.booleans()})
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(runs=st.lists(_run, min_size=1, max_size=4))
+def test_retained_keeps_exactly_what_candidates_and_running_runs_used(runs):
+    with tempfile.TemporaryDirectory() as folder:
+        url = f"sqlite:///{Path(folder) / 'store.sqlite'}"
+        store = Store.open(url)
+        try:
+            expected, used = _fill(store, runs)
+        finally:
+            store.close()
+        with Reader.open(url) as r:
+            found = retained(r)
+    assert found.protected == expected
+    assert set(found.sizes) == {f"blake3:{i:064x}" for i in range(ARTIFACTS)}
+    assert {d for d, when in found.last_used.items() if when is not None} == used
+    assert len(found.candidates) == sum(1 for r in runs if r["candidate"] is not None)
+    assert len(found.running) == sum(1 for r in runs if r["running"])
+
+
+def _fill(store: Store, runs: list[dict]) -> tuple[set[str], set[str]]:
+    pipe = store.pipeline_spec(f"sha256:{0:064x}", "p", {})
+    comp = store.component_version("c", "1", f"sha256:{1:064x}", f"sha256:{2:064x}", {})
+    arts = [store.artifact(f"blake3:{i:064x}", "uri_file", 1, 1, f"/nowhere/{i}")
+            for i in range(ARTIFACTS)]
+    expected: set[str] = set()
+    used: set[str] = set()
+    for spec in runs:
+        run_id = store.begin_run(pipeline=pipe, target="local", params={}, inputs={}, code=None,
+                                 options={})
+        touched = set()
+        for k, (source, product) in enumerate(spec["steps"]):
+            sid = store.begin_step_run(
+                inputs={"in": arts[source]}, run_id=run_id, step=f"s{k}",
+                component_version_id=comp.id, environment_id=None, compute={}, topology={},
+                cache_key=None, key_material=None, status=m.RUNNING)
+            store.complete_step_run(
+                sid, status=m.EXECUTED, message=None, cacheable=True, topology={},
+                outputs={"out": (arts[product].digest, "uri_file", 1, 1, f"/nowhere/{product}")},
+                metrics=[])
+            touched |= {arts[source].digest, arts[product].digest}
+        used |= touched
+        if spec["candidate"] is not None:
+            store.register_candidate(run_id, arts[spec["candidate"]], None, None)
+            expected |= touched | {arts[spec["candidate"]].digest}
+        if spec["running"]:
+            expected |= touched
+        else:
+            store.finish_run(run_id, m.SUCCEEDED)
+    return expected, used
