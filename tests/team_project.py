@@ -48,8 +48,9 @@ class Home:
         return json.loads(done.stdout)
 
     def verify(self, candidate: str) -> subprocess.CompletedProcess:
-        """Show the candidate (sealing its first bundle unless one is sealed), then verify."""
-        assert self.cli("evidence", candidate).returncode == 0
+        """Seal the candidate's bundle as the store has it now (its first, or the next when a
+        reproduction was recorded since: an explicit --rebuild), then verify it."""
+        assert self.cli("evidence", candidate, "--rebuild").returncode == 0
         return self.cli("evidence", candidate, "--verify")
 
 

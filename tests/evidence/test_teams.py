@@ -50,7 +50,9 @@ def test_two_homes_reuse_and_verify_each_other(team, tmp_path):
     assert ben.verify(second).returncode == 0
     # ben's own root now holds the fetched copies, and the bundle ben sees is ana's
     assert (ben.own / "blake3").is_dir()
-    assert ben.bundle(first)["predicate"] == sealed["predicate"]
+    seen = ben.bundle(first)  # the same artifacts, by key, and the same model files
+    assert (seen["predicate"]["artifacts"], seen["subject"]) == (
+        sealed["predicate"]["artifacts"], sealed["subject"])
 
     # ana comes back (her folder renamed): her steps resolve in her own root, and she
     # verifies ben's candidate
@@ -130,11 +132,12 @@ def test_a_store_from_before_keys_is_migrated_and_reused_from_another_folder(tmp
     home = Home(tmp_path / "proj", url, None, data)
     _first, _ = home.submit()
     engine = sa.create_engine(url)
-    with engine.begin() as conn:  # as 0005_i16 left it: absolute locations in someone's root
+    with engine.begin() as conn:  # absolute locations in someone's root, as before keys
         conn.execute(sa.text("UPDATE artifacts SET location = :root || '/' || key "
                              "WHERE key IS NOT NULL"), {"root": "/home/someone/old/artifacts"})
-        conn.execute(sa.text("ALTER TABLE artifacts DROP COLUMN key"))
-        conn.execute(sa.text("UPDATE alembic_version SET version_num = '0005_i16'"))
+    _downgrade(engine, "0005_i16")  # the revision before keys: no key column
+    with engine.connect() as conn:
+        assert "key" not in {c["name"] for c in sa.inspect(conn).get_columns("artifacts")}
     second, progress = home.submit()
     assert statuses(progress) == {"reused"}, progress
     with engine.begin() as conn:
@@ -144,3 +147,16 @@ def test_a_store_from_before_keys_is_migrated_and_reused_from_another_folder(tmp
     assert keyed and all(loc == f"/home/someone/old/artifacts/{key}" for loc, key in keyed)
     assert all(key is None for loc, key in rows if loc == str(data))  # an input: no key
     assert home.verify(second).returncode == 0
+
+
+def _downgrade(engine, revision: str) -> None:
+    from alembic import command
+    from alembic.config import Config
+
+    from mlpipe.evidence.migrate import MIGRATIONS
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, revision)
