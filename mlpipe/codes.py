@@ -467,3 +467,7 @@ COMPONENT_BODY_NEVER_RUNS = _code(
     "MP960", "component-body-never-runs", ERROR,
     "A component's function is a generator or a coroutine (yield, async def): calling it runs "
     "none of its body.")
+CREDENTIAL_IN_RECORDED_VALUE = _code(
+    "MP961", "credential-in-recorded-value", WARNING,
+    "A parameter value or a declared environment variable looks like a credential (a key, a "
+    "token, a password); it would be recorded in clear in the store, the bundle and exports.")

@@ -106,3 +106,46 @@ def test_a_generator_body_run_anyway_fails_instead_of_succeeding_empty(tmp_path)
     assert ran.returncode == 1
     assert "TypeError: the component's function returned 'generator' without running its " \
            "body (a generator or async def; see MP960)" in ran.stderr
+
+
+@pytest.mark.parametrize("name, value, kind", [
+    ("region", "AKIAIOSFODNN7EXAMPLE", "an AWS access key id"),
+    ("x", "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB", "a GitHub token"),
+    ("x", "postgresql://user:S3CRET@db.example/x", "a URL with a password"),
+    ("conn", "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=" + "A" * 40,
+     "a storage connection string with its key"),
+    ("db_password", "hunter2hunter2", "a password or token (by its name)"),
+    ("API_KEY", "0123456789abcdef", "a password or token (by its name)"),
+])
+def test_credential_looking_values_are_named(name, value, kind):
+    from mlpipe.checks.credentials import credential_kind
+
+    assert credential_kind(name, value) == kind
+
+
+@pytest.mark.parametrize("name, value", [
+    ("epochs", "20"), ("author", "Ada Lovelace"), ("db_password", ""),
+    ("api_key", "<your key>"), ("token", "${{secrets.TOKEN}}"), ("password", "changeme"),
+    ("url", "https://example.org/data.csv"), ("secret_name", 5),
+])
+def test_values_that_are_no_credential_are_not_named(name, value):
+    from mlpipe.checks.credentials import credential_kind
+
+    assert credential_kind(name, value) is None
+
+
+@pytest.mark.slow
+def test_a_credential_looking_param_at_submit_warns_and_ignore_silences_it(tmp_path):
+    (tmp_path / "p.py").write_text(STEP.replace("def copied(src):", "def copied(src, note=''):")
+                                   .replace('"out": copy(src=src).out', '"out": copy(src=src).out'))
+    (tmp_path / "in.txt").write_text("1")
+    warned = cli(tmp_path, "submit", "p.py", "--input", "src=in.txt", "--param",
+                 "note=AKIAIOSFODNN7EXAMPLE")
+    assert warned.stderr.splitlines()[:2] == [
+        "warning[MP961] credential-in-recorded-value: --param note looks like an AWS access key "
+        "id; parameter values are recorded in clear (store, bundle, export)",
+        "  help: do not record it: let the step read it at run time from an environment "
+        "variable set outside the pipeline (or a secret store), and rotate it if it was recorded"]
+    quiet = cli(tmp_path, "submit", "p.py", "--input", "src=in.txt", "--param",
+                "note=AKIAIOSFODNN7EXAMPLE", "--ignore", "MP961")
+    assert "MP961" not in quiet.stderr

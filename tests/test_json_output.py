@@ -18,7 +18,7 @@ STEP_KEYS = {"step", "status", "step_run_id", "reused_from", "component", "start
              "finished_at", "duration_s", "message", "job_name", "studio_url", "metrics",
              "log", "diagnosis"}
 SECTIONS = {"pipeline", "code_revision", "data_snapshots", "parameters", "components", "code",
-            "environment", "steps_and_reuse", "metrics"}
+            "environment", "interpreter", "steps_and_reuse", "metrics"}
 
 
 @pytest.fixture(scope="module")

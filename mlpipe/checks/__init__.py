@@ -10,6 +10,7 @@ from __future__ import annotations
 from mlpipe.checks import (  # noqa: F401  (registration)
     artifacts,
     contracts,
+    credentials,
     distribution,
     evaluation,
     frameworks,

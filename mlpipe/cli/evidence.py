@@ -21,6 +21,7 @@ from mlpipe.cli.base import EXIT_PROBLEMS, main, open_evidence_reader
 def candidates(limit: int, fmt: str) -> None:
     """List model candidates, newest first."""
     from mlpipe.evidence.summaries import candidates_document
+    from mlpipe.evidence.terminal import escape
     from mlpipe.evidence.views import candidates_table
 
     with open_evidence_reader() as s:
@@ -30,7 +31,7 @@ def candidates(limit: int, fmt: str) -> None:
 
             click.echo(json.dumps(candidates_document(rows), indent=2, sort_keys=True))
         else:
-            click.echo(candidates_table(rows))
+            click.echo(escape(candidates_table(rows)))
 
 
 @main.command()
@@ -106,29 +107,34 @@ def evidence(candidate: str, fmt: str, verify: bool, fetch: bool, rebuild: bool,
     _gate(_show(fmt, sealed.digest, sealed.content, output))
 
 
-def _gate(statement: dict) -> None:
+def _gate(shown: tuple[str, list[str]]) -> None:
     """The findings gate: exit 1, after the bundle was shown in full, when it has an
     error-severity finding (docs/evidence.md, "Exit codes")."""
-    errors = [f["code"] for f in statement["predicate"]["findings"] if f["severity"] == "error"]
+    candidate, errors = shown
     if errors:
-        click.echo(f"error: candidate {statement['predicate']['candidate']['id']} has "
+        click.echo(f"error: candidate {candidate} has "
                    f"{len(errors)} error-severity finding{'' if len(errors) == 1 else 's'} "
                    f"({', '.join(sorted(set(errors)))}): it is not ready for review", err=True)
         sys.exit(EXIT_PROBLEMS)
 
 
-def _show(fmt: str, digest: str, content: bytes, output: str | None) -> dict:
-    """Show a sealed bundle. Its integrity is its digest (bytes altered in the store are
-    refused in every format); the schema was checked when it was sealed, and is checked again
-    here only when the bytes cannot be rendered (a digest recomputed over altered bytes)."""
+def _show(fmt: str, digest: str, content: bytes, output: str | None) -> tuple[str, list[str]]:
+    """Show a sealed bundle; its candidate's id and the codes of its error-severity findings.
+
+    Its integrity is its digest (bytes altered in the store are refused in every format); the
+    schema was checked when it was sealed, and is checked again here only when the bytes
+    cannot be read as a bundle (a digest recomputed over altered bytes), to say why."""
     from mlpipe.errors import StoreError
     from mlpipe.evidence.fastpath import sealed_statement
 
     try:
         statement = sealed_statement(digest, content)
+        predicate = statement["predicate"]
+        shown = (str(predicate["candidate"]["id"]),
+                 [f["code"] for f in predicate["findings"] if f["severity"] == "error"])
         if fmt == "json":
             _emit(content, output)
-            return statement
+            return shown
         text = _render(fmt, statement, digest)
     except StoreError as err:
         click.echo(f"error: {err.render()}", err=True)
@@ -143,7 +149,7 @@ def _show(fmt: str, digest: str, content: bytes, output: str | None) -> dict:
             sys.exit(EXIT_PROBLEMS)
         raise  # a bundle that matches its schema and still cannot be rendered: a defect
     _emit(text.rstrip("\n").encode() + b"\n", output)
-    return statement
+    return shown
 
 
 def _render(fmt: str, statement: dict, digest: str) -> str:

@@ -54,6 +54,8 @@ def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...], run_ta
            ignore: str | None, isolate: bool, **azure: Any) -> None:
     """Check a pipeline, run it (here, or on Azure ML), and record everything."""
     ignored = code_set(ignore)
+    if "MP961" not in ignored:
+        _warn_credentials(assignments(params, "--param"))
     if run_target == "azure":
         if no_reuse or max_parallel is not None or local_scale or isolate:
             raise UsageError("--no-reuse, --max-parallel, --local-scale and --isolate apply to "
@@ -77,6 +79,18 @@ def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...], run_ta
     _submit_local(target, assignments(inputs, "--input"), assignments(params, "--param"),
                   no_reuse, max_parallel, _scales(assignments(local_scale, "--local-scale")),
                   fmt, ignored, isolate)
+
+
+def _warn_credentials(params: dict[str, str]) -> None:
+    """A ``--param`` value that looks like a credential is recorded in clear: say so (MP961)."""
+    from mlpipe.checks.credentials import HINT, credential_kind
+
+    for name, value in params.items():
+        kind = credential_kind(name, value)
+        if kind:
+            click.echo(f"warning[MP961] credential-in-recorded-value: --param {name} looks like "
+                       f"{kind}; parameter values are recorded in clear (store, bundle, export)"
+                       f"\n  help: {HINT}", err=True)
 
 
 def _scales(given: dict[str, str]) -> dict[str, tuple[int, int] | str]:
@@ -164,6 +178,7 @@ def _json(document: dict[str, Any]) -> None:
 def runs(pipeline: str | None, limit: int, fmt: str) -> None:
     """List recorded runs, newest first."""
     from mlpipe.evidence.summaries import runs_document
+    from mlpipe.evidence.terminal import escape
     from mlpipe.evidence.views import runs_table
 
     with open_evidence_reader() as s:
@@ -171,7 +186,7 @@ def runs(pipeline: str | None, limit: int, fmt: str) -> None:
         if fmt == "json":
             _json(runs_document(found))
         else:
-            click.echo(runs_table(found))
+            click.echo(escape(runs_table(found)))
 
 
 @main.command()
@@ -182,6 +197,7 @@ def runs(pipeline: str | None, limit: int, fmt: str) -> None:
 def show(run: str, why_step: str | None, fmt: str) -> None:
     """Show a run: its steps with status, reused-from and duration."""
     from mlpipe.evidence.summaries import run_document
+    from mlpipe.evidence.terminal import escape
     from mlpipe.evidence.views import get_run, show_run, why
 
     if why_step and fmt == "json":
@@ -191,7 +207,7 @@ def show(run: str, why_step: str | None, fmt: str) -> None:
         if fmt == "json":
             _json(run_document(s, found))
         else:
-            click.echo(why(s, found, why_step) if why_step else show_run(s, found))
+            click.echo(escape(why(s, found, why_step) if why_step else show_run(s, found)))
 
 
 @main.command()
@@ -228,6 +244,7 @@ def logs(run: str, step: str, rank: int | None, follow: bool) -> None:
 def diff(run_a: str, run_b: str, fmt: str) -> None:
     """What differs between two runs: code, environment, data, parameters, reuse, metrics."""
     from mlpipe.evidence.summaries import diff_document
+    from mlpipe.evidence.terminal import escape
     from mlpipe.evidence.views import diff_runs, get_run
 
     with open_evidence_reader() as s:
@@ -235,7 +252,7 @@ def diff(run_a: str, run_b: str, fmt: str) -> None:
         if fmt == "json":
             _json(diff_document(s, a, b))
         else:
-            click.echo(diff_runs(s, a, b))
+            click.echo(escape(diff_runs(s, a, b)))
 
 
 @main.group()

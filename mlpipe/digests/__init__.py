@@ -101,7 +101,11 @@ def script_code_digest(code: str | None, command: str, base: Path) -> str:
         'sha256:'
     """
     h = hashlib.sha256(command.encode("utf-8"))
-    folder = None if code is None else (base / code).resolve()
+    if code is not None and not isinstance(code, str):
+        code = str(code)  # not a path (the YAML reader reports it); digested as its text
+        folder = None
+    else:
+        folder = None if code is None else (base / code).resolve()
     if folder is not None and folder.parent == folder:
         folder = None  # the file system's root is refused where the code is read; never walked
     if folder is not None and folder.is_dir():

@@ -218,8 +218,9 @@ def _content_overlap(p: dict[str, Any], ev_step: dict[str, Any], train: dict[str
                if i["port"] in _example_ports(tr_spec)}
     found = []
     for inp in ev_step["inputs"]:
-        if inp["digest"] == model or inp["port"] not in _example_ports(ev_spec):
-            continue
+        if inp["digest"] == model or inp["port"] not in _example_ports(ev_spec) \
+                or is_reference(inp["digest"]):
+            continue   # a model; no examples; a reference to remote bytes names no content
         if inp["digest"] in trained:
             found.append(_finding(
                 EVALUATION_OVERLAPS_TRAINING,
@@ -250,7 +251,9 @@ def _overlap(p: dict[str, Any], session: Any = None) -> list[dict[str, Any]]:
     if not found:
         found = _content_overlap(p, ev_step, train, _specs(session, [ev_step, train]))
     named = _names([x["population"] for x in train["metrics"]])
-    if not found and not named and not (ev_ids and tr_ids):
+    recorded = train.get("step_record") is True and ev_step.get("step_record") is True
+    if not found and not named and not (ev_ids and tr_ids) and recorded:
+        # (a step without a step record is already shown as unknown, not absent)
         found.append(_finding(
             EVALUATION_OVERLAP_UNCHECKED,
             f"whether the evaluation in step {ev['step']!r} overlaps what step "

@@ -242,17 +242,41 @@ def _reuse(p: dict[str, Any]) -> str:
     return f'<section id="reuse"><h2>Reuse</h2>{"".join(lines)}</section>'
 
 
-def _provenance(p: dict[str, Any]) -> str:
-    code = p["code"]
-    rows = []
+def _code_rows(code: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """The code revision: "clean" only when every file the pipeline loaded was committed and no
+    tracked file changed (``code.clean``); each loaded file with its git state."""
     if code is None:
-        rows.append(("code", "<span class='flag'>revision not recorded</span>"))
+        return [("code", "<span class='flag'>revision not recorded</span>")]
+    head = f"<code>{_e(code.get('commit') or '(not in git)')}</code> "
+    files = code.get("files")
+    if not isinstance(files, list):   # runs that did not record which files were loaded
+        head += ("<span class='flag'>DIRTY working tree</span>" if code.get("dirty") else
+                 "<span class='muted'>tracked files unchanged; the files the pipeline loaded "
+                 "were not recorded</span>")
+        rows = [("code", head)]
     else:
-        flag = ("<span class='flag'>DIRTY working tree</span>" if code.get("dirty")
-                else "<span class='ok'>clean</span>")
-        rows.append(("code", f"<code>{_e(code.get('commit') or '(not in git)')}</code> {flag}"))
-        rows += [(f"code {k}", value_html(v)) for k, v in sorted(code.items())
-                 if k not in ("commit", "dirty")]
+        loose = [f for f in files if f.get("state") != "committed"]
+        if code.get("clean"):
+            head += (f"<span class='ok'>clean</span>: the {len(files)} files the pipeline "
+                     f"loaded are committed")
+        else:
+            why = ([f"{len(loose)} of {len(files)} loaded files not committed"] if loose
+                   else []) + (["DIRTY working tree"] if code.get("dirty") else [])
+            head += f"<span class='flag'>NOT clean: {_e(', '.join(why) or 'not committed')}</span>"
+        table = _table(["File the pipeline loaded", "State"], [
+            [f"<code>{_e(f.get('path'))}</code>",
+             _e(f.get("state")) if f.get("state") == "committed" else
+             f"<span class='flag'>{_e(f.get('state'))}</span>"]
+            for f in sorted(files, key=lambda f: (f.get("state") == "committed",
+                                                  str(f.get("path"))))], "inner")
+        rows = [("code", head), ("loaded files", table)]
+    rows += [(f"code {k}", value_html(v)) for k, v in sorted(code.items())
+             if k not in ("commit", "dirty", "files", "clean")]
+    return rows
+
+
+def _provenance(p: dict[str, Any]) -> str:
+    rows = _code_rows(p["code"])
     if "ci" in p:
         from mlpipe.evidence.ci import describe
 

@@ -166,6 +166,8 @@ class StepRun:
     component: Component
     environment: Environment | None
     reader: Reader = field(repr=False)
+    #: the interpreter that ran it (``models.StepRun.interpreter``), None where none did
+    interpreter: dict[str, Any] | None = None
 
     @property
     def duration(self) -> float | None:
@@ -222,7 +224,7 @@ _STEP = ("sr.id, sr.run_id, sr.step, sr.component_version_id, sr.environment_id,
          "sr.topology, sr.cache_key, sr.key_material, sr.cacheable, sr.status, "
          "sr.reused_from_id, sr.started_at, sr.finished_at, sr.log_path, sr.message, "
          "cv.id, cv.name, cv.version, cv.spec_digest, cv.code_digest, "
-         "env.id, env.name, env.version, env.digest, env.mutable")
+         "env.id, env.name, env.version, env.digest, env.mutable, sr.interpreter")
 _STEPS_FROM = ("step_runs sr JOIN component_versions cv ON cv.id = sr.component_version_id "
                "LEFT JOIN environments env ON env.id = sr.environment_id")
 
@@ -420,7 +422,8 @@ class Reader:
         return StepRun(r[0], r[1], r[2], r[3], r[4], self._json(r[5]) or {},
                        self._json(r[6]) or {}, r[7], self._json(r[8]), bool(r[9]), r[10], r[11],
                        self._time(r[12]), self._time(r[13]), r[14], r[15],
-                       Component(r[16], r[17], r[18], r[19], r[20]), env, self)
+                       Component(r[16], r[17], r[18], r[19], r[20]), env, self,
+                       self._json(r[26]))
 
     def run_steps(self, run_id: str) -> list[StepRun]:
         """A run's step runs, in the order they started, their artifacts and metrics read."""

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from mlpipe.evidence.terminal import shown
+
 _SEV = {"error": "ERROR", "warning": "WARNING", "info": "INFO"}
 
 
@@ -246,7 +248,8 @@ def sections(statement: dict[str, Any], digest: str) -> list[tuple[str, list[str
 
 
 def render_text(statement: dict[str, Any], digest: str) -> str:
-    """The default ``mlpipe evidence`` view."""
+    """The default ``mlpipe evidence`` view; names and values escaped (evidence.terminal)."""
+    statement = shown(statement)
     c = statement["predicate"]["candidate"]
     lines = [f"evidence for candidate {c['id']}" + (f" ({c['name']})" if c["name"] else "")]
     for title, body in sections(statement, digest):
@@ -255,7 +258,9 @@ def render_text(statement: dict[str, Any], digest: str) -> str:
 
 
 def render_markdown(statement: dict[str, Any], digest: str) -> str:
-    """The bundle for a review ticket: one heading per section, code spans for digests."""
+    """The bundle for a review ticket: one heading per section, code spans for digests; names
+    and values escaped (evidence.terminal)."""
+    statement = shown(statement)
     c = statement["predicate"]["candidate"]
     lines = [f"# Evidence for candidate `{c['id']}`"]
     for title, body in sections(statement, digest):
@@ -269,6 +274,7 @@ def render_markdown(statement: dict[str, Any], digest: str) -> str:
 def render_verification(v: dict[str, Any]) -> str:
     """``--verify``'s report: each mismatch, what was not re-hashed (and why), then one verdict
     line that says whether the verification was complete."""
+    v = shown(v)
     lines = [f"error[{f['code']}] {f['name']}: {f['message']}\n  help: {f['hint']}"
              for f in v["mismatches"]]
     left = v.get("not_rehashed") or []

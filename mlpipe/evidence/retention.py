@@ -33,24 +33,13 @@ def _rows(s: Reader, sql: str, **params) -> list[tuple]:
     return s._rows(sql, params)
 
 
-def _tables(s: Reader) -> set[str]:
-    if s.dialect == "sqlite":
-        return {r[0] for r in _rows(s, "SELECT name FROM sqlite_master WHERE type = 'table'")}
-    return {r[0] for r in _rows(s, "SELECT table_name FROM information_schema.tables "
-                                   "WHERE table_schema = current_schema()")}
-
-
-def _rejected(s: Reader, tables: set[str]) -> set[str]:
-    """Candidates whose newest recorded decision rejects them (none where the store has no
-    decisions table: every candidate is then under review)."""
-    if "decisions" not in tables:
-        return set()
-    newest: dict[str, tuple[datetime, int, str]] = {}
-    for cand, when, ident, verdict in _rows(
-            s, "SELECT candidate_id, decided_at, id, verdict FROM decisions"):
-        if cand not in newest or (when, ident) > newest[cand][:2]:
-            newest[cand] = (when, ident, verdict)
-    return {cand for cand, (_, _, verdict) in newest.items() if verdict == "rejected"}
+def _rejected(s: Reader) -> set[str]:
+    """Candidates whose newest recorded decision (``mlpipe review``) rejects them."""
+    newest: dict[str, str] = {}
+    for cand, verdict in _rows(s, "SELECT candidate_id, verdict FROM decisions "
+                                  "ORDER BY decided_at, id"):
+        newest[cand] = verdict
+    return {cand for cand, verdict in newest.items() if verdict == "rejected"}
 
 
 def retained(s: Reader) -> Retained:
@@ -67,18 +56,16 @@ def retained(s: Reader) -> Retained:
         True
     """
     out = Retained()
-    tables = _tables(s)
-    rejected = _rejected(s, tables)
+    rejected = _rejected(s)
     candidates = _rows(s, "SELECT id, run_id, model_artifact_id, evaluation_artifact_id "
                           "FROM candidates")
     kept = [c for c in candidates if c[0] not in rejected]
     out.candidates = sorted(c[0] for c in kept)
     out.rejected = sorted(rejected & {c[0] for c in candidates})
     runs = {c[1] for c in kept}
-    if "candidate_productions" in tables:
-        ids = {c[0] for c in kept}
-        runs |= {r for cand, r in _rows(s, "SELECT candidate_id, run_id FROM "
-                                           "candidate_productions") if cand in ids}
+    ids = {c[0] for c in kept}
+    runs |= {r for cand, r in _rows(s, "SELECT candidate_id, run_id FROM candidate_productions")
+             if cand in ids}
     out.running = sorted(r[0] for r in _rows(s, "SELECT id FROM runs WHERE status = 'running'"))
     runs |= set(out.running)
     artifact_ids = {a for c in kept for a in (c[2], c[3]) if a is not None}
@@ -95,7 +82,6 @@ def retained(s: Reader) -> Retained:
         out.last_used[digest] = when if before is None or (when and when > before) else before
         if run_id in runs:
             out.protected.add(digest)
-    ids = {c[0] for c in kept}
     for cand, content in _rows(s, "SELECT candidate_id, content FROM bundles"):
         if cand in ids:
             out.protected |= {d.decode() for d in _CITED.findall(bytes(content))}

@@ -252,18 +252,38 @@ def _step_facts(s: Reader, run: Run) -> dict[str, dict[str, Any]]:
             "component": f"{sr.component.name}@{sr.component.version}",
             "environment": None if sr.environment is None else
             f"{sr.environment.name}:{sr.environment.version} {sr.environment.digest[:19]}",
+            "interpreter": _interpreter(_executed(sr)),
             "metrics": {f"{x.name}[{x.scope}{'' if x.rank is None else f' rank {x.rank}'}]":
                         x.value for x in origin.metrics},
         }
     return facts
 
 
+def _executed(sr: Any) -> dict[str, Any] | None:
+    """The interpreter of the step run that executed ``sr``'s result (a reuse chain followed
+    to its executed end); None where it is not in the store."""
+    seen = 0
+    while sr is not None and sr.reused_from_id and seen < 100:
+        sr, seen = sr.reused_from, seen + 1
+    return None if sr is None else sr.interpreter
+
+
+def _interpreter(found: dict[str, Any] | None) -> str | None:
+    """The package set that ran a step, and whether it was its declared environment."""
+    if not found:
+        return None
+    where = ("isolated" if found.get("isolated") else "mlpipe's own" +
+             (", outside its declared environment"
+              if found.get("in_declared_environment") is False else ""))
+    return f"python {found.get('version')}, packages {found.get('packages_digest')} ({where})"
+
+
 #: The sections of a diff, in order: (JSON key, text title).
 DIFF_SECTIONS = (("pipeline", "pipeline"), ("code_revision", "code revision"),
                  ("data_snapshots", "data snapshots"), ("parameters", "parameters"),
                  ("components", "components"), ("code", "code"),
-                 ("environment", "environment"), ("steps_and_reuse", "steps and reuse"),
-                 ("metrics", "metrics"))
+                 ("environment", "environment"), ("interpreter", "interpreter"),
+                 ("steps_and_reuse", "steps and reuse"), ("metrics", "metrics"))
 
 
 def run_differences(s: Reader, a: Run, b: Run) -> dict[str, list[dict[str, Any]]]:
@@ -295,7 +315,8 @@ def run_differences(s: Reader, a: Run, b: Run) -> dict[str, list[dict[str, Any]]
                          if a.params.get(k) != b.params.get(k)]
     fa, fb = _step_facts(s, a), _step_facts(s, b)
     for key, part in (("components", "component"), ("code", "code"),
-                      ("environment", "environment"), ("steps_and_reuse", "status")):
+                      ("environment", "environment"), ("interpreter", "interpreter"),
+                      ("steps_and_reuse", "status")):
         out[key] = [item(step, fa.get(step, {}).get(part), fb.get(step, {}).get(part))
                     for step in sorted(set(fa) | set(fb))
                     if fa.get(step, {}).get(part) != fb.get(step, {}).get(part)]

@@ -331,9 +331,9 @@ def test_sealed_bytes_altered_with_their_digest_recomputed_are_reported_not_cras
     digest = "sha256:" + hashlib.sha256(content).hexdigest()
     sealed.sql(f"UPDATE bundles SET content = CAST('{content.decode()}' AS BLOB), "
                f"digest = '{digest}'")
-    for fmt in ("text", "markdown", "html"):
+    for fmt in ("text", "json", "markdown", "html"):
         shown = sealed.evidence(sealed.candidate, "--format", fmt)
-        assert shown.returncode == 1, (fmt, shown.stdout)
+        assert shown.returncode == 1 and shown.stdout == "", (fmt, shown.stdout)
         assert f"error: sealed bundle {digest} no longer matches the bundle schema" \
             in shown.stderr, fmt
         assert "it was altered in the store" in shown.stderr and "Traceback" not in shown.stderr

@@ -213,3 +213,29 @@ def test_what_is_unknown_is_flagged_not_dropped(statement):
                   "0 error(s) (a run with check errors never starts) Severity Code Name Message "
                   "warning MP605 x-y a warning"):
         assert shown in text, shown
+
+
+@pytest.mark.parametrize("code, shown", [
+    (None, "code revision not recorded"),
+    ({"commit": "1a2b3c", "dirty": False},
+     "code 1a2b3c tracked files unchanged; the files the pipeline loaded were not recorded"),
+    ({"commit": "1a2b3c", "dirty": False, "clean": True,
+      "files": [{"path": "review.py", "state": "committed"}]},
+     "code 1a2b3c clean: the 1 files the pipeline loaded are committed loaded files "
+     "File the pipeline loaded State review.py committed"),
+    ({"commit": "1a2b3c", "dirty": True, "clean": False,
+      "files": [{"path": "review.py", "state": "committed"},
+                {"path": "helpers.py", "state": "untracked"},
+                {"path": "../lib/x.py", "state": "outside"}]},
+     "code 1a2b3c NOT clean: 2 of 3 loaded files not committed, DIRTY working tree loaded "
+     "files File the pipeline loaded State ../lib/x.py outside helpers.py untracked review.py "
+     "committed"),
+])
+def test_the_code_is_called_clean_only_when_every_loaded_file_is_committed(statement, code,
+                                                                           shown):
+    statement["predicate"]["code"] = code
+    page = render_html(statement, DIGEST)
+    section = page[page.index('<section id="provenance"'):page.index('<section id="pipeline"')]
+    text = " ".join("".join(_read(section).parts).split())
+    assert shown in text, text[:400]
+    assert ("clean" in shown) == (">clean</span>" in section or "NOT clean" in section)

@@ -27,7 +27,8 @@ RUN_FIELDS = ("id", "pipeline_name", "pipeline_digest", "target", "params", "sta
               "code_revision_id", "options", "message")
 STEP_FIELDS = ("id", "run_id", "step", "component_version_id", "environment_id", "compute",
                "topology", "cache_key", "key_material", "cacheable", "status",
-               "reused_from_id", "started_at", "finished_at", "log_path", "message", "duration")
+               "reused_from_id", "started_at", "finished_at", "log_path", "message", "duration",
+               "interpreter")
 
 
 def _same(record, row, fields) -> None:

@@ -316,6 +316,10 @@ def read_command_component(doc: Any, path: str | os.PathLike[str], *, field_pref
     variables = doc.get("environment_variables") or {}
     code = doc.get("code")
     code_path = None
+    if code is not None and not isinstance(code, str):
+        problems.add(where, doc, "code", f"code: is {code!r}, not a folder path",
+                     field=f"{field_prefix}code", hint="give the folder that holds the "
+                                                       "component's code, e.g. code: ./src")
     if isinstance(code, str):
         remote = cloud_reference(code)
         code_path = code if remote else str((base / code).resolve())

@@ -16,6 +16,7 @@ from mlpipe.backends.azure import nodes, vocabulary
 from mlpipe.backends.azure.component_yaml import (
     Problems,
     Where,
+    named_entries,
     read_command_component,
     read_resources,
 )
@@ -47,7 +48,7 @@ def single_job_pipeline(doc: Any, path: Path, problems: Problems) -> PipelineSpe
     where = Where(str(path))
     base = str(path.resolve().parent)
     name = _name(doc.get("name") or path.stem)
-    declared = doc.get("inputs") if isinstance(doc.get("inputs"), dict) else {}
+    declared = named_entries(where, problems, doc, "inputs", "inputs", "input")
     command = doc.get("command") if isinstance(doc.get("command"), str) else ""
     optional = nodes.optional_names(command)
     ports: list[PortSpec] = []
@@ -84,8 +85,9 @@ def single_job_pipeline(doc: Any, path: Path, problems: Problems) -> PipelineSpe
         inputs.append(PipelineInputSpec(key, InputRole.PARAM, required=value is None,
                                         default=value, param=param, location=loc))
     outputs = []
-    for key in doc.get("outputs") or {}:
-        entry = doc["outputs"][key]
+    declared_outputs = named_entries(where, problems, doc, "outputs", "outputs", "output")
+    for key in declared_outputs:
+        entry = declared_outputs[key]
         kind = entry.get("type") if isinstance(entry, dict) else None
         outputs.append(PortSpec(key, vocabulary.ASSET_TYPES.get(kind) or
                                 vocabulary.ASSET_TYPES["uri_folder"]))

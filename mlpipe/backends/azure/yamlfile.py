@@ -4,6 +4,7 @@ Knows YAML, not Azure ML: what the documents mean is for ``export``/``importer``
 """
 from __future__ import annotations
 
+import math
 import os
 import stat
 import tempfile
@@ -93,6 +94,20 @@ def _deeper_than(doc: Any, limit: int) -> bool:
     return False
 
 
+def _non_finite(doc: Any) -> bool:
+    stack, seen = [doc], set()
+    while stack:
+        value = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return True
+        if isinstance(value, (dict, list)) and id(value) not in seen:
+            seen.add(id(value))
+            stack.extend(value.values() if isinstance(value, dict) else value)
+            if isinstance(value, dict):
+                stack.extend(value)  # a key may be a number too
+    return False
+
+
 def _expanded_size(value: Any, known: dict[int, int]) -> int:
     """How many values ``value`` stands for with every alias expanded (as a consumer that
     copies the document would make them); only called on a document of bounded depth."""
@@ -139,6 +154,9 @@ def load(path: str | os.PathLike[str], what: str) -> Mapping:
     if deep:
         raise LoadError(f"{shown} nests collections more than {MAX_DEPTH} levels deep",
                         hint=f"give {what}; Azure ML job YAML nests a few levels", file=shown)
+    if _non_finite(doc):
+        raise LoadError(f"{shown} holds .nan or .inf, which is not a number Azure ML or a JSON "
+                        f"document can hold", hint="give a finite number", file=shown)
     if _expanded_size(doc, {}) > MAX_VALUES:
         raise LoadError(f"{shown} expands to more than {MAX_VALUES:,} values through its YAML "
                         f"aliases", hint=f"give {what} without aliases that multiply it",

@@ -78,6 +78,18 @@ def reap(chosen):
     for pid, (_, g) in list(seen.items()):
         if g in chosen:
             del seen[pid]
+def release(g):
+    try:
+        os.killpg(g, 0)
+        members = True
+    except OSError:
+        members = False
+    left = [p for p, (start, h) in seen.items() if h == g and p != g and alive(p, start)]
+    if members or left:  # the usual step left nothing: no table to read
+        reap({g})
+    for pid in [p for p, (_, h) in seen.items() if h == g]:
+        del seen[pid]
+    groups.discard(g)
 while True:
     ready, _, _ = select.select([0], [], [], 0.1 if groups else None)
     if ready:
@@ -90,8 +102,7 @@ while True:
             if line[:1] == b"+":
                 groups.add(int(line[1:]))
             elif line[:1] == b"-" and int(line[1:]) in groups:
-                reap({int(line[1:])})
-                groups.discard(int(line[1:]))
+                release(int(line[1:]))
     if groups:
         note()
 if groups:

@@ -400,6 +400,11 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
                                      f"output{'s' if len(missing) > 1 else ''} "
                                      f"{', '.join(map(repr, missing))}", topology, stored,
                        missing_outputs=missing)
+    for name, path in outputs.items():
+        linked = materialize_links(name, path)
+        if linked:
+            return _failed(job, seconds, f"step {job.node_id!r}: {linked}", topology, stored,
+                           rejected_output=(name, linked))
     if not step:  # no record (a script component): validate here
         rejected = _validate(comp, outputs)
         if rejected:
@@ -425,6 +430,46 @@ def _own_code(paths: list[str]) -> list[str]:
     return [p for p in paths
             if not any(os.path.realpath(p).startswith(x) for x in prefixes)
             and os.path.basename(p.rstrip(os.sep)) not in ("site-packages", "dist-packages")]
+
+
+def materialize_links(port: str, path: str) -> str | None:
+    """Store files, never links: a symbolic link in output ``path`` to a file of the same
+    output is replaced by a copy of that file; what else is not a plain file or folder is a
+    refusal. Returns why the output is refused, or None.
+
+    A link out of the output (``etc -> /etc``) would make the artifact's digest cover files
+    outside the store, which change or vanish under it; a FIFO or device is no content.
+    """
+    if os.path.islink(path):
+        return (f"output {port!r} is a symbolic link (-> {os.readlink(path)}), not a file or "
+                f"folder; write the content itself")
+    if not os.path.isdir(path):
+        return None
+    root = os.path.realpath(path)
+    stack = [path]
+    while stack:
+        folder = stack.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                rel = os.path.relpath(entry.path, path)
+                if entry.is_symlink():
+                    target = os.path.realpath(entry.path)
+                    if not (target.startswith(root + os.sep) and os.path.isfile(target)):
+                        where = "a folder" if os.path.isdir(target) else (
+                            "outside the output" if not target.startswith(root + os.sep)
+                            else "nothing")
+                        return (f"output {port!r} holds a symbolic link {rel} -> "
+                                f"{os.readlink(entry.path)}, which leads to {where}; mlpipe "
+                                f"stores files, not links: copy the files into the output")
+                    copy = f"{entry.path}.mlpipe-copy"
+                    shutil.copyfile(target, copy)
+                    os.replace(copy, entry.path)
+                elif entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif not entry.is_file(follow_symlinks=False):
+                    return (f"output {port!r} holds {rel}, which is not a file or folder (a "
+                            f"named pipe, socket or device); write files only")
+    return None
 
 
 def _contract_layer(found: dict[str, Any] | None) -> bool:

@@ -108,3 +108,19 @@ def test_a_fifo_in_place_of_the_yaml_is_refused_not_waited_on(folder):
     os.mkfifo(folder / "p.yml")
     with pytest.raises(LoadError, match=re.escape("p.yml: p.yml is not a regular file")):
         load_spec("p.yml")
+
+
+# found by tests/test_hostile_properties.py: each was a traceback
+@pytest.mark.parametrize("text, message, hint", [
+    ("type: command\ncommand: echo\noutputs: true\n",
+     "p.yml:3: outputs: is True, not a mapping of output names to their entries",
+     "write outputs: as NAME: entry lines (a mapping, not a list)"),
+    ("type: command\ncommand: echo\ncode: false\n",
+     "p.yml: code: code: is False, not a folder path",
+     "give the folder that holds the component's code, e.g. code: ./src"),
+    ("type: command\ncommand: echo\ninputs: .inf\n",
+     "p.yml: p.yml holds .nan or .inf, which is not a number Azure ML or a JSON document can "
+     "hold", "give a finite number"),
+])
+def test_a_command_job_of_the_wrong_shape_is_refused(folder, text, message, hint):
+    refused(folder, text, message, hint)

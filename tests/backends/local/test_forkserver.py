@@ -126,7 +126,8 @@ def _output(tmp_path: Path, result, step: str) -> str:
         with store.session() as s:
             link = s.query(m.StepArtifact).filter_by(step_run_id=result.step_runs[step],
                                                      direction="output").one()
-            return link.artifact.location
+            # its key in the artifact root (artifacts by root-relative key)
+            return str(tmp_path / "evidence" / "artifacts" / link.artifact.key)
     finally:
         store.close()
 

@@ -149,3 +149,23 @@ def test_gc_frees_this_homes_artifact_root_and_leaves_the_shared_one(tmp_path):
 def _statuses_env(proj: Project, rid: str, env: dict[str, str]) -> dict[str, str]:
     shown = json.loads(proj.cli("show", rid, "--format", "json", env_extra=env).stdout)
     return {s["step"]: s["status"] for s in shown["steps"]}
+
+
+def test_a_rejected_candidate_is_not_protected(tmp_path, store_url):
+    proj = Project(tmp_path / "proj", store_url=store_url)
+    _, cand = _ids(proj.submit("chain"))
+    proj.cli("evidence", cand)   # sealed (it has an error finding: no evaluation)
+    review = proj.cli("review", cand, "--reject", "--by", "lee", "--note", "not evaluated")
+    assert review.returncode == 0, review.stderr
+    dry = _gc(proj, "--dry-run")
+    assert (dry["protected_candidates"], dry["rejected_candidates"]) == ([], [cand])
+    assert (len(dry["artifacts"]), dry["kept_protected"]) == (3, 0)
+    text = proj.cli("gc", "--dry-run").stdout
+    assert text.endswith("kept 0 artifacts needed by 0 candidates under review or accepted\n"
+                         "not protected: 1 rejected candidate\n")
+    _gc(proj)
+    verified = proj.cli("evidence", cand, "--verify")
+    assert verified.returncode == 1 and "MP712" in verified.stdout
+    again, _ = _ids(proj.submit("chain"))
+    assert _statuses(proj, again) == {"double": "executed", "double_2": "executed",
+                                      "add": "executed"}

@@ -3,6 +3,7 @@ traceback or a wait. Real CLI processes on real files, FIFOs and devices."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -150,3 +151,42 @@ def test_a_zero_byte_store_file_is_an_empty_store(project):
     assert (listed.returncode, listed.stdout.strip()) == (0, "no runs recorded yet")
     ran = submit(project, "scaled", "--input", "src=five.txt")
     assert ran.returncode == 0, ran.stderr
+
+
+LINKS = Path(__file__).parents[2] / "fixtures" / "hostile" / "links.py"
+
+
+@pytest.mark.slow
+def test_a_link_inside_an_output_is_stored_as_the_file_it_names(project):
+    shutil.copy(LINKS, project / "links.py")
+    env = {k: v for k, v in os.environ.items() if k not in ("MLPIPE_STORE_URL", "MLPIPE_HOME")}
+    ran = subprocess.run([sys.executable, "-m", "mlpipe.cli", "submit", "links.py", "--input",
+                          "src=five.txt", "--param", "how=inside"], cwd=project, env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    stored = [p for p in (project / "evidence" / "artifacts").rglob("*") if p.name == "b.txt"]
+    assert len(stored) == 1
+    assert not stored[0].is_symlink() and stored[0].read_text() == "5"
+    assert [p for p in (project / "evidence").rglob("*") if p.is_symlink()] == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how, said", [
+    ("outside", "holds a symbolic link etcdir -> /etc, which leads to a folder; mlpipe stores "
+                "files, not links: copy the files into the output"),
+    ("dangling", "holds a symbolic link c.txt -> nothere, which leads to nothing; mlpipe stores "
+                 "files, not links: copy the files into the output"),
+    ("fifo", "holds p, which is not a file or folder (a named pipe, socket or device); write "
+             "files only"),
+])
+def test_a_link_out_of_an_output_or_a_special_file_fails_the_step(project, how, said):
+    shutil.copy(LINKS, project / "links.py")
+    env = {k: v for k, v in os.environ.items() if k not in ("MLPIPE_STORE_URL", "MLPIPE_HOME")}
+    ran = subprocess.run([sys.executable, "-m", "mlpipe.cli", "submit", "links.py", "--input",
+                          "src=five.txt", "--param", f"how={how}"], cwd=project, env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 1
+    assert re.search(rf"^error: run r-[0-9a-f]+ failed: step 'make': output 'out' "
+                     rf"{re.escape(said)}$", ran.stderr, re.M), ran.stderr
+    assert "Traceback" not in ran.stderr.split("the last lines of")[0]
+    assert [p for p in (project / "evidence" / "artifacts").rglob("*") if p.is_symlink()] == []

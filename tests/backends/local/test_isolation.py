@@ -256,7 +256,7 @@ def test_a_step_that_needs_its_own_package_runs_isolated_and_the_evidence_shows_
     assert isolated.returncode == 0, isolated.stderr
     assert re.search(r"note: building environment 'inline: conda\.yml' \(1 requirement, "
                      r"(uv|venv and pip)\); log: ", isolated.stderr)
-    (_, failed, outside), (run_id, executed, inside) = step_rows(project)
+    (plain_id, failed, outside), (run_id, executed, inside) = step_rows(project)
     assert (failed, outside["isolated"], outside["in_declared_environment"]) == (
         "failed", False, False)
     assert outside["python"] == sys.executable
@@ -271,6 +271,10 @@ def test_a_step_that_needs_its_own_package_runs_isolated_and_the_evidence_shows_
                                                                len(packages))
     log = (project / "evidence" / "logs" / run_id / "paint.log").read_text()
     assert log.strip() == f"termcolor 3.3.0 on {python}"
+    diff = mlpipe(project, "diff", plain_id, run_id)
+    assert re.search(r"^interpreter:\n  paint: python [\d.]+, packages sha256:\w+ \(mlpipe's own, "
+                     r"outside its declared environment\) -> python [\d.]+, packages "
+                     r"sha256:\w+ \(isolated\)$", diff.stdout, re.M), diff.stdout
 
     # built once: the next isolated run finds it (and reuses the step); --no-reuse runs it
     # again in the same environment

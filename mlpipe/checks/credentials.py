@@ -1,0 +1,91 @@
+"""Does a value that mlpipe records look like a credential? Parameter values and declared
+``environment_variables`` are written in clear to the store, the evidence bundle, the step
+logs and the Azure ML export; a key or token there is leaked to everyone who can read them
+(MP961). Judged by the value's form (known key and token prefixes, private keys, URLs with a
+password, connection strings) and by a credential-like name holding a literal."""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from mlpipe import codes
+from mlpipe.checks.registry import check
+from mlpipe.checks.where import at_step
+from mlpipe.diagnostics import Diagnostic
+from mlpipe.graph import FromLiteral, Graph
+
+_FORMS = (
+    (re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"), "an AWS access key id"),
+    (re.compile(r"\b(ghp|gho|ghs|ghu|ghr)_[A-Za-z0-9]{30,}|\bgithub_pat_[A-Za-z0-9_]{30,}"),
+     "a GitHub token"),
+    (re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), "a Slack token"),
+    (re.compile(r"\bsk[-_](live_|test_|proj-)?[A-Za-z0-9_-]{20,}"), "an API secret key"),
+    (re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"), "a Google API key"),
+    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"), "a private key"),
+    (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+     "a JSON web token"),
+    (re.compile(r"(AccountKey|SharedAccessKey)=[A-Za-z0-9+/=]{20,}", re.I),
+     "a storage connection string with its key"),
+    (re.compile(r"[?&]sig=[A-Za-z0-9%+/=]{20,}"), "a SAS URL with its signature"),
+    (re.compile(r"\b[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@"), "a URL with a password"),
+)
+_NAME = re.compile(r"pass(word|wd)?|secret|token|api_?key|access_?key|private_?key|"
+                   r"credential|auth_?token|authorization|conn(ection)?_?str", re.I)
+_PLACEHOLDER = re.compile(r"^\s*$|^\$|^<.*>$|^\*+$|^(x+|changeme|none|null|false|true)$|"
+                          r"^azureml:|^\{\{.*\}\}$", re.I)
+
+
+def credential_kind(name: str, value: Any) -> str | None:
+    """What ``value`` (given for ``name``) looks like, when it looks like a credential.
+
+    Example:
+        >>> credential_kind("region", "AKIAIOSFODNN7EXAMPLE")
+        'an AWS access key id'
+        >>> credential_kind("db_password", "hunter2hunter2"), credential_kind("epochs", "20")
+        ('a password or token (by its name)', None)
+    """
+    if not isinstance(value, str):
+        return None
+    for pattern, kind in _FORMS:
+        if pattern.search(value):
+            return kind
+    if _NAME.search(name) and len(value) >= 6 and not _PLACEHOLDER.search(value):
+        return "a password or token (by its name)"
+    return None
+
+
+HINT = ("do not record it: let the step read it at run time from an environment variable "
+        "set outside the pipeline (or a secret store), and rotate it if it was recorded")
+
+
+@check(codes.CREDENTIAL_IN_RECORDED_VALUE)
+def credentials_in_recorded_values(graph: Graph) -> Iterator[Diagnostic]:
+    for node in graph.step_nodes():
+        c = node.component
+        for name, value in c.environment_variables:
+            kind = credential_kind(name, value)
+            if kind:
+                yield Diagnostic.of(
+                    codes.CREDENTIAL_IN_RECORDED_VALUE,
+                    f"environment variable {name!r} of step '{node.id}' looks like {kind}; "
+                    f"declared variables are recorded in clear (store, bundle, export)",
+                    hint=HINT, **at_step(node))
+        for name, endpoint in node.bindings.items():
+            if isinstance(endpoint, FromLiteral) and c.param(name) is not None:
+                kind = credential_kind(name, endpoint.value)
+                if kind:
+                    yield Diagnostic.of(
+                        codes.CREDENTIAL_IN_RECORDED_VALUE,
+                        f"parameter {name!r} of step '{node.id}' is given a value that looks "
+                        f"like {kind}; parameter values are recorded in clear (store, bundle, "
+                        f"export)", hint=HINT, **at_step(node, name))
+    for inp in graph.spec.inputs:
+        kind = credential_kind(inp.name, inp.default)
+        if inp.param is not None and kind:
+            yield Diagnostic.of(
+                codes.CREDENTIAL_IN_RECORDED_VALUE,
+                f"pipeline parameter {inp.name!r} defaults to a value that looks like {kind}; "
+                f"parameter values are recorded in clear (store, bundle, export)", hint=HINT,
+                file=inp.location.file if inp.location else None,
+                line=inp.location.line if inp.location else None)
