@@ -26,7 +26,8 @@ $(VENV)/.installed-torch: pyproject.toml | $(VENV)/.installed-dev
 	$(PIP) install --quiet -e '.[dev,torch]'
 	@touch $@
 
-# The example end to end: data set, check, run, candidate, its evidence. With PyTorch in the
+# The example end to end: data set, check, run, candidate, its evidence, qualified against
+# the example policy, and the HTML review page. With PyTorch in the
 # venv (make test installs it) the distributed classifier runs train_cnn as 2 nodes x 2 CPU
 # processes under the local launcher (it declares 2 x 4 GPUs; --local-scale launches it smaller
 # here and records both); without it, the single-process classifier is the labelled fallback.
@@ -46,7 +47,14 @@ demo: $(VENV)/.installed-base
 	    $(BIN)/mlpipe submit pipelines/defect_classifier.py $(DEMO_INPUTS) --param epochs=3 \
 	        | tee build/demo-run.txt; \
 	fi
-	$(BIN)/mlpipe evidence "$$(sed -n 's/^candidate //p' build/demo-run.txt)"
+	@cand="$$(sed -n 's/^candidate //p' build/demo-run.txt)"; \
+	echo "== the candidate's evidence (exit 1 on an error-severity finding)"; \
+	$(BIN)/mlpipe evidence "$$cand" || exit $$?; \
+	$(BIN)/mlpipe evidence "$$cand" --format html -o build/evidence.html || exit $$?; \
+	echo "== qualified against policies/defect-classifier.yml (decides nothing; mlpipe review does)"; \
+	$(BIN)/mlpipe qualify "$$cand" --policy policies/defect-classifier.yml; status=$$?; \
+	echo "== the review page: $(CURDIR)/build/evidence.html (one self-contained file; print it to PDF to archive)"; \
+	exit $$status
 
 # The whole suite; the store tests also run against a throw-away PostgreSQL server on loopback
 # when PostgreSQL is installed (.ci/with-postgres; .ci/run installs it from Debian's packages).

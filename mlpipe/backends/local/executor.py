@@ -39,7 +39,7 @@ from mlpipe.evidence import models as m
 from mlpipe.evidence.checkresults import record_checks, summary
 from mlpipe.evidence.config import Location, locate, project_root
 from mlpipe.evidence.queries import running_run_ids
-from mlpipe.evidence.revision import git_revision
+from mlpipe.evidence.revision import file_states, git_revision, pipeline_files
 from mlpipe.evidence.roots import ArtifactRoots, shared_root
 from mlpipe.evidence.store import Store, new_id
 from mlpipe.graph import FromInput, FromLiteral, FromStep, Graph, StepNode
@@ -225,10 +225,12 @@ class _Run:
         pipeline = self.store.pipeline_spec(spec.digest, spec.name, spec.to_dict())
         commit, dirty = git_revision(str(project_root()))
         code = self.store.code_revision(commit, dirty) if commit else None
+        loaded = file_states(str(project_root()), pipeline_files(spec)) if commit else None
         run_id = self.store.begin_run(
             pipeline=pipeline, target="local", params=self.values, inputs=snaps, code=code,
             run_id=run_id,
             options={"reuse": self.ex.reuse, "max_parallel": self.ex.max_parallel,
+                     **({"code_files": loaded} if loaded is not None else {}),
                      "executor": "local", "checks": summary(self.diagnostics),
                      **({"ignored_codes": self.ignored} if self.ignored else {}),
                      **({"input_overrides": self.overrides} if self.overrides else {}),
