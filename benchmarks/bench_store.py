@@ -9,7 +9,9 @@ the store's own schema: runs of 4 steps, each step with an output artifact, its 
 metric, a candidate per run (its model the last step's output, its evaluation the third's, so
 that a candidate list reads the evaluation's metrics), 20 pipelines, and the newest 200 filler
 candidates with a sealed bundle (the real one's bytes under their own id, so that a candidate
-list reads their findings). Stores are kept under ``build/bench-store/`` (keyed
+list reads their findings) and a recorded decision each; the real candidate is accepted with
+`mlpipe review` (fill version 3), so `evidence` shows a bundle with a decision.
+Stores are kept under ``build/bench-store/`` (keyed
 by size, this file's fill version and the schema revision) and reused by the next run.
 
 Goal (issue 13): every command at most 1.5x `mlpipe --version`, at every size, and flat from
@@ -43,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / "build" / "bench-store"
 FIXTURE = ROOT / "tests" / "fixtures" / "evidence" / "review.py"
 #: Bump when the filler changes: cached stores of another version are rebuilt.
-FILL_VERSION = 2
+FILL_VERSION = 3
 #: The newest filler candidates given a sealed bundle.
 SEALED = 200
 GOAL = 1.5
@@ -157,6 +159,18 @@ def seal_filler(db: Path, real_candidate: str, step_runs: int) -> None:
     conn.close()
 
 
+def decide(db: Path) -> None:
+    """A recorded decision on each sealed filler candidate, citing its bundle."""
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("INSERT INTO decisions (candidate_id, bundle_digest, verdict, reviewer, "
+                     "note, policy, decided_at) SELECT candidate_id, digest, CASE WHEN "
+                     "length(digest) % 3 = 0 THEN 'accepted' ELSE 'rejected' END, 'bench', "
+                     "'bench', NULL, sealed_at FROM bundles WHERE candidate_id LIKE 'c-f%'")
+    conn.execute("ANALYZE")
+    conn.close()
+
+
 def build(step_runs: int) -> dict:
     """The project of a store with ``step_runs`` filler step runs: built, or found cached."""
     folder = CACHE / f"{step_runs}-v{FILL_VERSION}-{_schema_head()}"
@@ -180,6 +194,10 @@ def build(step_runs: int) -> dict:
     candidate = submitted[-1][1]
     cli(project, "evidence", candidate)  # the first call seals the bundle
     seal_filler(project / "evidence" / "store.sqlite", candidate, step_runs)
+    # a reviewer's decision on the real candidate (sealing its next bundle) and on each sealed
+    # filler candidate: `candidates` reads the newest decisions, `evidence` the newest bundle
+    cli(project, "review", candidate, "--accept", "--by", "bench", "--note", "bench")
+    decide(project / "evidence" / "store.sqlite")
     info = {"project": str(project), "runs": [r for r, _ in submitted], "candidate": candidate,
             "step_runs": step_runs, "built_s": round(time.perf_counter() - start, 1)}
     ready.write_text(json.dumps(info, indent=1))

@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Annotated
 
+from components.defect import Examples  # examples/<split>/<class>/: the split is the folder
 from mlpipe import (
     Compute,
     Environment,
@@ -26,7 +27,6 @@ from mlpipe import (
     PyTorch,
     Range,
     UriFile,
-    UriFolder,
     component,
 )
 from mlpipe.contracts import MLflowModel
@@ -40,7 +40,7 @@ Cnn = Annotated[Path, CNN]
            compute=Compute("gpu-cluster", sku="Standard_NC24rs_v3"), instances=2,
            distribution=PyTorch(processes_per_node=4, backend="nccl", writers={"model": "rank0"},
                                 metrics={"train_loss": "mean", "train_accuracy": "mean"}))
-def train_cnn(examples: Input[UriFolder], labels: Input[UriFile],
+def train_cnn(examples: Input[Examples], labels: Input[UriFile],
               model: Output[Cnn], epochs: Annotated[int, Range(1, 500)] = 40,
               learning_rate: Annotated[float, Range(0.0001, 1.0)] = 0.01,
               seed: Param[int] = 13):
@@ -114,7 +114,7 @@ def train_cnn(examples: Input[UriFolder], labels: Input[UriFile],
 
 @component(name="evaluate_cnn", version="1.0.0", environment=Environment("defect-gpu", version="7"),
            compute=Compute("cpu-cluster", sku="Standard_D4s_v3"))
-def evaluate_cnn(model: Input[Cnn], examples: Input[UriFolder],
+def evaluate_cnn(model: Input[Cnn], examples: Input[Examples],
                  labels: Input[UriFile], report: Output[UriFile]):
     """Accuracy of the CNN on the whole test split, per class and overall (one process)."""
     import torch

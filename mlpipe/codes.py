@@ -360,7 +360,7 @@ POLICY_VERIFICATION_FAILED = _code(
     "The qualification policy requires --verify to pass, and it did not.")
 
 # --- MP710-MP719: verification of a sealed bundle (mlpipe.evidence.verify); MP715-MP716:
-#     recorded decisions (mlpipe.evidence.review)
+#     recorded decisions (mlpipe.evidence.review); MP717: provenance (mlpipe.evidence.findings)
 ARTIFACT_CHANGED = _code(
     "MP711", "artifact-changed", ERROR,
     "A file or folder the bundle names no longer has its recorded digest.")
@@ -380,6 +380,9 @@ ACCEPTANCE_REFUSED = _code(
     "MP716", "acceptance-refused", ERROR,
     "A candidate with an error-severity finding, or failing the given policy, cannot be "
     "accepted.")
+CODE_NOT_COMMITTED = _code(
+    "MP717", "code-not-committed", WARNING,
+    "A file the pipeline loaded was modified or untracked in git when the run started.")
 
 # --- MP720-MP729: the team store (mlpipe.evidence.verify, mlpipe.evidence.roots)
 BUNDLE_CHAIN_MISSING = _code(

@@ -272,6 +272,38 @@ def _module_digest(path: str, seen: set[str]) -> str:
     return digest
 
 
+def local_module_files(path: str) -> set[str]:
+    """The local module files (the user's project, not the standard library or an installed
+    package) the module at ``path`` imports anywhere in it, transitively; ``path`` excluded.
+    The same modules the code digests follow, found without importing them.
+
+    Example:
+        >>> sorted(local_module_files("components/defect.py"))
+        ['/proj/components/images.py']
+    """
+    found: set[str] = set()
+    pending = [os.path.abspath(path)]
+    while pending:
+        current = pending.pop()
+        tree = parse_file(current)
+        if tree is None:
+            continue
+        package = _package_of(current)
+        for stmt in ast.walk(tree):
+            if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                continue
+            for name in _imported_modules(stmt, package):
+                if not _maybe_local(name):
+                    continue
+                file = _module_file(name)
+                if _is_local_file(file):
+                    file = os.path.abspath(file)
+                    if file not in found and file != os.path.abspath(path):
+                        found.add(file)
+                        pending.append(file)
+    return found
+
+
 def _bytecode_material(code: CodeType) -> list:
     consts = [_bytecode_material(c) if isinstance(c, CodeType) else repr(c)
               for c in code.co_consts]

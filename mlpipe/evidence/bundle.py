@@ -113,8 +113,9 @@ def _roots(roots: ArtifactRoots | None) -> ArtifactRoots:
 
 def _local(a: m.Artifact, roots: ArtifactRoots | None) -> str | None:
     """Where an artifact's bytes are read here (``ArtifactRoots.local``)."""
-    if getattr(a, "key", None):
-        found = _roots(roots).resolve(a.key, a.digest)
+    key = getattr(a, "key", None)
+    if key:
+        found = _roots(roots).resolve(key, a.digest)
         return None if found is None else str(found)
     return _roots(roots).local(a.location, a.digest)
 
@@ -244,6 +245,20 @@ def _graph(steps: list[dict[str, Any]], snapshots: list[dict[str, Any]]) -> dict
             "inputs": [snap["input"] for snap in snapshots], "edges": edges}
 
 
+def _code(run: m.Run) -> dict[str, Any] | None:
+    """The run's code revision; with the state of each file the pipeline loaded, and whether
+    all of it was committed (``clean``), where the run recorded them."""
+    if run.code_revision is None:
+        return None
+    code: dict[str, Any] = {"commit": run.code_revision.commit, "dirty": run.code_revision.dirty}
+    files = (run.options or {}).get("code_files")
+    if isinstance(files, list):
+        code["files"] = files
+        code["clean"] = bool(code["commit"]) and not code["dirty"] and all(
+            f.get("state") == "committed" for f in files)
+    return code
+
+
 def decision_entry(d: m.Decision) -> dict[str, Any]:
     """A recorded decision as the bundle (and ``mlpipe candidates --format json``) names it."""
     return {"verdict": d.verdict, "by": d.reviewer, "note": d.note,
@@ -325,8 +340,7 @@ def build(s: Session, candidate: m.CandidateRow, *, hash_model: bool = True,
                 "user": run.user, "host": run.host, "params": run.params,
                 "options": run.options or {}},
         "pipeline": {"name": run.pipeline_name, "digest": run.pipeline_digest},
-        "code": None if run.code_revision is None else {
-            "commit": run.code_revision.commit, "dirty": run.code_revision.dirty},
+        "code": _code(run),
         "ci": (run.options or {}).get("ci"),
         "snapshots": snapshots,
         "steps": steps,

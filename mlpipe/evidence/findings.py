@@ -1,6 +1,7 @@
 """What a reviewer must see first about a candidate: missing or misplaced evaluation, global
 metrics that are not, reuse with nothing executed behind it, a model or report whose bytes
-nothing names, reads outside the declared inputs. Findings are MP417, MP660, MP701-MP704 and MP804.
+nothing names, reads outside the declared inputs, code the recorded commit does not hold.
+Findings are MP417, MP660, MP701-MP704, MP717 and MP804.
 
 Judges the predicate the builder assembled; reads nothing else and never raises for what it
 finds.
@@ -12,6 +13,7 @@ from typing import Any
 
 from mlpipe.codes import (
     CANDIDATE_NOT_EVALUATED,
+    CODE_NOT_COMMITTED,
     CONTENT_UNKNOWN,
     EVALUATION_OVERLAP_UNCHECKED,
     EVALUATION_OVERLAPS_TRAINING,
@@ -357,6 +359,23 @@ def _hidden_inputs(p: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
+def _provenance(p: dict[str, Any]) -> list[dict[str, Any]]:
+    """Files the pipeline loaded that the recorded commit does not hold as they ran."""
+    code = p.get("code") or {}
+    loose = [f for f in code.get("files") or [] if f.get("state") != "committed"]
+    if not loose:
+        return []
+    shown = ", ".join(f"{f['path']} ({f['state']})" for f in loose[:5])
+    more = f" and {len(loose) - 5} more" if len(loose) > 5 else ""
+    return [_finding(CODE_NOT_COMMITTED,
+                     f"{len(loose)} of the {len(code['files'])} files the pipeline loaded "
+                     f"{'is' if len(loose) == 1 else 'are'} not in commit "
+                     f"{(code.get('commit') or '')[:12]} as they ran: {shown}{more}; checking "
+                     f"out the commit does not give the code that made this candidate",
+                     "commit them (git add, git commit) and run the pipeline again; reuse "
+                     "makes that cheap")]
+
+
 def find(_session: Any, predicate: dict[str, Any]) -> list[dict[str, Any]]:
     """Every finding about the candidate the predicate describes, most severe first.
 
@@ -369,6 +388,7 @@ def find(_session: Any, predicate: dict[str, Any]) -> list[dict[str, Any]]:
         ``{"code", "name", "severity", "step", "message", "hint"}`` dicts.
     """
     found = (_content(predicate) + _evaluation(predicate) + _overlap(predicate, _session)
-             + _global_metrics(predicate) + _reuse(predicate) + _hidden_inputs(predicate))
+             + _global_metrics(predicate) + _reuse(predicate) + _hidden_inputs(predicate)
+             + _provenance(predicate))
     order = {"error": 0, "warning": 1, "info": 2}
     return sorted(found, key=lambda f: (order[f["severity"]], f["code"], f["step"] or ""))

@@ -68,6 +68,27 @@ def _reuse_line(st: dict[str, Any]) -> str:
             f"{r['executed_step_run']}) - not re-executed for this candidate")
 
 
+def _code_lines(code: dict[str, Any] | None) -> list[str]:
+    """The code revision; ``(clean)`` only when every file the pipeline loaded was committed
+    and unmodified (and no tracked file was changed), each file that was not listed."""
+    if not code:
+        return ["code revision not recorded"]
+    head = f"code {code['commit'] or '(not in git)'}"
+    files = code.get("files")
+    if files is None:  # bundles of runs that did not record which files the pipeline loaded
+        return [head + (" (DIRTY working tree)" if code["dirty"] else
+                        " (tracked files unchanged; the files the pipeline loaded were not "
+                        "recorded)")]
+    loose = [f for f in files if f["state"] != "committed"]
+    if code.get("clean"):
+        return [f"{head} (clean: the {len(files)} files the pipeline loaded are committed)"]
+    why = [f"{len(loose)} of {len(files)} loaded files not committed"] if loose else []
+    if code["dirty"]:
+        why.append("DIRTY working tree")
+    return [f"{head} (NOT clean: {', '.join(why)})"] + [
+        f"  file {f['path']}  {f['state']}" for f in loose]
+
+
 def review_lines(review: dict[str, Any]) -> list[str]:
     """The review status and every recorded decision, oldest first, each with the bundle it
     cites and the policy it was judged against."""
@@ -155,10 +176,7 @@ def sections(statement: dict[str, Any], digest: str) -> list[tuple[str, list[str
         lines.append(f"  population: {_population(rep['population'])}")
         lines += [f"  {x['name']} = {_value(x['value'])}  [{x['scope']}]" for x in rep["metrics"]]
     out.append(("Evaluation", lines or ["no evaluation"]))
-    code = p["code"]
-    prov = [f"code {code['commit'] or '(not in git)'}"
-            f"{' (DIRTY working tree)' if code['dirty'] else ' (clean)'}" if code else
-            "code revision not recorded"]
+    prov = _code_lines(p["code"])
     if "ci" in p:  # bundles sealed before CI provenance was recorded have no such field
         from mlpipe.evidence.ci import describe
 

@@ -174,6 +174,7 @@ def _bezier_points(d: str) -> list[tuple[float, float]]:
     return out
 
 
+@pytest.mark.slow   # a dot process per example
 @pytest.mark.skipif(DOT is None, reason="Graphviz dot is not installed (.ci/run installs it)")
 @settings(max_examples=25, deadline=None)
 @given(drawings())

@@ -19,7 +19,7 @@ from mlpipe.digests.snapshot import snapshot
 from mlpipe.environments import environment_identity
 from mlpipe.evidence import models as m
 from mlpipe.evidence.config import project_root
-from mlpipe.evidence.revision import git_revision
+from mlpipe.evidence.revision import file_states, git_revision, pipeline_files
 from mlpipe.evidence.store import Store, utcnow
 from mlpipe.graph import FromInput, FromStep, Graph
 from mlpipe.spec import InputRole, declared_topology, plain_value
@@ -161,7 +161,9 @@ def begin_azure_run(store: Store, graph: Graph, *, run_id: str, workspace: Works
     pipeline = store.pipeline_spec(spec.digest, spec.name, spec.to_dict())
     commit, dirty = git_revision(str(project_root()))
     code = store.code_revision(commit, dirty) if commit else None
+    loaded = file_states(str(project_root()), pipeline_files(spec)) if commit else None
     options = {
+        **({"code_files": loaded} if loaded is not None else {}),
         "executor": "azure", "experiment": experiment, "default_compute": default_compute,
         "workspace": {"subscription_id": workspace.subscription_id,
                       "resource_group": workspace.resource_group,

@@ -39,7 +39,7 @@ from mlpipe.evidence import models as m
 from mlpipe.evidence.checkresults import record_checks, summary
 from mlpipe.evidence.config import Location, locate, project_root
 from mlpipe.evidence.queries import running_run_ids
-from mlpipe.evidence.revision import git_revision
+from mlpipe.evidence.revision import file_states, git_revision, pipeline_files
 from mlpipe.evidence.roots import ArtifactRoots, shared_root
 from mlpipe.evidence.store import Store, new_id
 from mlpipe.graph import FromInput, FromLiteral, FromStep, Graph, StepNode
@@ -180,6 +180,7 @@ class _Run:
         self.cas = ArtifactStore(ex.location.artifacts, cache)
         self.roots = ArtifactRoots(ex.location.artifacts,
                                    shared_root(ex.location.shared_artifacts), cache)
+        self.said_unreachable = False
         self.procs = Processes()
         self.progress = Progress(len(graph.steps), ex.stream)
         self.progress.width = max([12, *(len(s) for s in graph.steps)])
@@ -224,10 +225,12 @@ class _Run:
         pipeline = self.store.pipeline_spec(spec.digest, spec.name, spec.to_dict())
         commit, dirty = git_revision(str(project_root()))
         code = self.store.code_revision(commit, dirty) if commit else None
+        loaded = file_states(str(project_root()), pipeline_files(spec)) if commit else None
         run_id = self.store.begin_run(
             pipeline=pipeline, target="local", params=self.values, inputs=snaps, code=code,
             run_id=run_id,
             options={"reuse": self.ex.reuse, "max_parallel": self.ex.max_parallel,
+                     **({"code_files": loaded} if loaded is not None else {}),
                      "executor": "local", "checks": summary(self.diagnostics),
                      **({"ignored_codes": self.ignored} if self.ignored else {}),
                      **({"input_overrides": self.overrides} if self.overrides else {}),
@@ -412,6 +415,12 @@ class _Run:
                       component_version_id=self._component_row(node).id,
                       environment_id=env_row.id, compute=_compute(node), cache_key=decision.key,
                       key_material=decision.material)
+        shared = self.roots.shared
+        if self.roots.unreachable is not None and shared is not None and not self.said_unreachable:
+            self.said_unreachable = True
+            self.progress.note(f"the shared artifact root {shared.name} did not "
+                               f"answer ({self.roots.unreachable}); steps whose outputs are "
+                               f"not here run again")
         original = decision.origin
         if original is not None:
             step_run_id = self.store.record_reused(
