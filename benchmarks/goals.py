@@ -34,6 +34,7 @@ HERE = Path(__file__).resolve().parent
 BENCHMARKS: dict[str, list[str]] = {
     "bench_store": ["--quick"],
     "bench_gc": ["--quick"],
+    "bench_roots": ["--quick"],
     "bench_check": ["--quick"],
     "bench_compile": ["--quick"],
     "bench_local": ["--quick"],

@@ -113,8 +113,9 @@ def _roots(roots: ArtifactRoots | None) -> ArtifactRoots:
 
 def _local(a: m.Artifact, roots: ArtifactRoots | None) -> str | None:
     """Where an artifact's bytes are read here (``ArtifactRoots.local``)."""
-    if getattr(a, "key", None):
-        found = _roots(roots).resolve(a.key, a.digest)
+    key = getattr(a, "key", None)
+    if key:
+        found = _roots(roots).resolve(key, a.digest)
         return None if found is None else str(found)
     return _roots(roots).local(a.location, a.digest)
 

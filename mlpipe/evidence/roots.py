@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Protocol
 
 from mlpipe.digests.snapshot import StatCache, snapshot
-from mlpipe.errors import UsageError
 
 #: A root-relative key: ``<algo>/<2 hex>/<hex>/<name>`` with the hex the digest's.
 KEY = re.compile(r"(?P<algo>[a-z0-9]+)/(?P<h2>[0-9a-f]{2})/(?P<hex>[0-9a-f]{16,})/(?P<name>[^/]+)")
@@ -64,8 +63,10 @@ def key_in(location: str, digest: str) -> str | None:
 class SharedRoot(Protocol):
     """A root several machines reach: artifacts are published to it and fetched from it."""
 
-    #: How the root is named to users (a folder path or a URL without credentials).
-    name: str
+    @property
+    def name(self) -> str:
+        """How the root is named to users (a folder path or a URL without credentials)."""
+        ...
 
     def has(self, key: str) -> bool: ...
 
@@ -139,6 +140,8 @@ class ArtifactRoots:
         self.own = Path(own)
         self.shared = shared
         self.cache = cache
+        #: why the shared root stopped answering (then it is not asked again by this object)
+        self.unreachable: str | None = None
 
     def path_of(self, key: str) -> Path:
         """Where ``key`` lives (or would live) in the own root."""
@@ -160,12 +163,16 @@ class ArtifactRoots:
         path = self.path_of(key)
         if self.intact(path, digest):
             return path
-        if self.shared is None:
+        if self.shared is None or self.unreachable is not None:
             return None
         staging = path.parent.parent / f".{path.parent.name}.fetch.{secrets.token_hex(4)}"
         try:
             staging.mkdir(parents=True)
-            if not self.shared.fetch(key, staging / path.name):
+            try:
+                if not self.shared.fetch(key, staging / path.name):
+                    return None
+            except OSError as exc:
+                self.unreachable = str(exc)
                 return None
             if not self.intact(staging / path.name, digest):
                 return None  # a damaged shared copy is never used
@@ -239,9 +246,9 @@ def shared_root(spec: str | None, *, anchor: Path | None = None) -> SharedRoot |
     if not spec:
         return None
     if "://" in spec:
-        raise UsageError(f"the shared artifact root {spec!r} is a URL; this mlpipe takes a "
-                         f"folder path there", hint="set MLPIPE_SHARED_ARTIFACTS (or "
-                         "[artifacts] shared) to a folder every home can reach")
+        from mlpipe.evidence.blobroot import BlobRoot
+
+        return BlobRoot.from_url(spec)
     path = Path(spec).expanduser()
     return FolderRoot((anchor / path) if anchor is not None and not path.is_absolute() else path)
 

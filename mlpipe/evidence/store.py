@@ -27,6 +27,7 @@ from mlpipe.evidence.config import missing_store, redact, scrub
 from mlpipe.evidence.liveness import alive as _alive
 from mlpipe.evidence.liveness import process_token
 from mlpipe.evidence.migrate import auto_upgrade_enabled, ensure_schema
+from mlpipe.evidence.roots import KEY
 
 BUSY_TIMEOUT_MS = 60_000
 T = TypeVar("T")
@@ -485,11 +486,11 @@ def _artifacts(conn: Connection, wanted: dict[str, tuple[str, str, int, int, str
     if new_rows:
         conn.execute(_SQL.insert_artifact, [
             {"digest": d, "kind": k, "size": size, "file_count": count, "location": key,
-             "key": key}
+             "key": key if KEY.fullmatch(key) else None}
             for d, k, size, count, key in new_rows.values()])
         found = known()
     unkeyed = [{"i": found[d].id, "k": w[4]} for d, w in {w[0]: w for w in wanted.values()}.items()
-               if found[d].key is None]
+               if found[d].key is None and KEY.fullmatch(w[4])]
     if unkeyed:
         conn.execute(_SQL.set_key, unkeyed)
         found = known()

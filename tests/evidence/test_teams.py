@@ -4,58 +4,15 @@ fetches what it lacks from the shared root, re-runs what no root has, and never 
 home's folder: the other home is moved away before it is relied on."""
 from __future__ import annotations
 
-import json
-import os
-import re
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from bundle_project import FIXTURE
 from store_urls import store_url_for
+from team_project import Home, statuses
 
 HOMES = [pytest.param("sqlite", id="sqlite-shared-folder"),
          pytest.param("postgresql", id="postgresql", marks=pytest.mark.slow)]
-
-
-class Home:
-    """A project folder of its own, pointed at the team's store and shared root."""
-
-    def __init__(self, root: Path, store_url: str, shared: Path | None, data: Path) -> None:
-        self.root, self.store_url, self.data = root, store_url, data
-        root.mkdir(parents=True)
-        shutil.copy(FIXTURE, root / "review.py")
-        lines = [] if shared is None else ["[artifacts]", f'shared = "{shared}"']
-        (root / "mlpipe.toml").write_text("\n".join(lines) + "\n")
-
-    @property
-    def own(self) -> Path:
-        return self.root / "evidence" / "artifacts"
-
-    def cli(self, *args: str) -> subprocess.CompletedProcess:
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("MLPIPE_HOME", "MLPIPE_ARTIFACT_ROOT", "MLPIPE_SHARED_ARTIFACTS")}
-        env["MLPIPE_STORE_URL"] = self.store_url
-        return subprocess.run([sys.executable, "-m", "mlpipe.cli", *args], cwd=self.root,
-                              env=env, capture_output=True, text=True, timeout=180)
-
-    def submit(self) -> tuple[str, str]:
-        done = self.cli("submit", "review.py:review", "--input", f"data={self.data}")
-        assert done.returncode == 0, done.stderr
-        return re.search(r"^candidate (c-[0-9a-f]+)$", done.stdout, re.M).group(1), done.stderr
-
-    def bundle(self, candidate: str) -> dict:
-        done = self.cli("evidence", candidate, "--format", "json")
-        assert done.returncode == 0, done.stderr
-        return json.loads(done.stdout)
-
-    def verify(self, candidate: str) -> subprocess.CompletedProcess:
-        """Show the candidate (sealing its first bundle unless one is sealed), then verify."""
-        assert self.cli("evidence", candidate).returncode == 0
-        return self.cli("evidence", candidate, "--verify")
 
 
 @pytest.fixture(params=HOMES)
@@ -73,11 +30,6 @@ def team(request, tmp_path):
     cleanup()
 
 
-def _statuses(stderr: str) -> set[str]:
-    return {m.group(1) for m in re.finditer(r"^\[\d+/\d+\] +\S+ +(executed|reused)\b", stderr,
-                                           re.M)}
-
-
 @pytest.mark.slow
 def test_two_homes_reuse_and_verify_each_other(team, tmp_path):
     url, shared, data = team
@@ -93,12 +45,14 @@ def test_two_homes_reuse_and_verify_each_other(team, tmp_path):
     # ana's folder is gone before ben relies on anything she made
     shutil.move(tmp_path / "ana", tmp_path / "ana-gone")
     second, progress = ben.submit()
-    assert _statuses(progress) == {"reused"}, progress
+    assert statuses(progress) == {"reused"}, progress
     assert ben.verify(first).returncode == 0, ben.verify(first).stdout
     assert ben.verify(second).returncode == 0
     # ben's own root now holds the fetched copies, and the bundle ben sees is ana's
     assert (ben.own / "blake3").is_dir()
-    assert ben.bundle(first)["predicate"] == sealed["predicate"]
+    seen = ben.bundle(first)  # the same artifacts, by key, and the same model files
+    assert (seen["predicate"]["artifacts"], seen["subject"]) == (
+        sealed["predicate"]["artifacts"], sealed["subject"])
 
     # ana comes back (her folder renamed): her steps resolve in her own root, and she
     # verifies ben's candidate
@@ -107,7 +61,7 @@ def test_two_homes_reuse_and_verify_each_other(team, tmp_path):
     shutil.move(ana.root, moved)
     ana.root = moved
     _third, progress = ana.submit()
-    assert _statuses(progress) == {"reused"}
+    assert statuses(progress) == {"reused"}
     assert ana.verify(second).returncode == 0
 
 
@@ -119,7 +73,7 @@ def test_a_home_without_the_shared_root_re_runs_and_never_fails(team, tmp_path):
     solo = Home(tmp_path / "solo", url, None, data)
     candidate, progress = solo.submit()
     # its own root lacks ana's outputs and it has no shared root: the steps run again
-    assert _statuses(progress) == {"executed"}, progress
+    assert statuses(progress) == {"executed"}, progress
     assert solo.verify(candidate).returncode == 0
 
 
@@ -131,7 +85,7 @@ def test_reuse_never_points_at_an_artifact_no_root_has(team, tmp_path):
     shutil.rmtree(ana.own)
     shutil.rmtree(shared)
     candidate, progress = ana.submit()
-    assert _statuses(progress) == {"executed"}, progress
+    assert statuses(progress) == {"executed"}, progress
     assert ana.verify(candidate).returncode == 0
 
 
@@ -145,7 +99,7 @@ def test_a_damaged_shared_copy_is_never_used(team, tmp_path):
         weights.write_text("999")
     ben = Home(tmp_path / "ben", url, shared, data)
     _candidate, progress = ben.submit()
-    assert "executed" in _statuses(progress)  # fit's model could not be fetched intact
+    assert "executed" in statuses(progress)  # fit's model could not be fetched intact
     assert not any(p.read_text() == "999" for p in ben.own.rglob("weights.txt"))
 
 
@@ -162,7 +116,7 @@ def test_a_renamed_project_folder_keeps_working(tmp_path):
     home.root = renamed
     home.store_url = f"sqlite:///{renamed / 'evidence' / 'store.sqlite'}"
     second, progress = home.submit()
-    assert _statuses(progress) == {"reused"}, progress
+    assert statuses(progress) == {"reused"}, progress
     for candidate in (first, second):
         done = home.verify(candidate)
         assert done.returncode == 0, done.stdout
@@ -178,13 +132,14 @@ def test_a_store_from_before_keys_is_migrated_and_reused_from_another_folder(tmp
     home = Home(tmp_path / "proj", url, None, data)
     _first, _ = home.submit()
     engine = sa.create_engine(url)
-    with engine.begin() as conn:  # as 0005_i16 left it: absolute locations in someone's root
+    with engine.begin() as conn:  # absolute locations in someone's root, as before keys
         conn.execute(sa.text("UPDATE artifacts SET location = :root || '/' || key "
                              "WHERE key IS NOT NULL"), {"root": "/home/someone/old/artifacts"})
-        conn.execute(sa.text("ALTER TABLE artifacts DROP COLUMN key"))
-        conn.execute(sa.text("UPDATE alembic_version SET version_num = '0005_i16'"))
+    _downgrade(engine, "0005_i16")  # the revision before keys: no key column
+    with engine.connect() as conn:
+        assert "key" not in {c["name"] for c in sa.inspect(conn).get_columns("artifacts")}
     second, progress = home.submit()
-    assert _statuses(progress) == {"reused"}, progress
+    assert statuses(progress) == {"reused"}, progress
     with engine.begin() as conn:
         rows = conn.execute(sa.text("SELECT location, key FROM artifacts")).all()
     engine.dispose()
@@ -192,3 +147,16 @@ def test_a_store_from_before_keys_is_migrated_and_reused_from_another_folder(tmp
     assert keyed and all(loc == f"/home/someone/old/artifacts/{key}" for loc, key in keyed)
     assert all(key is None for loc, key in rows if loc == str(data))  # an input: no key
     assert home.verify(second).returncode == 0
+
+
+def _downgrade(engine, revision: str) -> None:
+    from alembic import command
+    from alembic.config import Config
+
+    from mlpipe.evidence.migrate import MIGRATIONS
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, revision)

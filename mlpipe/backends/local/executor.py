@@ -180,6 +180,7 @@ class _Run:
         self.cas = ArtifactStore(ex.location.artifacts, cache)
         self.roots = ArtifactRoots(ex.location.artifacts,
                                    shared_root(ex.location.shared_artifacts), cache)
+        self.said_unreachable = False
         self.procs = Processes()
         self.progress = Progress(len(graph.steps), ex.stream)
         self.progress.width = max([12, *(len(s) for s in graph.steps)])
@@ -414,6 +415,12 @@ class _Run:
                       component_version_id=self._component_row(node).id,
                       environment_id=env_row.id, compute=_compute(node), cache_key=decision.key,
                       key_material=decision.material)
+        shared = self.roots.shared
+        if self.roots.unreachable is not None and shared is not None and not self.said_unreachable:
+            self.said_unreachable = True
+            self.progress.note(f"the shared artifact root {shared.name} did not "
+                               f"answer ({self.roots.unreachable}); steps whose outputs are "
+                               f"not here run again")
         original = decision.origin
         if original is not None:
             step_run_id = self.store.record_reused(
