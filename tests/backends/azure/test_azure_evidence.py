@@ -66,8 +66,9 @@ def test_a_candidate_whose_steps_left_no_record(mlpipe, candidate):
                      "file_count": None, "location": model_uri, "remote": True,
                      "digest_by": None}
     assert model["digest"].startswith("ref:sha256:")
-    assert [(f["code"], f["severity"], f["step"]) for f in p["findings"]] == [
-        ("MP660", "error", "evaluate"), ("MP660", "error", "fit")]
+    # (MP717 too where the tests run in a git checkout: the project's files are outside it)
+    assert [(f["code"], f["severity"], f["step"]) for f in p["findings"]
+            if f["code"] != "MP717"] == [("MP660", "error", "evaluate"), ("MP660", "error", "fit")]
     assert p["findings"][1]["message"] == (
         f"the candidate's model (fit.model) has no content digest: only where it is was "
         f"recorded ({model_uri}), so nothing in this bundle names the bytes a reviewer would "
