@@ -72,7 +72,7 @@ class Session:
 def _project(tmp: Path) -> Session:
     root = tmp / "defect-demo"
     root.mkdir()
-    for folder in ("components", "pipelines"):
+    for folder in ("components", "pipelines", "policies"):
         shutil.copytree(ROOT / folder, root / folder,
                         ignore=shutil.ignore_patterns("__pycache__"))
     (root / "mlpipe.toml").write_text("# the evidence store: evidence/store.sqlite (default)\n")
@@ -107,15 +107,23 @@ def tutorial(s: Session) -> str:
     second_out = s.run(first_cmd)
     second = f"```\n$ {first_cmd}\n{second_out}\n```"
     run2 = _first(r"^run (r-[0-9a-f]+) succeeded$", second_out)
-    cand2 = _first(r"^candidate (c-[0-9a-f]+)$", second_out)
+    if _first(r"^candidate (c-[0-9a-f]+)$", second_out) != cand1:
+        raise SystemExit("the fully reused re-run registered a new candidate")
     runs = s.shell("mlpipe runs")
     show = s.shell(f"mlpipe show {run2}")
     why = s.shell(f"mlpipe show {run2} --why train_cnn")
-    steps = s.shell(f"mlpipe evidence {cand2}", cut=None)
-    steps = _excerpt(steps, "STEPS", "COORDINATION")
     more = s.shell(f"{first_cmd.replace('epochs=15', 'epochs=20')}")
     run3 = _first(r"^run (r-[0-9a-f]+) succeeded$", more.split("```")[1])
+    cand3 = _first(r"^candidate (c-[0-9a-f]+)$", more.split("```")[1])
+    steps = s.shell(f"mlpipe evidence {cand3}", cut=None)
+    steps = _excerpt(steps, "STEPS", "COORDINATION")
     diff = s.shell(f"mlpipe diff {run1} {run3}")
+    policy = "policies/defect-classifier.yml"
+    qualify = s.shell(f"mlpipe qualify {cand1} --policy {policy}")
+    rebuild = s.shell(f"mlpipe evidence {cand1} --rebuild --format json -o bundle.json")
+    review = s.shell(f"mlpipe review {cand1} --accept --by dana --note 'meets the defect "
+                     f"policy' --policy {policy}")
+    candidates = s.shell("mlpipe candidates")
     verify = s.shell(f"mlpipe evidence {cand1} --verify")
     s.run("chmod u+w data/raw && printf 'x' >> \"$(ls -d data/raw/*/* | head -1)\"")
     tampered = s.shell(f"mlpipe evidence {cand1} --verify", ok=(1,))
@@ -208,15 +216,37 @@ TEMPLATE = textwrap.dedent('''\
 
     {why}
 
-    The new candidate's evidence says plainly that nothing was executed for it:
-
-    {steps}
+    The re-run reproduced the same model and evaluation bytes, so it registered no new
+    candidate: it is recorded as another production of the first run's (`show` says so).
 
     Change a parameter and only what depends on it runs again:
 
     {more}
 
+    The new candidate's evidence says plainly which steps were not executed for it:
+
+    {steps}
+
     {diff}
+
+    ## Qualify and decide
+
+    Orchestration never accepts a candidate. A policy states the acceptance criteria
+    ([review.md](review.md)); `qualify` judges them against the sealed bundle and decides
+    nothing:
+
+    {qualify}
+
+    A reviewer records the decision; it cites the exact bundle digest they read, and the next
+    bundle, sealed with it, records it. The re-run above is part of the candidate's record
+    now, so the store no longer matches the bundle sealed before it: `review` refuses a
+    decision on it (MP715) until the bundle is sealed again and read:
+
+    {rebuild}
+
+    {review}
+
+    {candidates}
 
     ## Verify the evidence
 

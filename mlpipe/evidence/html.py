@@ -257,8 +257,9 @@ def _code_rows(code: dict[str, Any] | None) -> list[tuple[str, str]]:
     else:
         loose = [f for f in files if f.get("state") != "committed"]
         if code.get("clean"):
-            head += (f"<span class='ok'>clean</span>: the {len(files)} files the pipeline "
-                     f"loaded are committed")
+            head += ("<span class='ok'>clean</span>: "
+                     + ("the file the pipeline loaded is" if len(files) == 1 else
+                        f"the {len(files)} files the pipeline loaded are") + " committed")
         else:
             why = ([f"{len(loose)} of {len(files)} loaded files not committed"] if loose
                    else []) + (["DIRTY working tree"] if code.get("dirty") else [])

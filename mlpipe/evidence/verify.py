@@ -251,6 +251,8 @@ def verify(s: Session, candidate: m.CandidateRow, *, fetch: Fetch | None = None,
     rebuilt = build(s, candidate, hash_model=False, roots=roots)
     sealed = unsealed(statement)
     sealed["subject"] = []
+    later_productions(sealed, rebuilt)
+    _before_review(sealed, rebuilt)
     for line in differences(sealed, rebuilt):
         out.findings.append(_mismatch(EVIDENCE_CHANGED_IN_STORE,
                                       f"the store no longer matches the sealed "
@@ -293,6 +295,34 @@ def verify(s: Session, candidate: m.CandidateRow, *, fetch: Fetch | None = None,
             _hash_path(art["location"], art["digest"], what, out)
     _check_subject(statement, out, fetched, roots)
     return out
+
+
+def later_productions(sealed: dict[str, Any], rebuilt: dict[str, Any]) -> list[Any]:
+    """Drop from ``rebuilt`` the runs that reproduced the candidate after ``sealed`` was sealed
+    (its productions are a prefix of the store's), and return them: a later re-run of the same
+    bytes adds to the record without falsifying the sealed one. Anything else that differs in
+    the list (a production removed, changed or reordered) is left to be reported."""
+    before = sealed.get("predicate", {}).get("productions")
+    now = rebuilt.get("predicate", {}).get("productions")
+    if not isinstance(now, list) or not isinstance(before, (list, type(None))):
+        return []
+    before = before or []
+    if now[:len(before)] != before:
+        return []
+    if "productions" in sealed.get("predicate", {}):
+        rebuilt["predicate"]["productions"] = now[:len(before)]
+    else:   # sealed before productions were recorded
+        rebuilt["predicate"].pop("productions")
+    return now[len(before):]
+
+
+def _before_review(sealed: dict[str, Any], rebuilt: dict[str, Any]) -> None:
+    """A bundle sealed before decisions were recorded has no ``review``: an empty one (no
+    decision since) is no difference."""
+    review = rebuilt.get("predicate", {}).get("review")
+    if "review" not in sealed.get("predicate", {}) and review == {"status": "unreviewed",
+                                                                  "decisions": []}:
+        rebuilt["predicate"].pop("review")
 
 
 def verify_bundle(url: str, ref: str, *, fetch: Fetch | None = None) -> Verification:

@@ -221,7 +221,7 @@ def test_what_is_unknown_is_flagged_not_dropped(statement):
      "code 1a2b3c tracked files unchanged; the files the pipeline loaded were not recorded"),
     ({"commit": "1a2b3c", "dirty": False, "clean": True,
       "files": [{"path": "review.py", "state": "committed"}]},
-     "code 1a2b3c clean: the 1 files the pipeline loaded are committed loaded files "
+     "code 1a2b3c clean: the file the pipeline loaded is committed loaded files "
      "File the pipeline loaded State review.py committed"),
     ({"commit": "1a2b3c", "dirty": True, "clean": False,
       "files": [{"path": "review.py", "state": "committed"},

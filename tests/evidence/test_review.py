@@ -355,3 +355,23 @@ def test_nothing_in_orchestration_records_a_decision():
         # (the executor's reuse decision is reuse.Decision: about cache keys, not candidates)
         assert not re.search(r"\bm\.Decision\b|evidence\.review\b|record_decision|"
                              r"\bACCEPTED\b|INSERT INTO decisions", text), path
+
+
+def test_a_later_production_keeps_the_sealed_bundle_verifiable(tmp_path):
+    proj = BundleProject(tmp_path / "proj")
+    run1, cand = _submit(proj)
+    sealed = proj.bundle(cand)
+    assert sealed["predicate"]["productions"] == []
+    run2, again = _submit(proj)   # reproduces it after its bundle was sealed
+    assert again == cand
+    verified = json.loads(proj.evidence(cand, "--verify", "--format", "json").stdout)
+    assert (verified["ok"], verified["mismatches"]) == (True, [])
+    # but a decision must cite a bundle that says what the store holds: re-seal first
+    stale = proj.cli("review", cand, "--accept", "--by", "dana", "--note", "ok")
+    assert stale.returncode == 1
+    assert "first: predicate.productions[" in stale.stderr
+    rebuilt = json.loads(proj.evidence(cand, "--rebuild", "--format", "json").stdout)
+    assert [x["run"] for x in rebuilt["predicate"]["productions"]] == [run2]
+    assert proj.cli("review", cand, "--accept", "--by", "dana", "--note", "ok").returncode == 0
+    assert proj.evidence(cand, "--verify").returncode == 0
+    assert run1 != run2

@@ -185,7 +185,7 @@ class _Reader:
         where = Where(str(path))
         settings = doc.get("settings") if isinstance(doc.get("settings"), dict) else {}
         default_compute = _compute(settings.get("default_compute") or doc.get("compute"))
-        given = doc.get("inputs") or {}
+        given = named_entries(where, self.problems, doc, "inputs", "inputs", "input")
         base = str(path.resolve().parent)
         node = {"type": "pipeline", "component": doc["component"], "inputs": {
             name: f"${{{{parent.inputs.{name}}}}}" for name in given}}

@@ -94,6 +94,31 @@ def _deeper_than(doc: Any, limit: int) -> bool:
     return False
 
 
+def _short(value: Any) -> str:
+    text = repr(dict(value) if isinstance(value, dict) else value)
+    return text if len(text) <= 50 else text[:47] + "..."
+
+
+def _unnamed_type(doc: Any) -> Any:
+    """The first ``type:`` holding a list or mapping (every reader looks types up by name); a
+    port or job named ``type`` under ``inputs``/``outputs``/``jobs`` is a name, not a type."""
+    stack, seen = [(doc, None)], set()
+    while stack:
+        value, parent = stack.pop()
+        if not isinstance(value, (dict, list)) or id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, dict):
+            names = parent in ("inputs", "outputs", "jobs")  # its keys name ports or jobs
+            kind = value.get("type")
+            if isinstance(kind, (dict, list)) and not names:
+                return kind
+            stack.extend((v, None if names else k) for k, v in value.items())
+        else:
+            stack.extend((v, None) for v in value)
+    return None
+
+
 def _non_finite(doc: Any) -> bool:
     stack, seen = [doc], set()
     while stack:
@@ -154,6 +179,11 @@ def load(path: str | os.PathLike[str], what: str) -> Mapping:
     if deep:
         raise LoadError(f"{shown} nests collections more than {MAX_DEPTH} levels deep",
                         hint=f"give {what}; Azure ML job YAML nests a few levels", file=shown)
+    bad = _unnamed_type(doc)
+    if bad is not None:
+        raise LoadError(f"type: is {_short(bad)}, not the name of a type",
+                        hint="write type: as a name (pipeline, command, uri_folder, integer, "
+                             "...)", file=shown, line=getattr(bad, "line", None) or None)
     if _non_finite(doc):
         raise LoadError(f"{shown} holds .nan or .inf, which is not a number Azure ML or a JSON "
                         f"document can hold", hint="give a finite number", file=shown)

@@ -124,3 +124,19 @@ def test_a_fifo_in_place_of_the_yaml_is_refused_not_waited_on(folder):
 ])
 def test_a_command_job_of_the_wrong_shape_is_refused(folder, text, message, hint):
     refused(folder, text, message, hint)
+
+
+def test_a_type_that_is_a_list_is_refused_and_a_port_named_type_is_not(folder):
+    refused(folder, "type: pipeline\njobs: {}\noutputs:\n  type:\n    type: []\n",
+            "p.yml: type: is [], not the name of a type",
+            "write type: as a name (pipeline, command, uri_folder, integer, ...)")
+    (folder / "p.yml").write_text("type: pipeline\njobs: {}\noutputs:\n  type:\n    type: "
+                                  "uri_file\n")
+    load_spec("p.yml")
+
+
+def test_a_pipeline_component_job_with_inputs_as_a_list_is_refused(folder):
+    (folder / "c.yml").write_text("type: pipeline\njobs: {}\n")
+    refused(folder, "type: pipeline\ncomponent: ./c.yml\ninputs:\n  - x\n",
+            "p.yml:3: inputs: is ['x'], not a mapping of input names to their entries",
+            "write inputs: as NAME: entry lines (a mapping, not a list)")
