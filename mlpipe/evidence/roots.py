@@ -22,7 +22,8 @@ from typing import Protocol
 from mlpipe.digests.snapshot import StatCache, snapshot
 
 #: A root-relative key: ``<algo>/<2 hex>/<hex>/<name>`` with the hex the digest's.
-KEY = re.compile(r"(?P<algo>[a-z0-9]+)/(?P<h2>[0-9a-f]{2})/(?P<hex>[0-9a-f]{16,})/(?P<name>[^/]+)")
+KEY = re.compile(r"(?P<algo>[a-z0-9]+)/(?P<h2>[0-9a-f]{2})/(?P<hex>[0-9a-f]{16,})"
+                 r"/(?P<name>(?!\.\.?$)[^/\\]+)")
 _KEY_AT_END = re.compile(r"(?:^|/)(" + KEY.pattern + r")/?$")
 
 
@@ -159,7 +160,10 @@ class ArtifactRoots:
     def resolve(self, key: str, digest: str) -> Path | None:
         """The own root's intact copy of ``key``, fetched from the shared root (and verified)
         when the own root lacks it or holds a damaged copy; None when neither has it intact.
-        Never raises for what a root lacks or cannot give."""
+        Never raises for what a root lacks or cannot give, nor for a malformed key (a store
+        row edited by hand): nothing is found for it."""
+        if KEY.fullmatch(key) is None:
+            return None
         path = self.path_of(key)
         if self.intact(path, digest):
             return path
