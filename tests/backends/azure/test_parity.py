@@ -37,6 +37,7 @@ from mlpipe.errors import LaunchFailed, StepFailed
 from mlpipe.evidence import models as m
 from mlpipe.evidence.bundle import build
 from mlpipe.evidence.config import Location
+from mlpipe.evidence.roots import ArtifactRoots
 from mlpipe.evidence.store import Store
 from mlpipe.graph import FromInput, FromLiteral, FromStep, compile_pipeline
 
@@ -203,7 +204,9 @@ def bundle(location, candidate):
     store = Store.open(location.url)
     try:
         with store.session() as s:
-            return build(s, s.get(m.CandidateRow, candidate))
+            # the model is read from this test's own artifact root, as its executor wrote it
+            return build(s, s.get(m.CandidateRow, candidate),
+                         roots=ArtifactRoots(location.artifacts))
     finally:
         store.close()
 
@@ -237,6 +240,10 @@ def _comparable(statement):
     for step in p["steps"]:
         step["topology"].pop("local_scale", None)
         step["compute"].pop("ran_on")
+        # which interpreter ran a step is recorded by the local executor (submit --isolate);
+        # on Azure ML a step runs in its declared environment and its step record does not
+        # carry the interpreter yet, so the bundle says null there (docs/azure.md, parity)
+        step.pop("interpreter", None)
     return p
 
 
