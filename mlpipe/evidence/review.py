@@ -105,7 +105,11 @@ def record_decision(url: str, ref: str, *, verdict: str, by: str, note: str,
                 raise _refuse_stale(cand_id, f"bundle {cited} is no longer the newest sealed "
                                              f"bundle of {cand_id}")
             statement = load_sealed(newest.digest, bytes(newest.content))
-            now_built = build(s, cand)
+            try:
+                now_built = build(s, cand)
+            except UsageError as exc:   # the model's bytes changed or left the artifact root
+                raise _refuse_stale(cand_id, f"the model's files changed since bundle {cited} "
+                                             f"was sealed: {exc.message}") from None
             if canonical(unsealed(statement)) != canonical(now_built):
                 changed = differences(unsealed(statement), now_built)
                 raise _refuse_stale(cand_id, f"the store or the model's files changed since "

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import bindparam, create_engine, event, insert, select, update
+from sqlalchemy import bindparam, create_engine, event, insert, select, text, update
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -394,8 +394,15 @@ class Store:
                            evaluation: m.Artifact | None, name: str | None) -> str:
         """The candidate of ``run_id``'s model and evaluation: a new one, or, when an earlier
         run's candidate has the same model bytes, evaluation bytes and name, that one, with
-        this run recorded as another production of it (a re-run that reproduced it)."""
+        this run recorded as another production of it (a re-run that reproduced it).
+
+        One transaction, serialized per model: on SQLite every session holds the write lock
+        (BEGIN IMMEDIATE); on PostgreSQL an advisory lock on the model's artifact, so runs
+        that reproduce the same bytes at the same moment still make one candidate."""
         with self.session() as s:
+            if s.get_bind().dialect.name == "postgresql":
+                s.execute(text("SELECT pg_advisory_xact_lock(:k)"),
+                          {"k": _CANDIDATE_LOCK ^ int(model.id)})
             same = (select(m.CandidateRow.id)
                     .where(m.CandidateRow.model_artifact_id == model.id,
                            m.CandidateRow.evaluation_artifact_id.is_(None) if evaluation is None
@@ -409,8 +416,7 @@ class Store:
                 if s.get(m.Production, (found, run_id)) is None:
                     s.add(m.Production(candidate_id=found, run_id=run_id, recorded_at=utcnow()))
                 return found
-        candidate_id = new_id("c", 5)
-        with self.session() as s:
+            candidate_id = new_id("c", 5)
             s.add(m.CandidateRow(id=candidate_id, run_id=run_id, name=name,
                                  model_artifact_id=model.id,
                                  evaluation_artifact_id=evaluation.id if evaluation else None,
@@ -458,6 +464,7 @@ class _Statements:
 
 
 _SQL = _Statements()
+_CANDIDATE_LOCK = 0x6D6C7063 << 32  # "mlpc": advisory locks of candidate registration
 
 
 def _link(conn: Connection, step_run_id: str, direction: str,
