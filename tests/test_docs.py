@@ -40,12 +40,19 @@ def test_the_broken_pipeline_still_prints_what_the_transcripts_show(tmp_path, mo
     (tmp_path / "pipelines" / "__init__.py").write_text("")
     (tmp_path / "pipelines" / "broken.py").write_text(_generator().BROKEN)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delitem(sys.modules, "pipelines", raising=False)
+    # the temporary `pipelines` package must not outlive the test: later tests import the
+    # checkout's own `pipelines.*` modules
+    before = {name: mod for name, mod in sys.modules.items()
+              if name == "pipelines" or name.startswith("pipelines.")}
+    for name in before:
+        del sys.modules[name]
     monkeypatch.setattr(sys, "path", list(sys.path))  # the loader puts the project first
     try:
         result = CliRunner().invoke(main, ["check", "pipelines/broken.py"])
     finally:
-        sys.modules.pop("pipelines.broken", None)
+        for name in [n for n in sys.modules if n == "pipelines" or n.startswith("pipelines.")]:
+            del sys.modules[name]
+        sys.modules.update(before)
     assert result.exit_code == 1, result.output
     assert result.output == _block(TUTORIAL, "mlpipe check pipelines/broken.py")
 
