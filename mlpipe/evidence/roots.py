@@ -181,7 +181,7 @@ class ArtifactRoots:
             if not self.intact(staging / path.name, digest):
                 return None  # a damaged shared copy is never used
             if os.path.lexists(path.parent):
-                _remove(path.parent)
+                remove_path(path.parent)
             try:
                 os.rename(staging, path.parent)
             except OSError:  # another run fetched it at the same moment
@@ -190,7 +190,7 @@ class ArtifactRoots:
         except OSError:
             return None
         finally:
-            _remove(staging)
+            remove_path(staging)
 
     def key_for(self, location: str, digest: str) -> str | None:
         """The key an artifact's recorded location stands for: the location itself when it is
@@ -277,7 +277,8 @@ def _copy(source: Path, target: Path) -> None:
         shutil.copy2(source, target, follow_symlinks=False)
 
 
-def _remove(path: Path) -> None:
+def remove_path(path: Path) -> None:
+    """Remove a file, a link or a folder tree; gone already is fine."""
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path, ignore_errors=True)
     else:

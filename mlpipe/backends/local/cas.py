@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from mlpipe.digests.snapshot import Snapshot, StatCache, snapshot
+from mlpipe.evidence.roots import remove_path
 
 #: The lock file in the root: runs hold it shared, ``mlpipe gc`` exclusively.
 LOCK_NAME = ".lock"
@@ -79,7 +80,7 @@ class ArtifactStore:
         source = Path(path)
         entry = self.entry(snap.digest)
         if self.verify(entry, snap.digest):
-            _remove(source)
+            remove_path(source)
             return self.location(entry)
         entry.parent.mkdir(parents=True, exist_ok=True)
         if alone and not os.path.lexists(entry) and os.listdir(source.parent) == [source.name]:
@@ -99,13 +100,13 @@ class ArtifactStore:
             doomed = entry.parent / f".{entry.name}.old.{secrets.token_hex(4)}"
             try:
                 os.rename(entry, doomed)
-                _remove(doomed)
+                remove_path(doomed)
             except OSError:
                 pass
         try:
             os.rename(staging, entry)
         except OSError:  # another process filed the same content first
-            _remove(staging)
+            remove_path(staging)
         return self.location(entry)
 
     @staticmethod
@@ -125,11 +126,3 @@ class ArtifactStore:
             return False
 
 
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        try:
-            path.unlink()
-        except FileNotFoundError:
-            pass
