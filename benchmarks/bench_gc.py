@@ -21,12 +21,11 @@ import re
 import resource
 import shutil
 import sqlite3
-import subprocess
-import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from bench_store import _schema_head, cli  # the same project CLI and schema head
 from goals import Goals
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,26 +35,6 @@ FILL_VERSION = 1
 GOAL_S = 2.0
 STEPS_PER_RUN = 4
 CANDIDATE_EVERY = 10
-
-
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("MLPIPE_HOME", "MLPIPE_STORE_URL", "PYTHONDONTWRITEBYTECODE")}
-    env["PYTHONPATH"] = str(ROOT)
-    return env
-
-
-def cli(project: Path, *args: str) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "mlpipe.cli", *args], cwd=project, env=_env(),
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"mlpipe {' '.join(args)} failed in {project}:\n{done.stderr}")
-    return done
-
-
-def _schema_head() -> str:
-    text = (ROOT / "mlpipe" / "evidence" / "migrate.py").read_text()
-    return re.search(r'^HEAD = "([^"]+)"', text, re.M).group(1)
 
 
 def fill(project: Path, artifacts: int) -> None:

@@ -17,6 +17,7 @@ from mlpipe.annotations import (
 from mlpipe.distribution import Mpi, PyTorch, TensorFlow
 from mlpipe.dsl import Candidate, Component, Pipeline, component, pipeline
 from mlpipe.errors import DefinitionError, LoadError, MlpipeError, UsageError
+from mlpipe.secret import Secret
 from mlpipe.spec import Compute, Environment
 from mlpipe.version import __version__ as __version__
 
@@ -54,6 +55,7 @@ __all__ = [
     "Pipeline",
     "PyTorch",
     "Range",
+    "Secret",
     "TensorFlow",
     "UriFile",
     "UriFolder",

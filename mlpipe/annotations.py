@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from mlpipe.artifacts import AssetType, parse_asset_type
 from mlpipe.contracts.base import Contract, contract_transport, is_contract
 from mlpipe.errors import with_article
+from mlpipe.secret import Secret
 
 _KINDS = ", ".join(k.value for k in AssetType)
 
@@ -164,9 +165,14 @@ def _param(item: Any) -> Any:
         return bad(f"Param[...] takes a type, an optional constraint and an optional "
                    f"description, got {item!r}")
     is_enum = isinstance(typ, type) and issubclass(typ, enum.Enum)
+    if typ is Secret:
+        if constraint is not None:
+            return bad("Param[Secret] takes no range or choices: allowed values written in "
+                       "the code would tell the secret; check the value in the step")
+        return Annotated[Secret, ParamMarker(Secret, description=description)]
     if not (typ in _SCALARS or is_enum):
         return bad(f"Param[{getattr(typ, '__name__', typ)!s}] is not a parameter type; "
-                   f"use int, float, str, bool or an Enum")
+                   f"use int, float, str, bool, an Enum or Secret")
     minimum = maximum = choices = None
     if isinstance(constraint, slice):
         if typ not in (int, float) or constraint.step is not None:
@@ -203,10 +209,14 @@ class _Param:
     ``Annotated[int, Range(1, 200)]`` or ``Annotated[str, Choices("adam", "sgd")]``, short
     ``Param[int, 1:200]`` or ``Param[str, ["adam", "sgd"]]``.
 
-    The type is one of int, float, str, bool or an Enum. A range is inclusive at both ends,
-    either end may be left open (``1:``, ``Range(1, None)``); choices list the allowed values.
-    A last string argument (or string in ``Annotated``) is the description. The function's
-    default is the parameter's default; without one the parameter is required.
+    The type is one of int, float, str, bool, an Enum or ``Secret``. A range is inclusive at
+    both ends, either end may be left open (``1:``, ``Range(1, None)``); choices list the
+    allowed values. A last string argument (or string in ``Annotated``) is the description.
+    The function's default is the parameter's default; without one the parameter is required.
+
+    ``Param[Secret]`` (a ``str`` to checkers) is given at submit time (``--secret
+    NAME=ENV_VAR``) and written down only as a keyed hash (``mlpipe.secret``); it takes no
+    default (``None`` alone: optional), range or choices.
 
     Example:
         >>> def train(epochs: Annotated[int, Range(1, 200)] = 10,
@@ -223,7 +233,8 @@ def param_marker(hint: Any) -> ParamMarker | None:
     if typing.get_origin(hint) is not Annotated:
         return None
     base = typing.get_args(hint)[0]
-    if not (base in _SCALARS or (isinstance(base, type) and issubclass(base, enum.Enum))):
+    if not (base in _SCALARS or base is Secret
+            or (isinstance(base, type) and issubclass(base, enum.Enum))):
         return None
     constraint: Any = None
     description = None

@@ -474,3 +474,7 @@ CREDENTIAL_IN_RECORDED_VALUE = _code(
     "MP961", "credential-in-recorded-value", WARNING,
     "A parameter value or a declared environment variable looks like a credential (a key, a "
     "token, a password); it would be recorded in clear in the store, the bundle and exports.")
+SECRET_RECORDED_IN_CLEAR = _code(
+    "MP962", "secret-recorded-in-clear", ERROR,
+    "A Secret parameter is bound where its value would be written down in clear: to a literal "
+    "in the pipeline's source, or across a parameter that is not a Secret.")

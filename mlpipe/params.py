@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mlpipe.errors import with_article
+from mlpipe.secret import Secret
 from mlpipe.spec import ParamSpec, ParamType
 
 _PYTHON_TYPES: dict[ParamType, tuple[type, ...]] = {
@@ -17,6 +18,7 @@ _PYTHON_TYPES: dict[ParamType, tuple[type, ...]] = {
     ParamType.FLOAT: (int, float),
     ParamType.STR: (str,),
     ParamType.BOOL: (bool,),
+    ParamType.SECRET: (str,),
 }
 
 
@@ -31,6 +33,8 @@ class ValueProblem:
 def param_type_of(python_type: type) -> ParamType:
     if isinstance(python_type, type) and issubclass(python_type, enum.Enum):
         return ParamType.ENUM
+    if python_type is Secret:
+        return ParamType.SECRET
     return ParamType(python_type.__name__)
 
 
@@ -59,6 +63,11 @@ def check_value(spec: ParamSpec, value: Any) -> ValueProblem | None:
             return ValueProblem("choices", f"{value!r} is not {describe_constraint(spec)}")
         return None
     allowed = _PYTHON_TYPES[spec.type]
+    if spec.type is ParamType.SECRET:  # never quoted: the message is printed and recorded
+        if isinstance(value, str):
+            return None
+        return ValueProblem("type", f"a secret is given as text, not as "
+                                    f"{with_article(type(value).__name__)}")
     if ((isinstance(value, bool) and spec.type is not ParamType.BOOL)
             or not isinstance(value, allowed)):
         return ValueProblem("type", f"{value!r} is {with_article(type(value).__name__)}, "
@@ -116,7 +125,7 @@ def azure_value(ptype: ParamType, value: Any) -> Any:
         if text not in ("true", "false"):
             raise ValueError(f"{value!r} is not a boolean (Azure ML reads true or false)")
         return text == "true"
-    if ptype in (ParamType.STR, ParamType.ENUM):
+    if ptype in (ParamType.STR, ParamType.ENUM, ParamType.SECRET):
         return value if isinstance(value, str) else str(value)
     return value
 

@@ -15,6 +15,7 @@ from typing import Any
 from mlpipe.annotations import Param, ParamMarker, PortMarker, param_marker
 from mlpipe.errors import DefinitionError
 from mlpipe.params import check_value, param_type_of
+from mlpipe.secret import Secret
 from mlpipe.source import FunctionSource
 from mlpipe.spec import ParamSpec, ParamType, PortSpec, plain_value
 
@@ -74,7 +75,7 @@ def read_component_signature(fn: FunctionType, what: str, src: FunctionSource
         marker = _marker(hint)
         has_default = p.default is not inspect.Parameter.empty
         if marker is None:
-            if hint in (int, float, str, bool) or (isinstance(hint, type)
+            if hint in (int, float, str, bool, Secret) or (isinstance(hint, type)
                                                    and issubclass(hint, enum.Enum)):
                 marker = typing.get_args(_param_annotation(hint))[1]
             else:
@@ -119,6 +120,11 @@ def _param_spec(name: str, marker: ParamMarker, default: Any, what: str,
                      enum_class=enum_class, description=marker.description)
     if spec.required or default is None:
         return spec if spec.required else _replace_default(spec, None)
+    if ptype is ParamType.SECRET:  # the default itself is never shown
+        _fail(f"parameter {name!r} of {what} is a Secret with a default value; a value written "
+              f"in the code is in its source, its digest and the code revision in clear",
+              f"remove the default and give the value when submitting (--secret "
+              f"{name}=ENV_VAR); a default of None makes it optional", src, name)
     problem = check_value(spec, default)
     if problem is not None:
         _fail(f"default of parameter {name!r} of {what}: {problem.message}",

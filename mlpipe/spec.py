@@ -187,6 +187,8 @@ class ParamType(str, enum.Enum):
     STR = "str"
     BOOL = "bool"
     ENUM = "enum"
+    #: ``Param[Secret]``: text given at submit time, recorded only as a keyed hash
+    SECRET = "secret"
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ from mlpipe.spec import (
     Literal,
     Location,
     ParamSpec,
+    ParamType,
     PipelineInput,
     PipelineInputSpec,
     PortSpec,
@@ -305,6 +306,7 @@ def pipeline_input(name: str, marker: Any, defaults: dict[str, Any],
                           choices=marker.choices,
                           enum_class=(marker.type if isinstance(marker.type, enum.EnumMeta)
                                       else None))
+        _no_secret_default(name, param, default, src)
         return PipelineInputSpec(role=InputRole.PARAM, param=param, **common)
     uses = _uses(name, steps)
     artifact_uses = [u for u in uses if isinstance(u, PortSpec) or (
@@ -317,6 +319,16 @@ def pipeline_input(name: str, marker: Any, defaults: dict[str, Any],
     if params:
         param = replace(params[0], name=name, required=not has_default,
                         default=default if has_default else None)
+        _no_secret_default(name, param, default, src)
         return PipelineInputSpec(role=InputRole.PARAM, param=param, **common)
     role = InputRole.PARAM if has_default and not isinstance(default, str) else InputRole.ARTIFACT
     return PipelineInputSpec(role=role, **common)
+
+
+def _no_secret_default(name: str, param: ParamSpec, default: Any, src: FunctionSource) -> None:
+    """A secret pipeline parameter with a default is refused (the default is never shown)."""
+    if param.type is ParamType.SECRET and default is not None:
+        fail(f"pipeline input {name!r} is a Secret with a default value; a "
+             f"value written in the code is in its source, its digest and the code revision in "
+             f"clear", f"remove the default and give the value when submitting (--secret "
+             f"{name}=ENV_VAR)", src.location(name))

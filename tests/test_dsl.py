@@ -216,7 +216,7 @@ def test_pipeline_name_azure_would_reject():
 @pytest.mark.parametrize("annotation, message", [
     ("Input['folder']", r"Input\['folder'\] is not an artifact type; use one of uri_file, "
                         r"uri_folder, mltable, mlflow_model, custom_model"),
-    ("Param[list]", r"Param\[list\] is not a parameter type; use int, float, str, bool or an Enum"),
+    ("Param[list]", r"Param\[list\] is not a parameter type; use int, float, str, bool, an Enum or Secret"),
     ("Param[str, 1:3]", r"a range like 1:200 only constrains an int or float Param"),
     ("Param[int, 5:1]", r"range 5:1 is empty; write it as low:high"),
     ("Param[int, []]", r"a choices list must not be empty"),

@@ -144,8 +144,9 @@ def test_a_credential_looking_param_at_submit_warns_and_ignore_silences_it(tmp_p
     assert warned.stderr.splitlines()[:2] == [
         "warning[MP961] credential-in-recorded-value: --param note looks like an AWS access key "
         "id; parameter values are recorded in clear (store, bundle, export)",
-        "  help: do not record it: let the step read it at run time from an environment "
-        "variable set outside the pipeline (or a secret store), and rotate it if it was recorded"]
+        "  help: declare the parameter Param[Secret] and give the value when submitting "
+        "(--secret NAME=ENV_VAR): it is then recorded only as a keyed hash (or let the step read "
+        "it from a secret store at run time); rotate it if it was recorded"]
     quiet = cli(tmp_path, "submit", "p.py", "--input", "src=in.txt", "--param",
                 "note=AKIAIOSFODNN7EXAMPLE", "--ignore", "MP961")
     assert "MP961" not in quiet.stderr

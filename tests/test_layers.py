@@ -15,7 +15,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
              "mlpipe.digests", "mlpipe.version", "mlpipe.modules"),
     "contracts": ("mlpipe.artifacts", "mlpipe.contracts"),
     "spec": ("mlpipe.spec", "mlpipe.distribution", "mlpipe.params", "mlpipe.source",
-             "mlpipe.compute", "mlpipe.environments", "mlpipe.references"),
+             "mlpipe.compute", "mlpipe.environments", "mlpipe.references", "mlpipe.secret"),
     "dsl": ("mlpipe.dsl", "mlpipe.annotations", "mlpipe.signature", "mlpipe.tracing"),
     "graph": ("mlpipe.graph", "mlpipe.drawing"),
     "checks": ("mlpipe.checks",),

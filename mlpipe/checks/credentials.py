@@ -13,7 +13,8 @@ from mlpipe import codes
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_step
 from mlpipe.diagnostics import Diagnostic
-from mlpipe.graph import FromLiteral, Graph
+from mlpipe.graph import FromInput, FromLiteral, Graph
+from mlpipe.spec import InputRole, ParamType
 
 _FORMS = (
     (re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"), "an AWS access key id"),
@@ -55,8 +56,9 @@ def credential_kind(name: str, value: Any) -> str | None:
     return None
 
 
-HINT = ("do not record it: let the step read it at run time from an environment variable "
-        "set outside the pipeline (or a secret store), and rotate it if it was recorded")
+HINT = ("declare the parameter Param[Secret] and give the value when submitting (--secret "
+        "NAME=ENV_VAR): it is then recorded only as a keyed hash (or let the step read it from "
+        "a secret store at run time); rotate it if it was recorded")
 
 
 @check(codes.CREDENTIAL_IN_RECORDED_VALUE)
@@ -72,7 +74,9 @@ def credentials_in_recorded_values(graph: Graph) -> Iterator[Diagnostic]:
                     f"declared variables are recorded in clear (store, bundle, export)",
                     hint=HINT, **at_step(node))
         for name, endpoint in node.bindings.items():
-            if isinstance(endpoint, FromLiteral) and c.param(name) is not None:
+            declared = c.param(name)
+            if (isinstance(endpoint, FromLiteral) and declared is not None
+                    and declared.type is not ParamType.SECRET):  # a Secret's is MP962's
                 kind = credential_kind(name, endpoint.value)
                 if kind:
                     yield Diagnostic.of(
@@ -89,3 +93,42 @@ def credentials_in_recorded_values(graph: Graph) -> Iterator[Diagnostic]:
                 f"parameter values are recorded in clear (store, bundle, export)", hint=HINT,
                 file=inp.location.file if inp.location else None,
                 line=inp.location.line if inp.location else None)
+
+
+@check(codes.SECRET_RECORDED_IN_CLEAR)
+def secrets_kept_secret(graph: Graph) -> Iterator[Diagnostic]:
+    for node in graph.step_nodes():
+        for param in node.component.params:
+            endpoint = node.bindings.get(param.name)
+            label = f"'{node.id}.{param.name}'"
+            secret = param.type is ParamType.SECRET
+            if isinstance(endpoint, FromLiteral) and secret and endpoint.value is not None:
+                yield Diagnostic.of(
+                    codes.SECRET_RECORDED_IN_CLEAR,
+                    f"Secret parameter {label} is given a literal in the pipeline's source, "
+                    f"which the code revision and the pipeline's digest hold in clear",
+                    hint=f"bind it to a pipeline parameter declared Param[Secret] and give "
+                         f"the value when submitting (--secret {param.name}=ENV_VAR)",
+                    **at_step(node, param.name))
+                continue
+            if not isinstance(endpoint, FromInput):
+                continue
+            source = graph.input(endpoint.name)
+            if source is None or source.role is not InputRole.PARAM or source.param is None:
+                continue
+            given = source.param.type is ParamType.SECRET
+            if secret and not given:
+                yield Diagnostic.of(
+                    codes.SECRET_RECORDED_IN_CLEAR,
+                    f"Secret parameter {label} gets pipeline parameter {endpoint.name!r} "
+                    f"({source.param.type.value}), whose value is recorded in clear with the run",
+                    hint=f"declare pipeline parameter {endpoint.name!r} as Param[Secret]",
+                    **at_step(node, param.name))
+            elif given and not secret:
+                yield Diagnostic.of(
+                    codes.SECRET_RECORDED_IN_CLEAR,
+                    f"parameter {label} ({param.type.value}) gets Secret pipeline parameter "
+                    f"{endpoint.name!r}; the step would record its value in clear",
+                    hint=f"declare parameter {param.name!r} of component "
+                         f"{node.component.name!r} as Param[Secret]",
+                    **at_step(node, param.name))

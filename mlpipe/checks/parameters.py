@@ -68,6 +68,8 @@ def _one(graph: Graph, node: StepNode, param: ParamSpec) -> Iterator[Diagnostic]
         if source.role is not InputRole.PARAM:
             return  # an artifact bound to a parameter is MP110's finding
         declared = source.param
+        if declared is not None and ParamType.SECRET in (declared.type, param.type):
+            return  # a secret meeting a parameter that is not one is MP962's finding
         if declared is not None and declared.type is not param.type and not (
                 declared.type is ParamType.INT and param.type is ParamType.FLOAT):
             yield Diagnostic.of(

@@ -5,6 +5,7 @@ SQLAlchemy (and the executor) are imported inside each command, so ``mlpipe --he
 """
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -30,6 +31,9 @@ from mlpipe.errors import UsageError
                    "a data path/URI. Locally, STEP.PORT=PATH replaces a path a job writes.")
 @click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
               help="A pipeline parameter.")
+@click.option("--secret", "secrets", multiple=True, metavar="NAME=ENV_VAR",
+              help="Local: a Param[Secret] pipeline parameter, read from the environment "
+                   "variable ENV_VAR; handed to the step and recorded only as a keyed hash.")
 @click.option("--target", "run_target", type=click.Choice(["local", "azure"]), default="local",
               show_default=True, help="Run here, or submit to an Azure ML workspace.")
 @click.option("--no-reuse", is_flag=True, help="Local: run every step, reusing nothing.")
@@ -49,14 +53,21 @@ from mlpipe.errors import UsageError
               show_default=True,
               help="json: one JSON document on stdout for scripts (docs/json.md); progress "
                    "goes to stderr.")
-def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...], run_target: str,
-           no_reuse: bool, max_parallel: int | None, local_scale: tuple[str, ...], fmt: str,
-           ignore: str | None, isolate: bool, **azure: Any) -> None:
+def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...],
+           secrets: tuple[str, ...], run_target: str, no_reuse: bool, max_parallel: int | None,
+           local_scale: tuple[str, ...], fmt: str, ignore: str | None, isolate: bool,
+           **azure: Any) -> None:
     """Check a pipeline, run it (here, or on Azure ML), and record everything."""
     ignored = code_set(ignore)
-    if "MP961" not in ignored:
-        _warn_credentials(assignments(params, "--param"))
     if run_target == "azure":
+        if secrets:
+            from mlpipe.backends.azure.export import SECRET_HINT
+
+            raise UsageError("--secret applies to --target local only: mlpipe never sends a "
+                             "secret to Azure ML, where a job holds every input value in clear",
+                             hint=SECRET_HINT)
+        if "MP961" not in ignored:
+            _warn_credentials(assignments(params, "--param"))
         if no_reuse or max_parallel is not None or local_scale or isolate:
             raise UsageError("--no-reuse, --max-parallel, --local-scale and --isolate apply to "
                              "--target local only",
@@ -76,16 +87,56 @@ def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...], run_ta
     if given:
         raise UsageError(f"{', '.join(given)} apply to --target azure only",
                          hint="add --target azure, or drop them to run here")
-    _submit_local(target, assignments(inputs, "--input"), assignments(params, "--param"),
+    given = assignments(params, "--param")
+    from_env = _secrets(assignments(secrets, "--secret"))
+    twice = sorted(set(given) & set(from_env))
+    if twice:
+        raise UsageError(f"{twice[0]!r} is given both by --param and by --secret",
+                         hint=f"give it once, with --secret {twice[0]}=ENV_VAR")
+    _submit_local(target, assignments(inputs, "--input"), {**given, **from_env},
                   no_reuse, max_parallel, _scales(assignments(local_scale, "--local-scale")),
                   fmt, ignored, isolate)
 
 
-def _warn_credentials(params: dict[str, str]) -> None:
-    """A ``--param`` value that looks like a credential is recorded in clear: say so (MP961)."""
+def _secrets(given: dict[str, str]) -> dict[str, Any]:
+    """``--secret NAME=ENV_VAR``: each value read from its environment variable."""
+    from mlpipe.secret import Secret
+
+    found: dict[str, Any] = {}
+    for name, variable in given.items():
+        variable = variable.strip()
+        if not variable:
+            raise UsageError(f"--secret {name}= names no environment variable",
+                             hint=f"write --secret {name}=ENV_VAR, naming the variable that "
+                                  f"holds the secret")
+        value = os.environ.get(variable)
+        if not value:
+            raise UsageError(f"--secret {name}={variable}: the environment variable {variable} "
+                             f"is {'empty' if value == '' else 'not set'}",
+                             hint=f"set {variable} (from your secret store or your CI's "
+                                  f"secrets) before submitting")
+        found[name] = Secret(value)
+    return found
+
+
+def _warn_credentials(params: dict[str, Any], spec: Any = None) -> None:
+    """A ``--param`` value that looks like a credential is recorded in clear: say so (MP961).
+    A Param[Secret] given with --param is not recorded, but the command line shows it: say
+    that instead."""
     from mlpipe.checks.credentials import HINT, credential_kind
+    from mlpipe.secret import Secret
+    from mlpipe.spec import ParamType
 
     for name, value in params.items():
+        if isinstance(value, Secret):
+            continue
+        declared = spec.input(name) if spec is not None else None
+        if declared is not None and declared.param is not None \
+                and declared.param.type is ParamType.SECRET:
+            click.echo(f"warning: --param {name} gives a secret on the command line, where "
+                       f"other users of this machine (ps) and your shell history see it\n"
+                       f"  help: pass it with --secret {name}=ENV_VAR", err=True)
+            continue
         kind = credential_kind(name, value)
         if kind:
             click.echo(f"warning[MP961] credential-in-recorded-value: --param {name} looks like "
@@ -110,7 +161,7 @@ def _scales(given: dict[str, str]) -> dict[str, tuple[int, int] | str]:
     return found
 
 
-def _submit_local(target: str, inputs: dict[str, str], params: dict[str, str], no_reuse: bool,
+def _submit_local(target: str, inputs: dict[str, str], params: dict[str, Any], no_reuse: bool,
                   max_parallel: int | None, scale: dict[str, tuple[int, int] | str],
                   fmt: str = "text", ignored: set[str] | frozenset[str] = frozenset(),
                   isolate: bool = False) -> None:
@@ -128,6 +179,8 @@ def _submit_local(target: str, inputs: dict[str, str], params: dict[str, str], n
     executor = None
     try:
         spec, found = load_spec(target)
+        if "MP961" not in ignored:
+            _warn_credentials(params, spec)
         graph = compile_pipeline(spec)
         executor = LocalExecutor(max_parallel=max_parallel, reuse=not no_reuse,
                                  local_scale=scale, isolate=isolate)

@@ -17,7 +17,7 @@ from mlpipe.digests import digest_bytes
 from mlpipe.errors import StoreError
 
 #: Must equal ``mlpipe.evidence.migrate.HEAD`` (a test keeps them in step).
-SCHEMA_HEAD = "0007_i12a"
+SCHEMA_HEAD = "0008_secret_key"
 
 
 def read_sealed(url: str, ref: str) -> tuple[str, bytes] | None:

@@ -307,3 +307,14 @@ class Production(Base):
     candidate_id: Mapped[str] = mapped_column(ForeignKey("candidates.id"), primary_key=True)
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id"), primary_key=True, index=True)
     recorded_at: Mapped[datetime] = mapped_column(DateTime)
+
+
+class StoreKey(Base):
+    """A key the store keeps for itself; ``secret-hmac`` keys the hashes that stand for
+    ``Param[Secret]`` values (see ``mlpipe.secret``). Created once, on first use."""
+
+    __tablename__ = "store_keys"
+    name: Mapped[str] = mapped_column(String(40), primary_key=True)
+    #: the key's bytes, hex-encoded
+    value: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(DateTime)

@@ -210,6 +210,15 @@ class Store:
         raise StoreError(f"could not record a {model.__tablename__} row for {where}",
                          hint="check the store's health and try again")
 
+    def secret_key(self) -> bytes:
+        """The key of the hashes that stand for ``Param[Secret]`` values in this store
+        (``mlpipe.secret.keyed_hash``): 32 random bytes, made by whichever writer needs it
+        first, the same for everyone who shares the store (so their steps reuse each other's).
+        """
+        row = self._get_or_create(m.StoreKey, {"name": SECRET_KEY},
+                                  {"value": secrets.token_hex(32), "created_at": utcnow()})
+        return bytes.fromhex(row.value)
+
     def pipeline_spec(self, digest: str, name: str, spec: dict[str, Any]) -> m.PipelineSpecRow:
         return self._get_or_create(m.PipelineSpecRow, {"digest": digest},
                                    {"name": name, "spec": spec})
@@ -464,6 +473,7 @@ class _Statements:
 
 
 _SQL = _Statements()
+SECRET_KEY = "secret-hmac"  # the store_keys row of Store.secret_key
 _CANDIDATE_LOCK = 0x6D6C7063 << 32  # "mlpc": advisory locks of candidate registration
 
 

@@ -19,6 +19,7 @@ import traceback
 from typing import Any
 
 from mlpipe.runtime import children, finish, loaders, observe, record, tracking
+from mlpipe.secret import take_from_environment
 
 #: The executor's scratch folder of a step (ignored by the observation), when it has one.
 SCRATCH_ENV = "MLPIPE_SCRATCH"
@@ -119,7 +120,8 @@ def run(request: dict[str, Any]) -> None:
             sys.path.insert(0, entry)
     component = _resolve(request["function"])
     fn = getattr(component, "fn", component)
-    kwargs = {**request["inputs"], **request["outputs"], **_params(component, request["params"])}
+    kwargs = {**request["inputs"], **request["outputs"],
+              **_params(component, {**request["params"], **take_from_environment()})}
     fn(**kwargs)
 
 
@@ -231,6 +233,8 @@ def _execute(request: dict[str, Any]) -> int:
     fed: dict[str, Any] | None = None
     code = 0
     rank = record.identity()["rank"]
+    # the secrets the executor handed over, gone from the environment before the body runs
+    secrets = take_from_environment()
     try:
         for entry in reversed(request.get("sys_path", [])):
             if entry not in sys.path:
@@ -241,7 +245,7 @@ def _execute(request: dict[str, Any]) -> int:
         reads = tuple(_declared(component, "reads") or ())
         _launch_env(_declared(component, "distribution"))
         kwargs = {**request["inputs"], **request["outputs"],
-                  **_params(component, request["params"])}
+                  **_params(component, {**request["params"], **secrets})}
         inputs_checked = finish.check_inputs(_ports(component, "inputs"), request["inputs"])
         if part is not None:
             part.update(inputs=inputs_checked)

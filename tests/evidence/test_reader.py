@@ -104,7 +104,8 @@ def test_a_store_at_an_older_revision_is_upgraded_first(tmp_path):
     url = f"sqlite:///{tmp_path / 'store.sqlite'}"
     store, runs = _recorded(url)
     with store.engine.begin() as conn:  # back to the revision before the read indexes
-        for later in ("DROP TABLE decisions", "DROP TABLE candidate_productions",
+        for later in ("DROP TABLE store_keys",  # 0008_secret_key's
+                      "DROP TABLE decisions", "DROP TABLE candidate_productions",
                       "DROP INDEX ix_candidates_model"):   # 0007_i12a's
             conn.execute(text(later))
         conn.execute(text("ALTER TABLE step_runs DROP COLUMN interpreter"))  # (0005_i16)

@@ -311,6 +311,23 @@ def export_pipeline(spec: PipelineSpec, *, out_dir: str | os.PathLike[str] = "."
         raise ExportError(err.message, hint=err.hint, file=err.file, line=err.line) from None
 
 
+SECRET_HINT = ("have the step read the secret at run time from the workspace's Key Vault "
+               "(azure-keyvault-secrets, with the compute's managed identity), or run the "
+               "pipeline here (mlpipe submit, --target local)")
+
+
+def refuse_secrets(spec: PipelineSpec) -> None:
+    """Refuse a pipeline whose steps take a ``Param[Secret]``: an Azure ML job holds every
+    input value in clear for whoever can read the workspace, and a value left out would run
+    the step without its secret (or, given as its keyed hash, with the wrong one)."""
+    names = [f"'{step.name}.{param.name}'" for step in _leaf_steps(spec)
+             for param in step.target.params if param.type is ParamType.SECRET]
+    if names:
+        raise ExportError(f"pipeline {spec.name!r} takes {', '.join(names)} as Param[Secret], "
+                          f"which mlpipe does not write into Azure ML YAML: a job there holds "
+                          f"every input value in clear", hint=SECRET_HINT)
+
+
 def _pipeline_spec(value: Any) -> PipelineSpec:
     if isinstance(value, PipelineSpec):
         return value
@@ -378,6 +395,7 @@ def _export(spec: PipelineSpec, out_dir: str | os.PathLike[str], inputs: Any,
     if unknown:
         raise ExportError(f"pipeline {spec.name!r} has no input {unknown[0]!r}",
                           hint=f"its inputs are: {', '.join(i.name for i in spec.inputs)}")
+    refuse_secrets(spec)
     computes = Counter(s.target.compute.name for s in _leaf_steps(spec)
                        if s.target.compute is not None and s.target.compute.name
                        and "${{" not in s.target.compute.name)

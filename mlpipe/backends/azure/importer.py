@@ -51,7 +51,6 @@ from mlpipe.spec import (
     StepSpec,
 )
 
-_PY_PARAM = {bool: ParamType.BOOL, int: ParamType.INT, float: ParamType.FLOAT, str: ParamType.STR}
 #: The key under which a control-flow node waits for its body's outputs.
 BODY = "$body"
 #: Fields that name the component (or trial) a job runs, by job kind.

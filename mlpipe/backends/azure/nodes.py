@@ -22,7 +22,6 @@ SIBLING_OUTPUT = re.compile(
 SIBLING_JOB = re.compile(r"^parent\.jobs\.(?P<job>[A-Za-z_][\w-]*)$")
 PARENT_OUTPUT = re.compile(r"^parent\.outputs\.(?P<name>[A-Za-z_][\w]*)$")
 _COMMAND_REF = re.compile(r"\$\{\{\s*(inputs|outputs)\.([A-Za-z_]\w*)\s*\}\}")
-_PY_PARAM = {bool: ParamType.BOOL, int: ParamType.INT, float: ParamType.FLOAT, str: ParamType.STR}
 
 #: AutoML's data fields: each is an input of the node (an MLTable).
 AUTOML_DATA = ("training_data", "validation_data", "test_data")
@@ -131,7 +130,8 @@ def implied_interface(given: list[Given], node_outputs: Any, command: str | None
         elif body is not None:  # an expression mlpipe cannot follow (MP601 says so)
             iface.params[g.key] = ParamSpec(g.key, ParamType.STR, required=False)
         elif isinstance(g.value, (bool, int, float, str)):
-            iface.params[g.key] = ParamSpec(g.key, _PY_PARAM[type(g.value)], required=True)
+            iface.params[g.key] = ParamSpec(
+                g.key, vocabulary.LITERAL_PARAM_TYPES[type(g.value)], required=True)
         elif g.value is None and g.declared is None:
             iface.inputs[g.key] = PortSpec(g.key, AssetType.URI_FOLDER, optional=True)
         else:  # a list or mapping value (parallel_for items): a parameter as written

@@ -36,8 +36,6 @@ from mlpipe.spec import (
     StepSpec,
 )
 
-_PY_PARAM = {bool: ParamType.BOOL, int: ParamType.INT, float: ParamType.FLOAT, str: ParamType.STR}
-
 
 def single_job_pipeline(doc: Any, path: Path, problems: Problems) -> PipelineSpec:
     """The one-step pipeline of the command job ``doc`` read from ``path``.
@@ -74,7 +72,7 @@ def single_job_pipeline(doc: Any, path: Path, problems: Problems) -> PipelineSpe
                          f"input type", field=f"inputs.{key}.type")
             continue
         ptype = (vocabulary.AZURE_PARAM_TYPES[kind] if kind is not None
-                 else _PY_PARAM.get(type(value), ParamType.STR))
+                 else vocabulary.LITERAL_PARAM_TYPES.get(type(value), ParamType.STR))
         try:
             value = vocabulary.azure_value(ptype, value)
         except ValueError as exc:

@@ -10,7 +10,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mlpipe.backends.azure.export import write_export
+from mlpipe.backends.azure.export import refuse_secrets, write_export
 from mlpipe.backends.azure.service import JobsService
 from mlpipe.backends.azure.sync import parse_job
 from mlpipe.backends.azure.validate import load_export
@@ -82,6 +82,7 @@ def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsServi
         raise ChecksFailed(diagnostics, f"the pipeline has {errors} error(s); nothing was "
                                         f"submitted",
                            hint="fix them (mlpipe check shows them) and submit again")
+    refuse_secrets(spec)  # before anything is recorded or sent
     run_id = run_id or new_id("r", 5)
     experiment = experiment or spec.name
     ci = ci_provenance()

@@ -33,6 +33,9 @@ AZURE_PARAM_TYPES: dict[str, ParamType] = {
     "boolean": ParamType.BOOL,
 }
 ASSET_TYPES = {k.value: k for k in AssetType}
+#: The parameter type of a literal value written in YAML.
+LITERAL_PARAM_TYPES: dict[type, ParamType] = {bool: ParamType.BOOL, int: ParamType.INT,
+                                              float: ParamType.FLOAT, str: ParamType.STR}
 
 #: Azure ML job (node) types, as a note names them. ``command`` and ``pipeline`` run here
 #: too; the others run only on Azure ML (mlpipe checks their wiring and exports them).

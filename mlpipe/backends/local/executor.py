@@ -44,7 +44,8 @@ from mlpipe.evidence.roots import ArtifactRoots, shared_root
 from mlpipe.evidence.store import Store, new_id
 from mlpipe.graph import FromInput, FromLiteral, FromStep, Graph, StepNode
 from mlpipe.paths import display_path
-from mlpipe.spec import ComponentSpec
+from mlpipe.secret import keyed_hash
+from mlpipe.spec import ComponentSpec, ParamType
 
 
 @dataclass(slots=True)
@@ -197,6 +198,10 @@ class _Run:
         self.overrides: list[str] = []
         self.interpreters = isolation.Plan()
         self.outside: dict[str, str] = {}  # step -> how it ran outside its environment
+        #: the pipeline parameters declared Param[Secret]: only their keyed hash is recorded
+        self.secret_inputs = {i.name for i in graph.spec.inputs
+                              if i.param is not None and i.param.type is ParamType.SECRET}
+        self._secret_key: bytes | None = None
         self.fork_tried = not ex.fork_server
 
     # --- setup ------------------------------------------------------------------------------
@@ -227,7 +232,9 @@ class _Run:
         code = self.store.code_revision(commit, dirty) if commit else None
         loaded = file_states(str(project_root()), pipeline_files(spec)) if commit else None
         run_id = self.store.begin_run(
-            pipeline=pipeline, target="local", params=self.values, inputs=snaps, code=code,
+            pipeline=pipeline, target="local", params=self._recorded(self.values,
+                                                                     self.secret_inputs),
+            inputs=snaps, code=code,
             run_id=run_id,
             options={"reuse": self.ex.reuse, "max_parallel": self.ex.max_parallel,
                      **({"code_files": loaded} if loaded is not None else {}),
@@ -387,26 +394,44 @@ class _Run:
                 bound[port.name] = self._input_artifact(path, port.kind.value)[0]
         return bound
 
-    def _params(self, node: StepNode) -> dict[str, Any]:
+    def _params(self, node: StepNode) -> tuple[dict[str, Any], frozenset[str]]:
+        """The step's parameter values, and which of them are secrets: declared
+        Param[Secret], or fed by a pipeline parameter that is one."""
         values: dict[str, Any] = {}
+        secrets: set[str] = set()
         for param in node.component.params:
             endpoint = node.bindings.get(param.name)
+            if param.type is ParamType.SECRET:
+                secrets.add(param.name)
             if isinstance(endpoint, FromLiteral):
                 values[param.name] = endpoint.value
             elif isinstance(endpoint, FromInput) and endpoint.name in self.values:
                 values[param.name] = self.values[endpoint.name]
+                if endpoint.name in self.secret_inputs:
+                    secrets.add(param.name)
             else:
                 values[param.name] = param.default
-        return values
+        return values, frozenset(secrets)
+
+    def _recorded(self, values: dict[str, Any], secrets: Collection[str]) -> dict[str, Any]:
+        """``values`` as the store holds them: each secret as its keyed hash."""
+        if not any(isinstance(values.get(name), str) for name in secrets):
+            return values
+        if self._secret_key is None:
+            self._secret_key = self.store.secret_key()
+        return {name: keyed_hash(self._secret_key, value)
+                if name in secrets and isinstance(value, str) else value
+                for name, value in values.items()}
 
     def _begin_step(self, node: StepNode, run_id: str) -> tuple[str, StepJob] | None:
         """Reuse the step (returning None) or record it running and return its job."""
         comp = node.component
         bound = self._bound_inputs(node)
-        params = self._params(node)
+        params, secrets = self._params(node)
         env_row = self._environment_row(node)
         decision = reuse.decide(
-            self.store, self.roots, comp, environment_digest=env_row.digest, params=params,
+            self.store, self.roots, comp, environment_digest=env_row.digest,
+            params=self._recorded(params, secrets),
             inputs={port: p.artifact.digest for port, p in bound.items()},
             local_scale=(declared_topology(self.scaled[node.id]) if node.id in self.scaled
                          else None), packages=self.interpreters.packages(node.id),
@@ -461,7 +486,8 @@ class _Run:
                       self.ex.location.work / run_id / node.id.replace("/", "_"),
                       self.ex.location.logs / run_id / f"{node.id}.log",
                       os.getcwd(), [p for p in sys.path if p], pipeline=self.graph.spec.name,
-                      run_id=run_id, bin_folder=self.interpreters.bin_folder(node.id))
+                      run_id=run_id, bin_folder=self.interpreters.bin_folder(node.id),
+                      secrets=secrets)
         return step_run_id, job
 
     def _start_fork_server(self, run_id: str) -> None:

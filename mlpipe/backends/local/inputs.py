@@ -17,7 +17,15 @@ from mlpipe.graph import FromInput, FromLiteral, Graph
 from mlpipe.params import check_value
 from mlpipe.paths import cloud_reference
 from mlpipe.runtime.argv import coerce_param
-from mlpipe.spec import InputRole, ParamSpec, ParamType, PipelineSpec, plain_value
+from mlpipe.secret import Secret
+from mlpipe.spec import (
+    InputRole,
+    ParamSpec,
+    ParamType,
+    PipelineInputSpec,
+    PipelineSpec,
+    plain_value,
+)
 
 
 def split_assignments(pairs: tuple[str, ...] | list[str], option: str) -> dict[str, str]:
@@ -59,6 +67,23 @@ def _names(spec: PipelineSpec, role: InputRole) -> str:
     return ", ".join(i.name for i in spec.inputs if i.role is role) or "none"
 
 
+def _declared(spec: PipelineSpec, name: str, role: InputRole,
+              instead: str) -> PipelineInputSpec:
+    """The pipeline input ``name`` given as a ``role``; refused when the pipeline has none, or
+    has it in the other role (``instead`` is how to pass it then)."""
+    what, option, other = (("input", "--input", "parameter") if role is InputRole.ARTIFACT
+                           else ("parameter", "--param", "input"))
+    declared = spec.input(name)
+    if declared is None:
+        raise UsageError(f"pipeline {spec.name!r} has no {what} {name!r} "
+                         f"({what}s: {_names(spec, role)})",
+                         hint=f"use {option} with one of those names")
+    if declared.role is not role:
+        raise UsageError(f"{name!r} is {with_article(other)} of pipeline {spec.name!r}, not "
+                         f"{with_article(what)}", hint=f"pass it as {instead}")
+    return declared
+
+
 def resolve(spec: PipelineSpec, inputs: dict[str, str], params: dict[str, Any]
             ) -> tuple[dict[str, str], dict[str, Any]]:
     """Check the given values against the pipeline's inputs and fill in defaults.
@@ -72,14 +97,7 @@ def resolve(spec: PipelineSpec, inputs: dict[str, str], params: dict[str, Any]
     """
     paths: dict[str, str] = {}
     for name, path in inputs.items():
-        declared = spec.input(name)
-        if declared is None:
-            raise UsageError(f"pipeline {spec.name!r} has no input {name!r} "
-                             f"(inputs: {_names(spec, InputRole.ARTIFACT)})",
-                             hint="use --input with one of those names")
-        if declared.role is InputRole.PARAM:
-            raise UsageError(f"{name!r} is a parameter of pipeline {spec.name!r}, not an input",
-                             hint=f"pass it as --param {name}={path}")
+        declared = _declared(spec, name, InputRole.ARTIFACT, f"--param {name}={path}")
         remote = cloud_reference(path)
         if remote is not None:
             raise UsageError(f"input {name!r}: {path} is {remote}, not a file or folder on this "
@@ -92,32 +110,35 @@ def resolve(spec: PipelineSpec, inputs: dict[str, str], params: dict[str, Any]
         paths[name] = os.path.abspath(path)
     values: dict[str, Any] = {}
     for name, text in params.items():
-        declared = spec.input(name)
-        if declared is None:
-            raise UsageError(f"pipeline {spec.name!r} has no parameter {name!r} "
-                             f"(parameters: {_names(spec, InputRole.PARAM)})",
-                             hint="use --param with one of those names")
-        if declared.role is InputRole.ARTIFACT:
-            raise UsageError(f"{name!r} is an input of pipeline {spec.name!r}, not a parameter",
-                             hint=f"pass it as --input {name}=PATH")
+        declared = _declared(spec, name, InputRole.PARAM, f"--input {name}=PATH")
+        is_secret = declared.param is not None and declared.param.type is ParamType.SECRET
+        if isinstance(text, Secret) and not is_secret:
+            kind = declared.param.type.value if declared.param is not None else "not declared"
+            raise UsageError(f"--secret {name}: parameter {name!r} of pipeline {spec.name!r} is "
+                             f"not a Secret ({kind}); its value would be recorded in clear",
+                             hint=f"declare it Param[Secret] if it is one, else pass it with "
+                                  f"--param {name}=VALUE")
+        shown = "--secret " + name if isinstance(text, Secret) else (
+            f"--param {name}=***" if is_secret else f"--param {name}={text}")
         try:
             value = _parse(text, declared.param)
         except UsageError as err:
-            raise UsageError(f"--param {name}={text}: {err.message}", hint=err.hint) from None
+            raise UsageError(f"{shown}: {err.message}", hint=err.hint) from None
         if declared.param is not None:
             problem = check_value(declared.param, value)
             if problem is not None:
-                raise UsageError(f"--param {name}={text}: {problem.message}",
+                raise UsageError(f"{shown}: {problem.message}",
                                  hint="give a value that fits the parameter's declaration")
-        values[name] = plain_value(value)
+        values[name] = value if is_secret else plain_value(value)
     for declared in spec.inputs:
         if declared.name in paths or declared.name in values:
             continue
         if declared.required:
-            option = "--input" if declared.role is InputRole.ARTIFACT else "--param"
+            option, what = (("--input", "PATH") if declared.role is InputRole.ARTIFACT else
+                            ("--secret", "ENV_VAR") if declared.param is not None
+                            and declared.param.type is ParamType.SECRET else ("--param", "VALUE"))
             raise UsageError(f"pipeline {spec.name!r} needs {option} {declared.name}=...",
-                             hint=f"pass {option} {declared.name}="
-                                  f"{'PATH' if option == '--input' else 'VALUE'}")
+                             hint=f"pass {option} {declared.name}={what}")
         if declared.role is InputRole.PARAM:
             values[declared.name] = plain_value(declared.default)
         elif declared.default is not None:

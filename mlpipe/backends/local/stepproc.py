@@ -17,10 +17,11 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from mlpipe import secret
 from mlpipe.artifacts import AssetType
 from mlpipe.backends.local.cas import ArtifactStore
 from mlpipe.backends.local.forkserver import forkable
@@ -31,6 +32,7 @@ from mlpipe.runtime import record as step_record
 from mlpipe.runtime import tracking
 from mlpipe.runtime.metrics import STEP_DIR_ENV
 from mlpipe.runtime.step import SCRATCH_ENV
+from mlpipe.secret import Redactor
 from mlpipe.spec import ComponentSpec, declared_topology
 
 LOG_TAIL_LINES = 20
@@ -52,6 +54,8 @@ class StepJob:
     pipeline: str = "mlpipe"   # the MLflow experiment of its run, when MLflow is on
     run_id: str = ""
     bin_folder: str | None = None  # an isolated environment's bin/ (None: mlpipe's own)
+    #: the parameters that are secrets: handed over in the environment, masked in its log
+    secrets: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
@@ -285,11 +289,27 @@ def execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processes
                                   component=job.component)) if tracking.active() else None
     outcome = None
     try:
-        outcome = _execute(job, cas, cache, procs, start, mlflow_run)
+        outcome = _masked(job, _execute(job, cas, cache, procs, start, mlflow_run))
         return outcome
     finally:
         mlflowruns.close_run(mlflow_run, outcome is not None and outcome.ok)
         _clear(job.work)
+
+
+def _masked(job: StepJob, outcome: StepOutcome) -> StepOutcome:
+    """A step given secrets, with their values masked wherever it wrote them for mlpipe to
+    keep: its log, its ranks' logs, its failure message, its record and its metrics."""
+    redact = Redactor({name: job.params[name] for name in job.secrets
+                       if isinstance(job.params.get(name), str)})
+    if not redact:
+        return outcome
+    redact.file(job.log)
+    folder = rank_logs(job.log)
+    if folder.is_dir():
+        for path in folder.iterdir():
+            redact.file(path)
+    return replace(outcome, message=redact.value(outcome.message),
+                   record=redact.value(outcome.record), metrics=redact.value(outcome.metrics))
 
 
 def _clear(work: Path) -> None:
@@ -333,6 +353,10 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
     if mlflow_run is not None:
         env[tracking.RUN_ENV] = mlflow_run
     env["MLPIPE_PARENT_PID"] = str(os.getpid())
+    params = {k: v for k, v in job.params.items() if k not in job.secrets}
+    given = {k: str(v) for k, v in job.params.items() if k in job.secrets and v is not None}
+    if given:  # never in request.json, nor on a command line
+        env[secret.ENV] = json.dumps(given)
     cwd, code_note = job.cwd, None
     declared = declared_topology(comp)
     request, fork = None, False
@@ -358,7 +382,7 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
     else:
         sys_path = job.sys_path if job.bin_folder is None else _own_code(job.sys_path)
         request = {"function": comp.function, "sys_path": sys_path, "inputs": job.inputs,
-                   "outputs": outputs, "params": job.params, "digest": comp.digest}
+                   "outputs": outputs, "params": params, "digest": comp.digest}
         request_path = job.work / "request.json"
         fork = declared is None and forkable(comp) and job.bin_folder is None
         if not fork:  # a forked step gets its request in the fork server's message
