@@ -15,7 +15,7 @@ import hmac
 import json
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TextIO, cast
 
 #: What a secret's value is recorded as: this prefix and the HMAC-SHA256 of the value.
 HASH_PREFIX = "secret:hmac-sha256:"
@@ -105,6 +105,13 @@ class Redactor:
             return type(obj)(self.value(v) for v in obj)
         return obj
 
+    def stream(self, stream: TextIO) -> TextIO:
+        """``stream`` with the values masked in what is written through it: the step runtime
+        wraps ``sys.stdout`` and ``sys.stderr`` so that the log holds no secret even while the
+        step runs (a value split across two writes, or written by a child process, is masked
+        when the step ends, by :meth:`file`)."""
+        return stream if not self.pairs else cast(TextIO, _MaskedStream(stream, self))
+
     def file(self, path: str | os.PathLike[str]) -> bool:
         """Mask the values in the file at ``path`` (replaced whole); whether it held any."""
         try:
@@ -122,3 +129,22 @@ class Redactor:
             fh.write(masked)
         os.replace(tmp, path)
         return True
+
+
+class _MaskedStream:
+    """A text stream whose writes pass through a ``Redactor``; everything else is the wrapped
+    stream's."""
+
+    def __init__(self, stream: TextIO, redact: Redactor) -> None:
+        self._stream, self._redact = stream, redact
+
+    def write(self, text: str) -> int:
+        self._stream.write(self._redact.text(text))
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)

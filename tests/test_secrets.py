@@ -298,7 +298,7 @@ def test_a_secret_reaches_its_step_and_only_its_hash_is_written_down(tmp_path, s
     assert json.loads(fetched.read_text())["token_sha256"] == hashlib.sha256(
         TOKEN.encode()).hexdigest()
     log = next((root / "evidence" / "logs" / run).glob("fetch.log")).read_text()
-    assert "fetching with token [secret token]" in log
+    assert "fetching with token [secret token]\nand again [secret token]\n" in log
 
     # the same secret reuses (also from a fork-server step); another one runs again
     again = _cli(root, store_url, "submit", "project.py:fetched", "--input", "data=data.txt",

@@ -19,7 +19,7 @@ import traceback
 from typing import Any
 
 from mlpipe.runtime import children, finish, loaders, observe, record, tracking
-from mlpipe.secret import take_from_environment
+from mlpipe.secret import Redactor, take_from_environment
 
 #: The executor's scratch folder of a step (ignored by the observation), when it has one.
 SCRATCH_ENV = "MLPIPE_SCRATCH"
@@ -212,13 +212,21 @@ def execute(request: dict[str, Any]) -> int:
     Processes the body started and left running are killed when it returns.
     """
     children.adopt()
+    # the secrets the executor handed over, gone from the environment before the body runs,
+    # and masked in what the step prints
+    secrets = take_from_environment()
+    streams = sys.stdout, sys.stderr
+    if secrets:
+        redact = Redactor(secrets)
+        sys.stdout, sys.stderr = redact.stream(sys.stdout), redact.stream(sys.stderr)
     try:
-        return _execute(request)
+        return _execute(request, secrets)
     finally:
+        sys.stdout, sys.stderr = streams
         children.stop()
 
 
-def _execute(request: dict[str, Any]) -> int:
+def _execute(request: dict[str, Any], secrets: dict[str, Any]) -> int:
     if request.get("record"):
         os.environ[record.RECORD_DIR_ENV] = os.path.abspath(request["record"])
         os.makedirs(os.environ[record.RECORD_DIR_ENV], exist_ok=True)
@@ -233,8 +241,6 @@ def _execute(request: dict[str, Any]) -> int:
     fed: dict[str, Any] | None = None
     code = 0
     rank = record.identity()["rank"]
-    # the secrets the executor handed over, gone from the environment before the body runs
-    secrets = take_from_environment()
     try:
         for entry in reversed(request.get("sys_path", [])):
             if entry not in sys.path:
