@@ -1,8 +1,9 @@
 """What a declared environment is, by content: its digest and whether the reference can move;
-and the local interpreter that runs steps here.
+the local interpreter that runs steps here; and the package set installed in an interpreter.
 
-Every backend records environments this way, so the same declaration gets the same digest
-wherever it runs. Reads a declared conda file; nothing else.
+Every backend records environments and interpreters this way, so the same declaration gets the
+same digest wherever it runs. Reads a declared conda file and the names of the package folders
+on ``sys.path``; nothing else.
 """
 from __future__ import annotations
 
@@ -45,3 +46,52 @@ def environment_identity(env: Environment | None, component_file: str | None
             material["conda"] = None
             mutable = True
     return env.name, env.version, digest_of(material), mutable
+
+
+def installed() -> dict[str, Any]:
+    """``{"version", "packages"}`` of this interpreter: its Python version and its installed
+    distributions as sorted ``name==version`` lines, one per normalized name (the first on
+    ``sys.path`` wins, as for imports), read from the ``.dist-info``/``.egg-info`` folder
+    names (a few milliseconds: no metadata file is parsed but an egg-info's without a
+    version in its name). Self-contained: ``inspect`` runs its source in other interpreters.
+    """
+    import os
+    import re
+    import sys
+
+    seen: dict[str, str] = {}
+    for folder in sys.path:
+        try:
+            entries = sorted(os.listdir(folder or "."))
+        except OSError:
+            continue
+        for entry in entries:
+            stem, dot, kind = entry.rpartition(".")
+            if not dot or kind not in ("dist-info", "egg-info"):
+                continue
+            name, _, version = stem.partition("-")
+            version = version.split("-py", 1)[0] if kind == "egg-info" else version
+            if not version:  # ``name.egg-info`` (a development install): its PKG-INFO
+                path = os.path.join(folder or ".", entry)
+                path = os.path.join(path, "PKG-INFO") if os.path.isdir(path) else path
+                try:
+                    with open(path, encoding="utf-8", errors="replace") as fh:
+                        version = next((line.split(":", 1)[1].strip() for line in fh
+                                        if line.startswith("Version:")), "")
+                except OSError:
+                    pass
+            key = re.sub(r"[-_.]+", "-", name).lower()
+            if key and key not in seen:
+                seen[key] = f"{key}=={version or 'unknown'}"
+    return {"version": ".".join(map(str, sys.version_info[:3])),
+            "packages": sorted(seen.values())}
+
+
+def interpreter_evidence(packages: dict[str, Any] | None = None) -> dict[str, Any]:
+    """This interpreter as a step record describes it, where no executor of mlpipe's saw it
+    (a step run by Azure ML): its path, Python version, and the digest and count of its
+    installed package set (``installed()``), as ``StepRun.interpreter`` holds them locally."""
+    found = packages if packages is not None else installed()
+    return {"python": sys.executable, "version": found["version"],
+            "packages_digest": digest_of(list(found["packages"])),
+            "packages": len(found["packages"])}

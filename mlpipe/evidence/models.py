@@ -156,9 +156,10 @@ class StepRun(Base):
     #: The step record the runtime left, as stored (``mlpipe.runtime.record.stored``;
     #: docs/step-record.md); None for a step that left none (reused, skipped, script).
     record: Mapped[Optional[dict[str, Any]]]
-    #: The interpreter that ran the step (``backends.local.isolation.Interpreter.evidence``):
-    #: its path, version, the digest of its installed package set, and whether it was the
-    #: step's declared environment; None where no interpreter of mlpipe's ran it.
+    #: The interpreter that ran the step (``backends.local.isolation.Interpreter.evidence``;
+    #: for a step Azure ML ran, its step record's, ``backends.azure.ingest``): its path,
+    #: version, the digest of its installed package set, and whether it was the step's
+    #: declared environment; None where no runtime of mlpipe's described it.
     interpreter: Mapped[Optional[dict[str, Any]]]
 
     run: Mapped[Run] = relationship(back_populates="steps")

@@ -176,7 +176,9 @@ def request_from_argv(args: list[str]) -> dict[str, Any]:
     return {"function": parsed.component, "sys_path": [], "inputs": parsed.inputs,
             "outputs": parsed.outputs, "params": params, "record": parsed.record,
             "digest": spec.digest if spec is not None else None,
-            "compiled_digest": parsed.digest}
+            "compiled_digest": parsed.digest,
+            # no executor of mlpipe's saw this interpreter (Azure ML ran it): the record says
+            "describe_interpreter": True}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -304,6 +306,10 @@ def _execute(request: dict[str, Any], secrets: dict[str, Any]) -> int:
               "component": request["function"], "component_digest": request.get("digest"),
               "compiled_digest": request.get("compiled_digest"), "started_at": started,
               "inputs": inputs_checked}
+    if request.get("describe_interpreter"):
+        from mlpipe.environments import interpreter_evidence
+
+        header["interpreter"] = interpreter_evidence()
     try:
         step = finish.finish(record.folder(), me=part.data, outputs=outputs,
                              paths=request["outputs"], header=header, failure=failure,

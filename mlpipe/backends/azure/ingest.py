@@ -228,6 +228,7 @@ class _Ingest:
             message=message)
         # no cache key (Azure ML's is not reported); the parameters, as a local run keeps them
         fields["key_material"] = {"params": planned.get("params") or {}}
+        fields["interpreter"] = _interpreter(s, planned, job)
         if row is None:
             row = m.StepRun(id=new_id("s"), run_id=self.run_id, step=sid, cache_key=None,
                             cacheable=False, **fields)
@@ -362,6 +363,22 @@ class _Ingest:
                                       f"output {label!r}")
             return None
         return self.store.register_candidate(self.run_id, model, evaluation, planned.get("name"))
+
+
+def _interpreter(s: Session, planned: dict[str, Any], job: JobRecord) -> dict[str, Any] | None:
+    """The interpreter that ran the step on Azure ML, as its step record describes it (None
+    without one), in the form a local step run records: Azure ML built the declared
+    environment and ran the step in it, so ``in_declared_environment`` is true (null when the
+    component declares none)."""
+    seen = ((job.record or {}).get("step") or {}).get("interpreter")
+    if not isinstance(seen, dict):
+        return None
+    env = s.get(m.EnvironmentRow, planned.get("environment_id"))
+    declared = None if env is None or env.name == "local" else (
+        f"{env.name}:{env.version}" if env.version else env.name)
+    return {**seen, "isolated": False, "built_with": "azure-ml",
+            "declared_environment": declared,
+            "in_declared_environment": None if declared is None else True, "note": None}
 
 
 def _diagnosed(sid: str, message: str, record: dict[str, Any] | None,

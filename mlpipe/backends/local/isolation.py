@@ -22,51 +22,12 @@ from typing import Any
 import yaml
 
 from mlpipe.digests import digest_of
-from mlpipe.environments import environment_identity, runtime_identity
+from mlpipe.environments import environment_identity, installed, runtime_identity
 from mlpipe.errors import EnvironmentBuildFailed, UsageError
 from mlpipe.spec import ComponentSpec, Environment
 
 #: Written last into a built environment: what it was built from and the package set in it.
 DONE = "mlpipe-environment.json"
-
-def installed() -> dict[str, Any]:
-    """``{"version", "packages"}`` of this interpreter: its Python version and its installed
-    distributions as sorted ``name==version`` lines, one per normalized name (the first on
-    ``sys.path`` wins, as for imports), read from the ``.dist-info``/``.egg-info`` folder
-    names (a few milliseconds: no metadata file is parsed but an egg-info's without a
-    version in its name). Self-contained: ``inspect`` runs its source in other interpreters.
-    """
-    import os
-    import re
-    import sys
-
-    seen: dict[str, str] = {}
-    for folder in sys.path:
-        try:
-            entries = sorted(os.listdir(folder or "."))
-        except OSError:
-            continue
-        for entry in entries:
-            stem, dot, kind = entry.rpartition(".")
-            if not dot or kind not in ("dist-info", "egg-info"):
-                continue
-            name, _, version = stem.partition("-")
-            version = version.split("-py", 1)[0] if kind == "egg-info" else version
-            if not version:  # ``name.egg-info`` (a development install): its PKG-INFO
-                path = os.path.join(folder or ".", entry)
-                path = os.path.join(path, "PKG-INFO") if os.path.isdir(path) else path
-                try:
-                    with open(path, encoding="utf-8", errors="replace") as fh:
-                        version = next((line.split(":", 1)[1].strip() for line in fh
-                                        if line.startswith("Version:")), "")
-                except OSError:
-                    pass
-            key = re.sub(r"[-_.]+", "-", name).lower()
-            if key and key not in seen:
-                seen[key] = f"{key}=={version or 'unknown'}"
-    return {"version": ".".join(map(str, sys.version_info[:3])),
-            "packages": sorted(seen.values())}
-
 
 def _freeze_script() -> str:
     """``installed()`` as a script for an interpreter that has no mlpipe."""

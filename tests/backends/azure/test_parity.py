@@ -240,10 +240,6 @@ def _comparable(statement):
     for step in p["steps"]:
         step["topology"].pop("local_scale", None)
         step["compute"].pop("ran_on")
-        # which interpreter ran a step is recorded by the local executor (submit --isolate);
-        # on Azure ML a step runs in its declared environment and its step record does not
-        # carry the interpreter yet, so the bundle says null there (docs/azure.md, parity)
-        step.pop("interpreter", None)
     return p
 
 
@@ -281,6 +277,16 @@ def test_the_same_evidence_both_ways(tmp_path, mlflow_server, azureml):
     assert train["compute"]["ran_on"] == "cpu-cluster"
     assert {(x["name"], x["rank"]) for x in train["metrics"]} == {("shard_share", 0),
                                                                   ("shard_share", 1)}
+    # the interpreter that ran each step: the executor saw it here, the step record says it
+    # there (the loopback service runs the exported command on this machine's Python)
+    for st, mine in zip(azure["predicate"]["steps"], local["predicate"]["steps"]):
+        there, here = st["interpreter"], mine["interpreter"]
+        assert there["built_with"] == "azure-ml" and there["isolated"] is False
+        assert there["in_declared_environment"] is (True if here["declared_environment"]
+                                                     else None)
+        assert there["declared_environment"] == here["declared_environment"]
+        assert [there[k] for k in ("python", "version", "packages_digest", "packages")] == [
+            here[k] for k in ("python", "version", "packages_digest", "packages")]
 
 
 def _step_row(location, step):
