@@ -14,8 +14,9 @@ import hashlib
 import hmac
 import json
 import os
+import re
 from collections.abc import Mapping
-from typing import Any, TextIO, cast
+from typing import Any
 
 #: What a secret's value is recorded as: this prefix and the HMAC-SHA256 of the value.
 HASH_PREFIX = "secret:hmac-sha256:"
@@ -53,7 +54,7 @@ def keyed_hash(key: bytes, value: str) -> str:
         >>> keyed_hash(b"k" * 32, "hunter2")[:27]
         'secret:hmac-sha256:f6c2ff60'
     """
-    return HASH_PREFIX + hmac.new(key, value.encode("utf-8"), hashlib.sha256).hexdigest()
+    return HASH_PREFIX + hmac.new(key, _encoded(value), hashlib.sha256).hexdigest()
 
 
 def is_keyed_hash(value: Any) -> bool:
@@ -69,22 +70,46 @@ def take_from_environment() -> dict[str, Secret]:
     return {name: Secret(value) for name, value in json.loads(raw).items()}
 
 
-class Redactor:
-    """Masks known secret values in text, in nested records and in a log file.
+def forms(value: str) -> list[str]:
+    r"""``value`` as text shows it: itself, and as ``repr`` and JSON escape it (a traceback's
+    ``KeyError('...')``, a dict printed, a JSON document), for a value with a newline, a quote, a
+    backslash or a character those write as an escape.
 
-    Each value becomes ``[secret NAME]``; values shorter than ``MIN_REDACTED`` characters are
-    left (masking them would garble ordinary text).
+    Example:
+        >>> forms('a"b\n')
+        ['a"b\n', 'a"b\\n', 'a\\"b\\n']
+    """
+    found = [value]
+    for form in (repr(value)[1:-1], json.dumps(value)[1:-1],
+                 json.dumps(value, ensure_ascii=False)[1:-1]):
+        if form not in found:
+            found.append(form)
+    return found
+
+
+class Redactor:
+    """Masks known secret values in text, in a log file and in a stream of bytes; each value
+    (and its escaped forms, ``forms``) becomes ``[secret NAME]``. Values shorter than
+    ``MIN_REDACTED`` characters are left (masking them would garble ordinary text).
 
     Example:
         >>> Redactor({"token": "hunter22"}).text("bad token hunter22")
         'bad token [secret token]'
     """
 
-    def __init__(self, values: Mapping[str, str]) -> None:
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        pairs = {}
+        for name, value in values.items():
+            if isinstance(value, str) and len(value) >= MIN_REDACTED:
+                for form in forms(value):
+                    pairs.setdefault(form, f"[secret {name}]")
         # the longest first, so a secret that contains another is masked whole
-        self.pairs = sorted(((str(v), f"[secret {k}]") for k, v in values.items()
-                             if isinstance(v, str) and len(v) >= MIN_REDACTED),
-                            key=lambda p: -len(p[0]))
+        self.pairs = sorted(pairs.items(), key=lambda p: -len(p[0]))
+        self._bytes = [(_encoded(v), _encoded(m)) for v, m in self.pairs]
+        self._pattern = re.compile(b"|".join(re.escape(v) for v, _ in self._bytes)) \
+            if self._bytes else None
+        self._masks = dict(self._bytes)
+        self.longest = max((len(v) for v, _ in self._bytes), default=0)
 
     def __bool__(self) -> bool:
         return bool(self.pairs)
@@ -95,22 +120,11 @@ class Redactor:
                 text = text.replace(value, mask)
         return text
 
-    def value(self, obj: Any) -> Any:
-        """``obj`` with every string in it (keys included) masked."""
-        if isinstance(obj, str):
-            return self.text(obj)
-        if isinstance(obj, dict):
-            return {self.value(k): self.value(v) for k, v in obj.items()}
-        if isinstance(obj, (list, tuple)):
-            return type(obj)(self.value(v) for v in obj)
-        return obj
-
-    def stream(self, stream: TextIO) -> TextIO:
-        """``stream`` with the values masked in what is written through it: the step runtime
-        wraps ``sys.stdout`` and ``sys.stderr`` so that the log holds no secret even while the
-        step runs (a value split across two writes, or written by a child process, is masked
-        when the step ends, by :meth:`file`)."""
-        return stream if not self.pairs else cast(TextIO, _MaskedStream(stream, self))
+    def data(self, data: bytes) -> bytes:
+        """``data`` with every form of every value masked (leftmost, longest first)."""
+        if self._pattern is None:
+            return data
+        return self._pattern.sub(lambda m: self._masks[m.group(0)], data)
 
     def file(self, path: str | os.PathLike[str]) -> bool:
         """Mask the values in the file at ``path`` (replaced whole); whether it held any."""
@@ -119,9 +133,7 @@ class Redactor:
                 data = fh.read()
         except OSError:
             return False
-        masked = data
-        for value, mask in self.pairs:
-            masked = masked.replace(value.encode("utf-8"), mask.encode("utf-8"))
+        masked = self.data(data)
         if masked == data:
             return False
         tmp = f"{os.fspath(path)}.redacting"
@@ -130,21 +142,58 @@ class Redactor:
         os.replace(tmp, path)
         return True
 
+    def stream(self) -> StreamMask:
+        return StreamMask(self)
 
-class _MaskedStream:
-    """A text stream whose writes pass through a ``Redactor``; everything else is the wrapped
-    stream's."""
 
-    def __init__(self, stream: TextIO, redact: Redactor) -> None:
-        self._stream, self._redact = stream, redact
+class StreamMask:
+    """Masks a stream of bytes that arrives in pieces: what ``feed`` returns can be written
+    out at once; the end of a piece that may be the start of a value is held back until the
+    next piece (or ``close``) says whether it is.
 
-    def write(self, text: str) -> int:
-        self._stream.write(self._redact.text(text))
-        return len(text)
+    Example:
+        >>> mask = Redactor({"token": "hunter22"}).stream()
+        >>> mask.feed(b"a hunt") + mask.feed(b"er22 b") + mask.close()
+        b'a [secret token] b'
+    """
 
-    def writelines(self, lines: Any) -> None:
-        for line in lines:
-            self.write(line)
+    def __init__(self, redact: Redactor) -> None:
+        self.redact = redact
+        self.pending = b""
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
+    def feed(self, chunk: bytes) -> bytes:
+        data = self.pending + chunk
+        cut = self._cut(data)
+        self.pending = data[cut:]
+        return self.redact.data(data[:cut])
+
+    def close(self) -> bytes:
+        data, self.pending = self.pending, b""
+        return self.redact.data(data)
+
+    def _cut(self, data: bytes) -> int:
+        """Where ``data`` can be cut: before the first place from which its end could still
+        grow into a value, and never inside a value that is whole in it."""
+        redact = self.redact
+        if redact._pattern is None:
+            return len(data)
+        start = max(0, len(data) - redact.longest + 1)
+        cut = len(data)
+        for i in range(start, len(data)):
+            tail = data[i:]
+            if any(len(v) > len(tail) and v.startswith(tail) for v, _ in redact._bytes):
+                cut = i
+                break
+        for match in redact._pattern.finditer(data):
+            if match.start() < cut < match.end():
+                return match.end() if match.end() == len(data) else self._cut_after(
+                    data, match.end())
+        return cut
+
+    def _cut_after(self, data: bytes, end: int) -> int:
+        rest = self._cut(data[end:])
+        return end + rest
+
+
+def _encoded(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")

@@ -62,8 +62,33 @@ def test_redaction_leaves_no_whole_secret_between_its_masks(value, before, after
 def test_redaction_masks_the_longer_of_two_secrets_whole_and_leaves_short_values():
     redact = Redactor({"key": "abcd1234", "part": "1234", "pin": "42"})
     assert redact.text("k=abcd1234 p=1234 pin=42") == "k=[secret key] p=[secret part] pin=42"
-    assert redact.value({"m": ["abcd1234", 3], "abcd1234": None}) == {
-        "m": ["[secret key]", 3], "[secret key]": None}
+    assert redact.data(b"k=abcd1234 p=1234") == b"k=[secret key] p=[secret part]"
+
+
+def test_the_escaped_forms_of_a_secret_are_masked_too():
+    pem = "-----BEGIN KEY-----\nMIIEvQ\n-----END KEY-----"
+    quoted = "pa\\ss\"w0rd-quote'x"
+    redact = Redactor({"key": pem, "pw": quoted})
+    for shown in (str(KeyError(pem)), repr([pem]), json.dumps({"k": pem}),
+                  str(KeyError(quoted)), repr(quoted), json.dumps(quoted)):
+        masked = redact.text(shown)
+        assert pem not in masked and quoted not in masked and "MIIEvQ" not in masked
+        assert "w0rd" not in masked, masked
+
+
+@given(st.text(min_size=MIN_REDACTED, max_size=12), st.text(max_size=40),
+       st.lists(st.integers(min_value=1, max_value=9), max_size=12))
+def test_a_stream_masked_in_pieces_is_masked_as_a_whole(value, text, cuts):
+    redact = Redactor({"token": value})
+    whole = f"{text}{value}{text}{value[:-1]}".encode("utf-8", "surrogatepass")
+    pieces, at = [], 0
+    for cut in cuts:
+        pieces.append(whole[at:at + cut])
+        at += cut
+    pieces.append(whole[at:])
+    mask = redact.stream()
+    streamed = b"".join(mask.feed(piece) for piece in pieces) + mask.close()
+    assert streamed == redact.data(whole)
 
 
 def test_a_file_is_masked_in_place_and_left_alone_without_the_secret(tmp_path):
@@ -160,6 +185,15 @@ def test_a_secret_given_for_a_plain_parameter_or_missing_is_refused(tmp_path):
     assert values["token"] == TOKEN and isinstance(values["token"], Secret)
 
 
+@component
+def plain_hub(src: Input["uri_file"], out: Output["uri_file"], token: Param[str] = ""): ...
+
+
+@pipeline
+def unused_secret(src, token: Param[Secret]):
+    return plain_hub(src=src).out
+
+
 def test_secret_options_say_what_is_wrong(tmp_path, monkeypatch):
     from mlpipe.cli import main
 
@@ -169,16 +203,26 @@ def test_secret_options_say_what_is_wrong(tmp_path, monkeypatch):
     runner = CliRunner()
     cases = {
         ("--secret", "token=NO_SUCH_TOKEN"): (
-            "error: --secret token=NO_SUCH_TOKEN: the environment variable NO_SUCH_TOKEN is not "
-            "set\n  help: set NO_SUCH_TOKEN (from your secret store or your CI's secrets) before "
+            "error: --secret token=...: the environment variable NO_SUCH_TOKEN is not set\n"
+            "  help: set NO_SUCH_TOKEN (from your secret store or your CI's secrets) before "
             "submitting\n"),
         ("--secret", "token=EMPTY_TOKEN"): (
-            "error: --secret token=EMPTY_TOKEN: the environment variable EMPTY_TOKEN is empty\n"
+            "error: --secret token=...: the environment variable EMPTY_TOKEN is empty\n"
             "  help: set EMPTY_TOKEN (from your secret store or your CI's secrets) before "
             "submitting\n"),
-        ("--secret", "token= "): (
-            "error: --secret token= names no environment variable\n  help: write --secret "
-            "token=ENV_VAR, naming the variable that holds the secret\n"),
+        ("--secret", "token=hunter2isMine"): (  # unset, and not a conventional name: not shown
+            "error: --secret token=...: the environment variable it names is not set\n"
+            "  help: set that variable (from your secret store or your CI's secrets) before "
+            "submitting\n"),
+        ("--secret", f"token={TOKEN}"): (  # the secret itself where its variable belongs
+            "error: --secret token=...: what follows '=' is not the name of an environment "
+            "variable (letters, digits and _)\n  help: write --secret token=ENV_VAR, naming "
+            "the variable that holds the secret, not the secret\n"),
+        ("--secret", "token"): (
+            "error: --secret 'token' is not NAME=ENV_VAR\n  help: write --secret "
+            "name=ENV_VAR\n"),
+        ("--param", "token=a", "--param", "token=b"): (
+            "error: --param token is given twice\n  help: give --param token=... once\n"),
         ("--secret", "token=HOME", "--param", "token=x"): (
             "error: 'token' is given both by --param and by --secret\n  help: give it once, with "
             "--secret token=ENV_VAR\n"),
@@ -220,12 +264,17 @@ def test_neither_compile_nor_submit_writes_a_secret_for_azure_ml(tmp_path):
     from mlpipe.backends.azure.export import ExportError, export_pipeline
     from mlpipe.backends.azure.submit import submit_to_azure
 
-    said = ("pipeline 'pulled_hub' takes 'pull_hub.token' as Param[Secret], which mlpipe does "
+    said = ("pipeline 'pulled_hub' takes 'token', 'pull_hub.token' as Param[Secret], which "
+            "mlpipe does "
             "not write into Azure ML YAML: a job there holds every input value in clear\n"
             "  help: have the step read the secret at run time from the workspace's Key Vault "
             "(azure-keyvault-secrets, with the compute's managed identity), or run the pipeline "
             "here (mlpipe submit, --target local)")
     for inputs in ({"src": "azureml:raw:1"}, {"src": "azureml:raw:1", "token": TOKEN}):
+        with pytest.raises(ExportError) as err:  # a Secret the steps do not even use
+            export_pipeline(unused_secret.spec, out_dir=tmp_path, inputs=inputs)
+        assert err.value.message.startswith("pipeline 'unused_secret' takes 'token' as "
+                                             "Param[Secret], which mlpipe does not write")
         with pytest.raises(ExportError) as err:
             export_pipeline(pulled_hub.spec, out_dir=tmp_path, inputs=inputs)
         assert err.value.render() == said
@@ -299,6 +348,8 @@ def test_a_secret_reaches_its_step_and_only_its_hash_is_written_down(tmp_path, s
         TOKEN.encode()).hexdigest()
     log = next((root / "evidence" / "logs" / run).glob("fetch.log")).read_text()
     assert "fetching with token [secret token]\nand again [secret token]\n" in log
+    assert "logged with token [secret token]\n" in log  # a handler made at import time
+    assert "child has token [secret token]\n" in log   # a child process's output
 
     # the same secret reuses (also from a fork-server step); another one runs again
     again = _cli(root, store_url, "submit", "project.py:fetched", "--input", "data=data.txt",
@@ -353,3 +404,52 @@ def test_a_distributed_steps_ranks_get_the_secret_and_their_logs_mask_it(tmp_pat
                and p.read_bytes() == hashlib.sha256(TOKEN.encode()).hexdigest().encode()]
     assert written
     _written_nowhere(root, url, TOKEN)
+
+
+@pytest.mark.slow
+def test_an_escaped_secret_in_a_failure_is_masked_and_a_short_one_leaves_the_record_whole(
+        tmp_path):
+    pem = "-----BEGIN KEY-----\nMIIEvQ-s3cr3t-body\n-----END KEY-----"
+    root = _project(tmp_path, data="key\n")
+    url = f"sqlite:///{root / 'evidence' / 'store.sqlite'}"
+    failed = _cli(root, url, "submit", "project.py:fetched", "--input", "data=data.txt",
+                  "--secret", "token=HUB_TOKEN", token=pem)
+    assert failed.returncode == 1 and "KeyError: '[secret token]'" in failed.stderr
+    assert "MIIEvQ" not in failed.stdout + failed.stderr
+    _written_nowhere(root, url, "MIIEvQ-s3cr3t-body")
+
+    # a secret that is also a word of the step record: masked in the log, never in the record
+    other = tmp_path / "other"
+    other.mkdir()
+    root = _project(other)
+    url = f"sqlite:///{root / 'evidence' / 'store.sqlite'}"
+    done = _cli(root, url, "submit", "project.py:fetched", "--input", "data=data.txt",
+                "--secret", "token=HUB_TOKEN", token="record")
+    assert done.returncode == 0, done.stderr
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:
+        stored = conn.execute(sa.text("SELECT record FROM step_runs WHERE step = 'fetch'")
+                              ).scalar_one()
+    engine.dispose()
+    record = json.loads(stored) if isinstance(stored, str) else stored
+    assert record["format"] == "mlpipe.step-record"
+    assert record["step"]["format"] == "mlpipe.step-record.step"
+
+
+@pytest.mark.slow
+def test_a_secret_too_large_or_not_text_is_refused_before_anything_is_recorded(tmp_path):
+    root = _project(tmp_path)
+    url = f"sqlite:///{root / 'evidence' / 'store.sqlite'}"
+    big = _cli(root, url, "submit", "project.py:fetched", "--input", "data=data.txt",
+               "--secret", "token=HUB_TOKEN", token="秘" * 40_000)
+    assert big.returncode == 2
+    assert big.stderr == (
+        "error: the secrets given (token) weigh 117 KiB; a step gets its secrets in one "
+        "environment variable, and 96 KiB is the most mlpipe passes there\n  help: give the "
+        "step a smaller secret, e.g. a key or token that unlocks the large one at run time\n")
+    binary = _cli(root, url, "submit", "project.py:fetched", "--input", "data=data.txt",
+                  "--secret", "token=HUB_TOKEN", token="abc\udcff\udcfedef-binary")
+    assert binary.returncode == 2
+    assert binary.stderr.startswith("error: --secret token=...: the environment variable "
+                                    "HUB_TOKEN holds bytes that are not UTF-8 text\n")
+    assert not (root / "evidence" / "store.sqlite").exists() or "r-" not in _store_text(url)

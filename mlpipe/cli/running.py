@@ -100,22 +100,40 @@ def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...],
 
 def _secrets(given: dict[str, str]) -> dict[str, Any]:
     """``--secret NAME=ENV_VAR``: each value read from its environment variable."""
+    import re
+
     from mlpipe.secret import Secret
 
     found: dict[str, Any] = {}
     for name, variable in given.items():
         variable = variable.strip()
-        if not variable:
-            raise UsageError(f"--secret {name}= names no environment variable",
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", variable):
+            # never repeated: what was typed there may be the secret itself
+            raise UsageError(f"--secret {name}=...: what follows '=' is not the name of an "
+                             f"environment variable (letters, digits and _)",
                              hint=f"write --secret {name}=ENV_VAR, naming the variable that "
-                                  f"holds the secret")
+                                  f"holds the secret, not the secret")
+        # a conventional name is repeated in messages; another may be a mistyped secret
+        plain = re.fullmatch(r"[A-Z_][A-Z0-9_]*", variable) is not None
+        shown, that = (f"the environment variable {variable}", variable) if plain else (
+            "the environment variable it names", "that variable")
         value = os.environ.get(variable)
         if not value:
-            raise UsageError(f"--secret {name}={variable}: the environment variable {variable} "
-                             f"is {'empty' if value == '' else 'not set'}",
-                             hint=f"set {variable} (from your secret store or your CI's "
-                                  f"secrets) before submitting")
+            raise UsageError(f"--secret {name}=...: {shown} is "
+                             f"{'empty' if value == '' else 'not set'}",
+                             hint=f"set {that} (from your secret store or your CI's secrets) "
+                                  f"before submitting")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise UsageError(f"--secret {name}=...: {shown} holds bytes that are not UTF-8 "
+                             f"text",
+                             hint="give the secret as text (base64, say, for binary key "
+                                  "material)") from None
         found[name] = Secret(value)
+    for variable in {v.strip() for v in given.values()}:
+        # read once: the steps and what they start do not inherit it
+        os.environ.pop(variable, None)
     return found
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from mlpipe.runtime import record as step_record
@@ -51,6 +52,8 @@ def log_metric(name: str, value: float, *, scope: str = "global",
         raise ValueError(f"metric {name!r} has scope {scope!r}; use 'global' or 'partial'")
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ValueError(f"metric {name!r} has value {value!r}; log a finite number")
+    if isinstance(population, str) and _MASK:
+        population = _MASK[0](population)
     rank = os.environ.get("RANK")
     record = {"name": name, "value": float(value), "scope": scope,
               "rank": int(rank) if rank is not None and rank.isdigit() else None,
@@ -65,3 +68,14 @@ def log_metric(name: str, value: float, *, scope: str = "global",
         return record
     part.add_metric(record)
     return record
+
+
+#: What masks the step's secrets in a population's text, when the step was given secrets (the
+#: step runtime sets it): a population goes to the step record and to MLflow.
+_MASK: list[Callable[[str], str]] = []
+
+
+def mask_populations(mask: Callable[[str], str] | None) -> None:
+    _MASK.clear()
+    if mask is not None:
+        _MASK.append(mask)

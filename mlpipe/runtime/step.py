@@ -18,7 +18,8 @@ import sys
 import traceback
 from typing import Any
 
-from mlpipe.runtime import children, finish, loaders, observe, record, tracking
+from mlpipe.runtime import children, finish, loaders, metrics, observe, record, tracking
+from mlpipe.runtime.masking import OutputMask
 from mlpipe.secret import Redactor, take_from_environment
 
 #: The executor's scratch folder of a step (ignored by the observation), when it has one.
@@ -217,18 +218,21 @@ def execute(request: dict[str, Any]) -> int:
     # the secrets the executor handed over, gone from the environment before the body runs,
     # and masked in what the step prints
     secrets = take_from_environment()
-    streams = sys.stdout, sys.stderr
-    if secrets:
-        redact = Redactor(secrets)
-        sys.stdout, sys.stderr = redact.stream(sys.stdout), redact.stream(sys.stderr)
+    redact = Redactor(secrets)
+    mask = OutputMask(redact) if redact else None
+    if mask is not None:
+        mask.start()
+        metrics.mask_populations(redact.text)
     try:
-        return _execute(request, secrets)
+        return _execute(request, secrets, redact)
     finally:
-        sys.stdout, sys.stderr = streams
         children.stop()
+        if mask is not None:
+            metrics.mask_populations(None)
+            mask.stop()
 
 
-def _execute(request: dict[str, Any], secrets: dict[str, Any]) -> int:
+def _execute(request: dict[str, Any], secrets: dict[str, Any], redact: Redactor) -> int:
     if request.get("record"):
         os.environ[record.RECORD_DIR_ENV] = os.path.abspath(request["record"])
         os.makedirs(os.environ[record.RECORD_DIR_ENV], exist_ok=True)
@@ -273,12 +277,14 @@ def _execute(request: dict[str, Any], secrets: dict[str, Any]) -> int:
     except finish._WithResults as exc:  # an input that does not match its contract
         inputs_checked = exc.results
         failure = exc.failure.to_json(rank)
+        failure["message"] = redact.text(failure["message"])
         print(f"mlpipe: {failure['message']}", file=sys.stderr)
         code = 1
     except BaseException as exc:  # the step's own failure, reported to the executor
         traceback.print_exc()
         failure = {"layer": _layer(exc), "type": type(exc).__name__,
-                   "message": f"{type(exc).__name__}: {exc}", "port": None, "rank": rank}
+                   "message": redact.text(f"{type(exc).__name__}: {exc}"), "port": None,
+                   "rank": rank}
         code = 130 if isinstance(exc, KeyboardInterrupt) else 1
     state = tracking.close(failed=failure is not None)
     if part is None:

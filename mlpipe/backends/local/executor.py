@@ -7,6 +7,7 @@ and filing its outputs is ``stepproc``'s job; hashing is ``mlpipe.digests.snapsh
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
 import sys
@@ -147,6 +148,7 @@ class LocalExecutor:
         _refuse_azure_only(graph)
         pipeline_inputs, overrides = inputs_mod.split_step_inputs(inputs)
         paths, values = inputs_mod.resolve(graph.spec, pipeline_inputs, params)
+        _refuse_oversized_secrets(graph, values)
         literals = inputs_mod.literal_paths(graph, overrides)
         inputs_mod.check_input_contracts(graph, paths)
         scaled = scaled_components(graph, self.local_scale)
@@ -487,7 +489,9 @@ class _Run:
                       self.ex.location.logs / run_id / f"{node.id}.log",
                       os.getcwd(), [p for p in sys.path if p], pipeline=self.graph.spec.name,
                       run_id=run_id, bin_folder=self.interpreters.bin_folder(node.id),
-                      secrets=secrets)
+                      secrets=secrets, masked={name: value for name in self.secret_inputs
+                                               if isinstance(value := self.values.get(name),
+                                                             str)})
         return step_run_id, job
 
     def _start_fork_server(self, run_id: str) -> None:
@@ -570,6 +574,25 @@ def _refuse_files_in_place_of_folders(location: Location) -> None:
             shown = display_path(str(path))
             raise UsageError(f"{shown} is a file, but mlpipe keeps a folder there",
                              hint=f"move the file away (mv {shown} {shown}.bak) and run again")
+
+
+#: What a step's secrets may weigh together (UTF-8): they travel in one environment variable,
+#: and Linux refuses a variable of 128 KiB or more.
+SECRETS_LIMIT = 96 * 1024
+
+
+def _refuse_oversized_secrets(graph: Graph, values: dict[str, Any]) -> None:
+    """Refuse, before anything is recorded, secrets too large to hand to a step."""
+    names = [i.name for i in graph.spec.inputs
+             if i.param is not None and i.param.type is ParamType.SECRET]
+    given = {n: values[n] for n in names if isinstance(values.get(n), str)}
+    size = len(json.dumps(given, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    if size > SECRETS_LIMIT:
+        raise UsageError(f"the secrets given ({', '.join(sorted(given))}) weigh {size // 1024} "
+                         f"KiB; a step gets its secrets in one environment variable, and "
+                         f"{SECRETS_LIMIT // 1024} KiB is the most mlpipe passes there",
+                         hint="give the step a smaller secret, e.g. a key or token that "
+                              "unlocks the large one at run time")
 
 
 def _refuse_azure_only(graph: Graph) -> None:

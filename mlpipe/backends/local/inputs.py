@@ -31,14 +31,16 @@ from mlpipe.spec import (
 def split_assignments(pairs: tuple[str, ...] | list[str], option: str) -> dict[str, str]:
     """``["a=1", "b=x"]`` -> ``{"a": "1", "b": "x"}``; a pair without ``=`` is an error."""
     out: dict[str, str] = {}
+    wanted, example = (("NAME=ENV_VAR", "name=ENV_VAR") if option == "--secret"
+                       else ("NAME=VALUE", "name=value"))
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not name:
-            raise UsageError(f"{option} {pair!r} is not NAME=VALUE",
-                             hint=f"write {option} name=value")
-        if name.strip() in out:
-            raise UsageError(f"{option} {name.strip()} is given twice ({out[name.strip()]!r} and "
-                             f"{value!r})", hint=f"give {option} {name.strip()}=... once")
+            raise UsageError(f"{option} {pair!r} is not {wanted}",
+                             hint=f"write {option} {example}")
+        if name.strip() in out:  # the values are not repeated: one may be a secret
+            raise UsageError(f"{option} {name.strip()} is given twice",
+                             hint=f"give {option} {name.strip()}=... once")
         out[name.strip()] = value
     return out
 
@@ -65,6 +67,12 @@ def _parse(text: Any, param: ParamSpec | None) -> Any:
 
 def _names(spec: PipelineSpec, role: InputRole) -> str:
     return ", ".join(i.name for i in spec.inputs if i.role is role) or "none"
+
+
+def _secret(spec: PipelineSpec, name: str) -> bool:
+    declared = spec.input(name)
+    return bool(declared is not None and declared.param is not None
+                and declared.param.type is ParamType.SECRET)
 
 
 def _declared(spec: PipelineSpec, name: str, role: InputRole,
@@ -97,7 +105,8 @@ def resolve(spec: PipelineSpec, inputs: dict[str, str], params: dict[str, Any]
     """
     paths: dict[str, str] = {}
     for name, path in inputs.items():
-        declared = _declared(spec, name, InputRole.ARTIFACT, f"--param {name}={path}")
+        declared = _declared(spec, name, InputRole.ARTIFACT, f"--secret {name}=ENV_VAR"
+                             if _secret(spec, name) else f"--param {name}={path}")
         remote = cloud_reference(path)
         if remote is not None:
             raise UsageError(f"input {name!r}: {path} is {remote}, not a file or folder on this "

@@ -56,6 +56,8 @@ class StepJob:
     bin_folder: str | None = None  # an isolated environment's bin/ (None: mlpipe's own)
     #: the parameters that are secrets: handed over in the environment, masked in its log
     secrets: frozenset[str] = frozenset()
+    #: every secret value of the run (name -> value), masked in this step's log too
+    masked: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -297,10 +299,12 @@ def execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processes
 
 
 def _masked(job: StepJob, outcome: StepOutcome) -> StepOutcome:
-    """A step given secrets, with their values masked wherever it wrote them for mlpipe to
-    keep: its log, its ranks' logs, its failure message, its record and its metrics."""
-    redact = Redactor({name: job.params[name] for name in job.secrets
-                       if isinstance(job.params.get(name), str)})
+    """The run's secret values masked wherever the step wrote text for mlpipe to keep: its
+    log, its ranks' logs, its failure message, the free text of its record (failure messages,
+    the diagnosis; never a key, digest, path or time, which masking a short secret would
+    garble) and its metrics' populations."""
+    redact = Redactor({**job.masked, **{name: job.params[name] for name in job.secrets
+                                        if isinstance(job.params.get(name), str)}})
     if not redact:
         return outcome
     redact.file(job.log)
@@ -308,8 +312,34 @@ def _masked(job: StepJob, outcome: StepOutcome) -> StepOutcome:
     if folder.is_dir():
         for path in folder.iterdir():
             redact.file(path)
-    return replace(outcome, message=redact.value(outcome.message),
-                   record=redact.value(outcome.record), metrics=redact.value(outcome.metrics))
+    metrics = [{**m, "population": redact.text(m["population"])}
+               if isinstance(m.get("population"), str) else m for m in outcome.metrics]
+    return replace(outcome, message=None if outcome.message is None
+                   else redact.text(outcome.message),
+                   record=_masked_record(outcome.record, redact), metrics=metrics)
+
+
+def _masked_record(record: dict[str, Any] | None, redact: Redactor) -> dict[str, Any] | None:
+    if not isinstance(record, dict):
+        return record
+
+    def failure(part: Any) -> Any:
+        if isinstance(part, dict) and isinstance(part.get("failure"), dict) \
+                and isinstance(part["failure"].get("message"), str):
+            return {**part, "failure": {**part["failure"],
+                                        "message": redact.text(part["failure"]["message"])}}
+        return part
+
+    masked = {**record, "step": failure(record.get("step")),
+              "ranks": [failure(r) for r in record.get("ranks") or []]}
+    diagnosis = record.get("diagnosis")
+    if isinstance(diagnosis, dict):
+        masked["diagnosis"] = {
+            **diagnosis, **{k: redact.text(diagnosis[k]) for k in ("message", "hint")
+                            if isinstance(diagnosis.get(k), str)},
+            "findings": [redact.text(f) if isinstance(f, str) else f
+                         for f in diagnosis.get("findings") or []]}
+    return masked
 
 
 def _clear(work: Path) -> None:
@@ -356,7 +386,7 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
     params = {k: v for k, v in job.params.items() if k not in job.secrets}
     given = {k: str(v) for k, v in job.params.items() if k in job.secrets and v is not None}
     if given:  # never in request.json, nor on a command line
-        env[secret.ENV] = json.dumps(given)
+        env[secret.ENV] = json.dumps(given, ensure_ascii=False)
     cwd, code_note = job.cwd, None
     declared = declared_topology(comp)
     request, fork = None, False
