@@ -21,18 +21,26 @@ class OutputMask:
         self.readers: list[threading.Thread] = []
 
     def start(self) -> None:
+        """Put the pipes in place. Output and error that go to the same file (a step's log)
+        share one pipe, so that their lines stay in the order they were written."""
         _flush()
+        groups: dict[tuple[int, int], list[int]] = {}
         for fd in (1, 2):
             try:
-                saved = os.dup(fd)
+                st = os.fstat(fd)
             except OSError:  # no such descriptor: nothing to mask there
                 continue
+            same = (st.st_dev, st.st_ino) if st.st_ino else (fd, fd)
+            groups.setdefault(same, []).append(fd)
+        for fds in groups.values():
+            for fd in fds:
+                self.saved[fd] = os.dup(fd)
             read_end, write_end = os.pipe()
-            os.dup2(write_end, fd)
+            for fd in fds:
+                os.dup2(write_end, fd)
             os.close(write_end)
-            self.saved[fd] = saved
-            reader = threading.Thread(target=self._copy, args=(read_end, saved), daemon=True,
-                                      name=f"mlpipe-mask-{fd}")
+            reader = threading.Thread(target=self._copy, args=(read_end, self.saved[fds[0]]),
+                                      daemon=True, name=f"mlpipe-mask-{fds[0]}")
             reader.start()
             self.readers.append(reader)
 
