@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -41,9 +42,12 @@ class Project:
                               text=True, timeout=timeout, **kw)
 
     def popen(self, *args: str, env_extra: dict[str, str] | None = None) -> subprocess.Popen:
+        # SIGINT as a terminal delivers it, also when the suite itself runs as a background
+        # job (whose shell ignores SIGINT, and a child inherits that)
         return subprocess.Popen([sys.executable, "-m", "mlpipe.cli", *args], cwd=self.root,
                                 env={**self.env(), **(env_extra or {})}, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+                                stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
     def submit(self, pipeline: str, *extra: str, inputs=("left=left.txt", "right=right.txt"),
                timeout: float = 120):
