@@ -2,11 +2,12 @@
 it is ever written down.
 
 A secret is handed to the step process in memory (its environment, never ``request.json``);
-the store, the evidence bundle, the step record, the step log and exports hold
-``secret:hmac-sha256:<hex>``, an HMAC of the value under a key that each store keeps
-(``Store.secret_key``). The same secret gives the same hash in one store, so a step given the
-same secret is reused and one given another secret runs again, and whoever reads a bundle
-cannot test guesses of the secret without the store's key. Pure: no I/O.
+the store, the evidence bundle and the step record hold ``secret:hmac-sha256:<hex>``, an HMAC
+of the value under a key that each store keeps (``Store.secret_key``), and logs and messages
+show ``[secret NAME]`` (``Redactor``). The same secret gives the same hash in one store, so a
+step given the same secret is reused and one given another secret runs again, and whoever
+reads a bundle cannot test guesses of the secret without the store's key. No I/O but the log
+file ``Redactor.file`` masks.
 """
 from __future__ import annotations
 
@@ -109,7 +110,6 @@ class Redactor:
         self._pattern = re.compile(b"|".join(re.escape(v) for v, _ in self._bytes)) \
             if self._bytes else None
         self._masks = dict(self._bytes)
-        self.longest = max((len(v) for v, _ in self._bytes), default=0)
 
     def __bool__(self) -> bool:
         return bool(self.pairs)
@@ -173,26 +173,31 @@ class StreamMask:
 
     def _cut(self, data: bytes) -> int:
         """Where ``data`` can be cut: before the first place from which its end could still
-        grow into a value, and never inside a value that is whole in it."""
+        grow into a value, and never inside a value that is whole in it. Values longer than
+        ``HELD`` bytes are not waited for (one split across two pieces is masked when the
+        step ends, in its log file)."""
         redact = self.redact
         if redact._pattern is None:
             return len(data)
-        start = max(0, len(data) - redact.longest + 1)
         cut = len(data)
-        for i in range(start, len(data)):
-            tail = data[i:]
-            if any(len(v) > len(tail) and v.startswith(tail) for v, _ in redact._bytes):
-                cut = i
-                break
+        for value, _ in redact._bytes:
+            if len(value) > HELD:
+                continue
+            first = value[:1]
+            i = data.find(first, max(0, len(data) - len(value) + 1))
+            while i != -1 and i < cut:
+                if data.startswith(value[:len(data) - i], i):
+                    cut = i
+                    break
+                i = data.find(first, i + 1)
         for match in redact._pattern.finditer(data):
             if match.start() < cut < match.end():
-                return match.end() if match.end() == len(data) else self._cut_after(
-                    data, match.end())
+                return match.end() + self._cut(data[match.end():])
         return cut
 
-    def _cut_after(self, data: bytes, end: int) -> int:
-        rest = self._cut(data[end:])
-        return end + rest
+
+#: The longest value a stream holds its end back for (see ``StreamMask._cut``).
+HELD = 4096
 
 
 def _encoded(text: str) -> bytes:
