@@ -15,7 +15,6 @@ import hashlib
 import hmac
 import json
 import os
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -81,8 +80,9 @@ def forms(value: str) -> list[str]:
         ['a"b\n', 'a"b\\n', 'a\\"b\\n']
     """
     found = [value]
-    for form in (repr(value)[1:-1], json.dumps(value)[1:-1],
-                 json.dumps(value, ensure_ascii=False)[1:-1]):
+    plain = str.__str__(value)  # a Secret's own repr hides it: the str's is the one printed
+    for form in (repr(plain)[1:-1], json.dumps(plain)[1:-1],
+                 json.dumps(plain, ensure_ascii=False)[1:-1]):
         if form not in found:
             found.append(form)
     return found
@@ -107,9 +107,6 @@ class Redactor:
         # the longest first, so a secret that contains another is masked whole
         self.pairs = sorted(pairs.items(), key=lambda p: -len(p[0]))
         self._bytes = [(_encoded(v), _encoded(m)) for v, m in self.pairs]
-        self._pattern = re.compile(b"|".join(re.escape(v) for v, _ in self._bytes)) \
-            if self._bytes else None
-        self._masks = dict(self._bytes)
 
     def __bool__(self) -> bool:
         return bool(self.pairs)
@@ -121,10 +118,11 @@ class Redactor:
         return text
 
     def data(self, data: bytes) -> bytes:
-        """``data`` with every form of every value masked (leftmost, longest first)."""
-        if self._pattern is None:
-            return data
-        return self._pattern.sub(lambda m: self._masks[m.group(0)], data)
+        """``data`` with every form of every value masked (the longest first)."""
+        for value, mask in self._bytes:
+            if value in data:
+                data = data.replace(value, mask)
+        return data
 
     def file(self, path: str | os.PathLike[str]) -> bool:
         """Mask the values in the file at ``path`` (replaced whole); whether it held any."""
@@ -173,16 +171,9 @@ class StreamMask:
 
     def _cut(self, data: bytes) -> int:
         """Where ``data`` can be cut: before the first place from which its end could still
-        grow into a value, and never inside a value that is whole in it. Values longer than
-        ``HELD`` bytes are not waited for (one split across two pieces is masked when the
-        step ends, in its log file)."""
-        redact = self.redact
-        if redact._pattern is None:
-            return len(data)
+        grow into a value, and never inside a value that is whole in it."""
         cut = len(data)
-        for value, _ in redact._bytes:
-            if len(value) > HELD:
-                continue
+        for value, _ in self.redact._bytes:
             first = value[:1]
             i = data.find(first, max(0, len(data) - len(value) + 1))
             while i != -1 and i < cut:
@@ -190,14 +181,12 @@ class StreamMask:
                     cut = i
                     break
                 i = data.find(first, i + 1)
-        for match in redact._pattern.finditer(data):
-            if match.start() < cut < match.end():
-                return match.end() + self._cut(data[match.end():])
+        for value, _ in self.redact._bytes:
+            i = data.find(value, max(0, cut - len(value) + 1), cut + len(value) - 1)
+            if i != -1 and i < cut < i + len(value):
+                end = i + len(value)
+                return end + self._cut(data[end:])
         return cut
-
-
-#: The longest value a stream holds its end back for (see ``StreamMask._cut``).
-HELD = 4096
 
 
 def _encoded(text: str) -> bytes:

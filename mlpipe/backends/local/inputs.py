@@ -36,7 +36,9 @@ def split_assignments(pairs: tuple[str, ...] | list[str], option: str) -> dict[s
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not name:
-            raise UsageError(f"{option} {pair!r} is not {wanted}",
+            # a --secret's text is not repeated: it may be the secret itself
+            shown = "one of them" if option == "--secret" else repr(pair)
+            raise UsageError(f"{option} {shown} is not {wanted}",
                              hint=f"write {option} {example}")
         if name.strip() in out:  # the values are not repeated: one may be a secret
             raise UsageError(f"{option} {name.strip()} is given twice",
