@@ -57,10 +57,6 @@ def keyed_hash(key: bytes, value: str) -> str:
     return HASH_PREFIX + hmac.new(key, _encoded(value), hashlib.sha256).hexdigest()
 
 
-def is_keyed_hash(value: Any) -> bool:
-    return isinstance(value, str) and value.startswith(HASH_PREFIX)
-
-
 def take_from_environment() -> dict[str, Secret]:
     """The secret values the executor handed this step process, removed from ``os.environ``
     so that processes the body starts do not inherit them."""

@@ -408,6 +408,11 @@ class PipelineInputSpec:
     base: str | None = field(default=None, compare=False)
     yaml: bool = field(default=False, compare=False)
 
+    @property
+    def secret(self) -> bool:
+        """A ``Param[Secret]``: given at submit time, written down only as a keyed hash."""
+        return self.param is not None and self.param.type is ParamType.SECRET
+
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "role": self.role.value, "required": self.required,
                 "default": self.default,

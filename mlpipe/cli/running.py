@@ -143,14 +143,12 @@ def _warn_credentials(params: dict[str, Any], spec: Any = None) -> None:
     that instead."""
     from mlpipe.checks.credentials import HINT, credential_kind
     from mlpipe.secret import Secret
-    from mlpipe.spec import ParamType
 
     for name, value in params.items():
         if isinstance(value, Secret):
             continue
         declared = spec.input(name) if spec is not None else None
-        if declared is not None and declared.param is not None \
-                and declared.param.type is ParamType.SECRET:
+        if declared is not None and declared.secret:
             click.echo(f"warning: --param {name} gives a secret on the command line, where "
                        f"other users of this machine (ps) and your shell history see it\n"
                        f"  help: pass it with --secret {name}=ENV_VAR", err=True)

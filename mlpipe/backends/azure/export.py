@@ -320,8 +320,7 @@ def refuse_secrets(spec: PipelineSpec) -> None:
     """Refuse a pipeline whose steps take a ``Param[Secret]``: an Azure ML job holds every
     input value in clear for whoever can read the workspace, and a value left out would run
     the step without its secret (or, given as its keyed hash, with the wrong one)."""
-    names = [f"'{i.name}'" for i in spec.inputs
-             if i.param is not None and i.param.type is ParamType.SECRET]
+    names = [f"'{i.name}'" for i in spec.inputs if i.secret]
     names += [f"'{step.name}.{param.name}'" for step in _leaf_steps(spec)
               for param in step.target.params if param.type is ParamType.SECRET]
     if names:

@@ -201,8 +201,7 @@ class _Run:
         self.interpreters = isolation.Plan()
         self.outside: dict[str, str] = {}  # step -> how it ran outside its environment
         #: the pipeline parameters declared Param[Secret]: only their keyed hash is recorded
-        self.secret_inputs = {i.name for i in graph.spec.inputs
-                              if i.param is not None and i.param.type is ParamType.SECRET}
+        self.secret_inputs = {i.name for i in graph.spec.inputs if i.secret}
         self._secret_key: bytes | None = None
         self.fork_tried = not ex.fork_server
 
@@ -583,9 +582,8 @@ SECRETS_LIMIT = 96 * 1024
 
 def _refuse_oversized_secrets(graph: Graph, values: dict[str, Any]) -> None:
     """Refuse, before anything is recorded, secrets too large to hand to a step."""
-    names = [i.name for i in graph.spec.inputs
-             if i.param is not None and i.param.type is ParamType.SECRET]
-    given = {n: values[n] for n in names if isinstance(values.get(n), str)}
+    given = {i.name: values[i.name] for i in graph.spec.inputs
+             if i.secret and isinstance(values.get(i.name), str)}
     size = len(json.dumps(given, ensure_ascii=False).encode("utf-8", "surrogatepass"))
     if size > SECRETS_LIMIT:
         raise UsageError(f"the secrets given ({', '.join(sorted(given))}) weigh {size // 1024} "

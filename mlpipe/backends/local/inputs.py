@@ -71,12 +71,6 @@ def _names(spec: PipelineSpec, role: InputRole) -> str:
     return ", ".join(i.name for i in spec.inputs if i.role is role) or "none"
 
 
-def _secret(spec: PipelineSpec, name: str) -> bool:
-    declared = spec.input(name)
-    return bool(declared is not None and declared.param is not None
-                and declared.param.type is ParamType.SECRET)
-
-
 def _declared(spec: PipelineSpec, name: str, role: InputRole,
               instead: str) -> PipelineInputSpec:
     """The pipeline input ``name`` given as a ``role``; refused when the pipeline has none, or
@@ -108,7 +102,8 @@ def resolve(spec: PipelineSpec, inputs: dict[str, str], params: dict[str, Any]
     paths: dict[str, str] = {}
     for name, path in inputs.items():
         declared = _declared(spec, name, InputRole.ARTIFACT, f"--secret {name}=ENV_VAR"
-                             if _secret(spec, name) else f"--param {name}={path}")
+                             if (d := spec.input(name)) is not None and d.secret
+                             else f"--param {name}={path}")
         remote = cloud_reference(path)
         if remote is not None:
             raise UsageError(f"input {name!r}: {path} is {remote}, not a file or folder on this "
@@ -122,7 +117,7 @@ def resolve(spec: PipelineSpec, inputs: dict[str, str], params: dict[str, Any]
     values: dict[str, Any] = {}
     for name, text in params.items():
         declared = _declared(spec, name, InputRole.PARAM, f"--input {name}=PATH")
-        is_secret = declared.param is not None and declared.param.type is ParamType.SECRET
+        is_secret = declared.secret
         if isinstance(text, Secret) and not is_secret:
             kind = declared.param.type.value if declared.param is not None else "not declared"
             raise UsageError(f"--secret {name}: parameter {name!r} of pipeline {spec.name!r} is "
@@ -146,8 +141,7 @@ def resolve(spec: PipelineSpec, inputs: dict[str, str], params: dict[str, Any]
             continue
         if declared.required:
             option, what = (("--input", "PATH") if declared.role is InputRole.ARTIFACT else
-                            ("--secret", "ENV_VAR") if declared.param is not None
-                            and declared.param.type is ParamType.SECRET else ("--param", "VALUE"))
+                            ("--secret", "ENV_VAR") if declared.secret else ("--param", "VALUE"))
             raise UsageError(f"pipeline {spec.name!r} needs {option} {declared.name}=...",
                              hint=f"pass {option} {declared.name}={what}")
         if declared.role is InputRole.PARAM:

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from mlpipe import secret
 from mlpipe.artifacts import AssetType
 from mlpipe.backends.local.cas import ArtifactStore
 from mlpipe.backends.local.forkserver import forkable
@@ -32,6 +31,7 @@ from mlpipe.runtime import record as step_record
 from mlpipe.runtime import tracking
 from mlpipe.runtime.metrics import STEP_DIR_ENV
 from mlpipe.runtime.step import SCRATCH_ENV
+from mlpipe.secret import ENV as SECRETS_ENV
 from mlpipe.secret import Redactor
 from mlpipe.spec import ComponentSpec, declared_topology
 
@@ -386,7 +386,7 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
     params = {k: v for k, v in job.params.items() if k not in job.secrets}
     given = {k: str(v) for k, v in job.params.items() if k in job.secrets and v is not None}
     if given:  # never in request.json, nor on a command line
-        env[secret.ENV] = json.dumps(given, ensure_ascii=False)
+        env[SECRETS_ENV] = json.dumps(given, ensure_ascii=False)
     cwd, code_note = job.cwd, None
     declared = declared_topology(comp)
     request, fork = None, False
