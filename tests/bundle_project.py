@@ -21,18 +21,23 @@ class BundleProject:
         shutil.copy(FIXTURE, root / "review.py")
         (root / "mlpipe.toml").write_text("")
         (root / "data.txt").write_text("1 2 3 4 5 6 7 8\n")
+        (root / "tree").mkdir(exist_ok=True)
+        (root / "tree" / "train.txt").write_text("1 2 3 4 5 6\n")
+        (root / "tree" / "test.txt").write_text("7 8\n")
 
-    def cli(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
-        env = dict(os.environ)
+    def cli(self, *args: str, timeout: float = 180,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        extra, env = env or {}, dict(os.environ)
         env.pop("MLPIPE_HOME", None)
         env.pop("MLPIPE_STORE_URL", None)
         if self.store_url:
             env["MLPIPE_STORE_URL"] = self.store_url
+        env.update(extra)
         return subprocess.run([sys.executable, "-m", "mlpipe.cli", *args], cwd=self.root,
                               env=env, capture_output=True, text=True, timeout=timeout)
 
-    def submit(self, pipeline: str = "review", *extra: str) -> str:
-        done = self.cli("submit", f"review.py:{pipeline}", "--input", "data=data.txt", *extra)
+    def submit(self, pipeline: str = "review", *extra: str, data: str = "data.txt") -> str:
+        done = self.cli("submit", f"review.py:{pipeline}", "--input", f"data={data}", *extra)
         assert done.returncode == 0, done.stderr
         return re.search(r"^candidate (c-[0-9a-f]+)$", done.stdout, re.M).group(1)
 

@@ -168,8 +168,8 @@ def _specs(session: Any, steps: list[dict[str, Any]]) -> dict[str, dict[str, Any
     return {row[0]: row[1] for row in rows}
 
 
-def _ids(session: Any, step: dict[str, Any]) -> dict[str, Any] | None:
-    """The example ids the step (or the run it was reused from) consumed, from its record."""
+def _recorded(session: Any, step: dict[str, Any], key: str) -> Any:
+    """``key`` of the step record of the step (or of the run it was reused from)."""
     if session is None:
         return None
     from mlpipe.evidence import models as m
@@ -178,7 +178,21 @@ def _ids(session: Any, step: dict[str, Any]) -> dict[str, Any] | None:
         else step["reused_from"]["executed_step_run"]
     row = session.get(m.StepRun, origin) if origin else None
     record = row.record if row is not None and isinstance(row.record, dict) else {}
-    return (record.get("step") or {}).get("consumed_ids")
+    return (record.get("step") or {}).get(key)
+
+
+def _ids(session: Any, step: dict[str, Any]) -> dict[str, Any] | None:
+    """The example ids the step (or the run it was reused from) consumed, from its record."""
+    return _recorded(session, step, "consumed_ids")
+
+
+def _opened(session: Any, step: dict[str, Any], port: str) -> dict[str, Any] | None:
+    """What the step's ranks were seen opening under input ``port`` (``{count, digest,
+    files}``), or None when it was not observed or nothing was seen there (the body may have
+    read it through native code, which the audit hook does not see)."""
+    found = _recorded(session, step, "opened_inputs")
+    entry = found.get(port) if isinstance(found, dict) else None
+    return entry if isinstance(entry, dict) and entry.get("count") else None
 
 
 def _id_overlap(ev_step: dict[str, Any], train: dict[str, Any], ev_ids: dict[str, Any],
@@ -206,34 +220,71 @@ def _id_overlap(ev_step: dict[str, Any], train: dict[str, Any], ev_ids: dict[str
 
 
 def _content_overlap(p: dict[str, Any], ev_step: dict[str, Any], train: dict[str, Any],
-                     specs: dict[str, dict[str, Any] | None]) -> list[dict[str, Any]]:
+                     specs: dict[str, dict[str, Any] | None], session: Any = None
+                     ) -> tuple[list[dict[str, Any]], bool]:
     """An evaluation fed an artifact of examples training read too (the same digest), where
-    neither step was given anything that picks different rows from it."""
+    neither step was given anything that picks different rows from it: judged by the files
+    each step was seen opening under it (the same files: MP702; disjoint ones: clean), and
+    where that was not observed, said as what it is, an inference (MP417). Also returns
+    whether the opened files settled every shared artifact."""
     ev_spec = specs.get(ev_step["component"]["spec_digest"])
     tr_spec = specs.get(train["component"]["spec_digest"])
     if ev_spec is None or tr_spec is None:
-        return []
+        return [], False
     if _selects_rows(ev_step, ev_spec) or _selects_rows(train, tr_spec):
-        return []
+        return [], False
     model = p["candidate"]["model"]
     trained = {i["digest"]: i["port"] for i in train["inputs"]
                if i["port"] in _example_ports(tr_spec)}
     found = []
+    settled = False
     for inp in ev_step["inputs"]:
         if inp["digest"] == model or inp["port"] not in _example_ports(ev_spec) \
                 or is_reference(inp["digest"]):
             continue   # a model; no examples; a reference to remote bytes names no content
-        if inp["digest"] in trained:
+        if inp["digest"] not in trained:
+            continue
+        tport = trained[inp["digest"]]
+        ev_open, tr_open = _opened(session, ev_step, inp["port"]), _opened(session, train, tport)
+        same = (f"the evaluation in step {ev_step['step']!r} read input {inp['port']!r} "
+                f"with the same content as {train['step']!r}'s training input {tport!r} "
+                f"({inp['digest']})")
+        hint = ("feed the evaluation a held-out artifact (the test split of a recorded split "
+                "manifest), not the training data")
+        if ev_open is None or tr_open is None:
+            found.append(_finding(
+                EVALUATION_OVERLAP_UNCHECKED,
+                f"{same}, and neither step was given a split manifest or a split to pick "
+                f"different rows; which files of it {'each' if ev_open is tr_open else 'one'} "
+                f"opened was not observed, so whether it evaluates on the training examples "
+                f"cannot be told", f"{hint}; or let the runtime observe the opens (Python "
+                "file reads, MLPIPE_OBSERVE not 0) so the record shows which part each read",
+                step=ev_step["step"]))
+            continue
+        settled = True
+        if ev_open["digest"] == tr_open["digest"]:
             found.append(_finding(
                 EVALUATION_OVERLAPS_TRAINING,
-                f"the evaluation in step {ev_step['step']!r} read input {inp['port']!r} "
-                f"with the same content as {train['step']!r}'s training input "
-                f"{trained[inp['digest']]!r} ({inp['digest']}), and neither step was given a "
-                f"split manifest or a split to pick different rows: it evaluates on the "
-                f"training examples, whatever its population is called",
-                "feed the evaluation a held-out artifact (the test split of a recorded split "
-                "manifest), not the training data", step=ev_step["step"]))
-    return found
+                f"{same} and opened the same {ev_open['count']} file(s) of it that training "
+                f"opened: it evaluates on the training examples, whatever its population is "
+                f"called", hint, step=ev_step["step"]))
+            continue
+        if ev_open.get("files") is None or tr_open.get("files") is None:
+            found.append(_finding(
+                EVALUATION_OVERLAP_UNCHECKED,
+                f"{same}; the two opened different sets of its files, too many to compare "
+                f"one by one", hint, step=ev_step["step"]))
+            continue
+        shared = sorted(set(ev_open["files"]) & set(tr_open["files"]))
+        if shared:
+            shown = ", ".join(repr(f) for f in shared[:3]) + (
+                f" and {len(shared) - 3} more" if len(shared) > 3 else "")
+            found.append(_finding(
+                EVALUATION_OVERLAPS_TRAINING,
+                f"{same} and opened {len(shared)} of its {ev_open['count']} file(s) there "
+                f"that training opened too ({shown}): it evaluates on training examples",
+                hint, step=ev_step["step"]))
+    return found, settled
 
 
 def _overlap(p: dict[str, Any], session: Any = None) -> list[dict[str, Any]]:
@@ -250,11 +301,13 @@ def _overlap(p: dict[str, Any], session: Any = None) -> list[dict[str, Any]]:
     ev_ids, tr_ids = _ids(session, ev_step), _ids(session, train)
     if ev_ids and tr_ids and not found:
         found = _id_overlap(ev_step, train, ev_ids, tr_ids)
+    settled = False
     if not found:
-        found = _content_overlap(p, ev_step, train, _specs(session, [ev_step, train]))
+        found, settled = _content_overlap(p, ev_step, train, _specs(session, [ev_step, train]),
+                                          session)
     named = _names([x["population"] for x in train["metrics"]])
     recorded = train.get("step_record") is True and ev_step.get("step_record") is True
-    if not found and not named and not (ev_ids and tr_ids) and recorded:
+    if not found and not named and not (ev_ids and tr_ids) and not settled and recorded:
         # (a step without a step record is already shown as unknown, not absent)
         found.append(_finding(
             EVALUATION_OVERLAP_UNCHECKED,

@@ -103,6 +103,9 @@ class Filter:
                  scratch: Iterable[str | None] = ()) -> None:
         self.inputs = _prefixes(inputs.values())
         self.input_files = {os.path.abspath(p) for p in inputs.values() if p}
+        # the longest first, so a nested input names the path
+        self.input_ports = sorted(((os.path.abspath(p), port) for port, p in inputs.items()
+                                   if p), key=lambda x: len(x[0]), reverse=True)
         self.outputs = {port: os.path.abspath(path) for port, path in outputs.items() if path}
         self.output_prefixes = sorted(((p + os.sep if not p.endswith(os.sep) else p, port)
                                        for port, p in self.outputs.items()),
@@ -130,6 +133,16 @@ class Filter:
     def is_input(self, path: str) -> bool:
         return path in self.input_files or path.startswith(self.inputs)
 
+    def input_of(self, path: str) -> tuple[str, str] | None:
+        """``(port, path relative to the input)`` when ``path`` is (under) a declared input;
+        a file input's own file is its base name."""
+        for root, port in self.input_ports:
+            if path == root:
+                return port, os.path.basename(path)
+            if path.startswith(root + os.sep):
+                return port, path[len(root) + 1:]
+        return None
+
     def is_ignored(self, path: str) -> bool:
         """System, interpreter, library caches, scratch, or code imported from ``sys.path``."""
         if path.startswith(self.ignored_raw + self.ignored):
@@ -153,6 +166,7 @@ class Observer:
     def __init__(self, flt: Filter) -> None:
         self.filter = flt
         self.reads: set[str] = set()
+        self.input_reads: dict[str, set[str]] = {port: set() for _, port in flt.input_ports}
         self.writes: dict[str, set[str]] = {port: set() for port in flt.outputs}
         self.elsewhere: set[str] = set()
         self.created: set[str] = set()
@@ -211,7 +225,12 @@ class Observer:
             return
         self.events += 1
         flt = self.filter
-        if flt.is_input(path) or flt.output_of(path) is not None or flt.is_ignored(path):
+        if flt.is_input(path):
+            hit = flt.input_of(path)
+            if hit is not None and not os.path.isdir(path):
+                self._add(self.input_reads[hit[0]], hit[1])
+            return
+        if flt.output_of(path) is not None or flt.is_ignored(path):
             return
         if os.path.isdir(path):
             return
@@ -249,9 +268,12 @@ class Observer:
             _ACTIVE = None
 
     def result(self) -> dict[str, Any]:
-        """``reads_outside_inputs``, ``writes`` (port -> relative paths), ``writes_elsewhere``
-        and how the observation went."""
+        """``reads_outside_inputs``, ``reads_inputs`` (input port -> the relative paths of the
+        files opened under it), ``writes`` (port -> relative paths), ``writes_elsewhere`` and
+        how the observation went."""
         return {"reads_outside_inputs": sorted(self.reads),
+                "reads_inputs": {port: sorted(files)
+                                 for port, files in sorted(self.input_reads.items())},
                 "writes": {port: sorted(files) for port, files in sorted(self.writes.items())},
                 "writes_elsewhere": sorted(self.elsewhere),
                 "observation": {"enabled": True, "method": "sys.addaudithook",
@@ -287,6 +309,7 @@ def _forked() -> None:
     if observer is None:
         return
     observer.reads = set()
+    observer.input_reads = {port: set() for port in observer.input_reads}
     observer.writes = {port: set() for port in observer.writes}
     observer.elsewhere = set()
     observer.events = observer.lost = 0
@@ -297,7 +320,7 @@ def _forked() -> None:
 
         seen = observer.result()
         if not (seen["reads_outside_inputs"] or seen["writes_elsewhere"]
-                or any(seen["writes"].values())):
+                or any(seen["writes"].values()) or any(seen["reads_inputs"].values())):
             return
         part = record.current()
         if part is not None and part.parent is not None:
@@ -320,8 +343,8 @@ def active() -> Observer | None:
 
 def unobserved(why: str) -> dict[str, Any]:
     """What the record keeps when nothing was observed: unknown (null), never empty."""
-    return {"reads_outside_inputs": None, "writes": None, "writes_elsewhere": None,
-            "observation": {"enabled": False, "why_not": why}}
+    return {"reads_outside_inputs": None, "reads_inputs": None, "writes": None,
+            "writes_elsewhere": None, "observation": {"enabled": False, "why_not": why}}
 
 
 __all__ = ["OBSERVE_ENV", "Filter", "Observer", "active", "enabled", "unobserved"]

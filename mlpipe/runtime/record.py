@@ -121,7 +121,8 @@ class RankPart:
             "python": sys.version.split()[0], "started_at": now(), "finished_at": None,
             "status": "running", "failure": None, "launch": None, "inputs": {},
             "metrics": [], "reductions": [], "consumed": [], "population": [],
-            "marked_written": [], "reads_outside_inputs": None, "writes": None,
+            "marked_written": [], "reads_outside_inputs": None, "reads_inputs": None,
+            "writes": None,
             "writes_elsewhere": None, "observation": None, "data_loaders": None,
         }
         self._seen: dict[str, set[str]] = {"consumed": set(), "population": set(),
@@ -254,11 +255,12 @@ def merge_children(part: RankPart) -> None:
                 if child.get(key):
                     merged = set(part.data.get(key) or []) | set(child[key])
                     part.data[key] = sorted(merged)
-            if child.get("writes"):
-                writes = dict(part.data.get("writes") or {})
-                for port, files in child["writes"].items():
-                    writes[port] = sorted(set(writes.get(port, [])) | set(files))
-                part.data["writes"] = writes
+            for key in ("writes", "reads_inputs"):
+                if child.get(key):
+                    merged_ports = dict(part.data.get(key) or {})
+                    for port, files in child[key].items():
+                        merged_ports[port] = sorted(set(merged_ports.get(port, [])) | set(files))
+                    part.data[key] = merged_ports
             part.data.setdefault("children", []).append(child.get("pid"))
     if names:
         part.save(force=True)
@@ -346,6 +348,7 @@ def stored(found: dict[str, Any] | None) -> dict[str, Any] | None:
             port: {k: v for k, v in entry.items() if k != "files"}
             for port, entry in (step.get("outputs") or {}).items()}}
         step["consumed_ids"] = consumed_ids(found)
+        step["opened_inputs"] = opened_inputs(found)
     return {"format": found.get("format", FORMAT), "version": found.get("version", VERSION),
             "stored": True, "step": step, "ranks": ranks}
 
@@ -374,6 +377,35 @@ def consumed_ids(found: dict[str, Any] | None) -> dict[str, Any] | None:
     digest = hashlib.sha256("".join(f"{i}\n" for i in ids).encode()).hexdigest()
     return {"count": len(ids), "digest": f"sha256:{digest}",
             "ids": ids if len(ids) <= MAX_STORED_IDS else None}
+
+
+def opened_inputs(found: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The files the step's worker ranks opened for reading under each declared input,
+    together: port -> ``{count, digest, files}`` (``digest``: SHA-256 of the sorted relative
+    paths, one a line; ``files`` sorted, null past ``MAX_STORED_IDS``), so that the evidence
+    can tell whether two steps given one artifact read the same files of it. None when any
+    worker rank was not observed (then nobody can say what it opened).
+
+    Example:
+        >>> opened_inputs(load_record(folder))["examples"]["count"]
+        120
+    """
+    import hashlib
+
+    workers = [p for p in (found or {}).get("ranks") or [] if p.get("role", "worker") == "worker"]
+    if not workers or any(not isinstance(p.get("reads_inputs"), dict) for p in workers):
+        return None
+    ports: dict[str, set[str]] = {}
+    for part in workers:
+        for port, files in part["reads_inputs"].items():
+            ports.setdefault(port, set()).update(str(f) for f in files or [])
+    out = {}
+    for port, files in sorted(ports.items()):
+        names = sorted(files)
+        digest = hashlib.sha256("".join(f"{n}\n" for n in names).encode()).hexdigest()
+        out[port] = {"count": len(names), "digest": f"sha256:{digest}",
+                     "files": names if len(names) <= MAX_STORED_IDS else None}
+    return out
 
 
 _CONTRACT_LAYERS = ("input-contract", "output-contract", "output-completeness")
@@ -415,6 +447,7 @@ __all__ = [
     "VERSION",
     "RankPart",
     "consumed_ids",
+    "opened_inputs",
     "current",
     "folder",
     "identity",

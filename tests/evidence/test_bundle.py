@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -113,9 +114,9 @@ def test_a_run_that_reuses_training_says_so_and_a_full_rerun_is_no_new_candidate
                            r"was logged by rank 0 of a world of 2 without aggregation"),
     ("same_data", (), "MP702",
      r"^the evaluation in step 'score_all' read input 'data' with the same content as 'fit''s "
-     r"training input 'data' \(blake3:[0-9a-f]{64}\), and neither step was given a split "
-     r"manifest or a split to pick different rows: it evaluates on the training examples, "
-     r"whatever its population is called$"),
+     r"training input 'data' \(blake3:[0-9a-f]{64}\) and opened the same 1 file\(s\) of it "
+     r"that training opened: it evaluates on the training examples, whatever its population "
+     r"is called$"),
     ("by_ids", ("--param", "start=4"), "MP702",
      r"^the evaluation in step 'score_ids' consumed 2 of its 4 examples that step 'fit_ids' "
      r"trained on \('ex4', 'ex5'\), whatever its population is called$"),
@@ -137,6 +138,33 @@ def test_each_finding_is_at_the_top(tmp_path, pipeline, extra, code, message):
         assert proj.evidence(cand, "--format", fmt).returncode == 1
     # --verify judges integrity only: nothing in the store differs from the sealed bundle
     assert proj.evidence(cand, "--verify").returncode == 0
+
+
+def test_one_folder_whose_parts_the_steps_open_is_judged_by_the_files_they_opened(tmp_path):
+    proj = BundleProject(tmp_path / "proj")
+    # both are given the whole folder; training opens train.txt, the evaluation test.txt
+    clean = proj.bundle(proj.submit("parts", data="tree"))
+    assert clean["predicate"]["findings"] == []
+    both = proj.bundle(proj.submit("parts", "--param", "file=train.txt", data="tree"))
+    findings = both["predicate"]["findings"]
+    assert [(f["code"], f["step"]) for f in findings] == [("MP702", "score_part")]
+    assert re.search(r"and opened the same 1 file\(s\) of it that training opened: it "
+                     r"evaluates on the training examples", findings[0]["message"])
+
+
+def test_an_unobserved_step_on_the_training_data_is_an_inference_not_an_error(tmp_path):
+    proj = BundleProject(tmp_path / "proj")
+    done = proj.cli("submit", "review.py:same_data", "--input", "data=data.txt",
+                    env={"MLPIPE_OBSERVE": "0"})
+    assert done.returncode == 0, done.stderr
+    cand = re.search(r"^candidate (c-[0-9a-f]+)$", done.stdout, re.M).group(1)
+    findings = proj.bundle(cand)["predicate"]["findings"]
+    assert [(f["code"], f["severity"]) for f in findings] == [("MP417", "warning")]
+    assert re.search(r"read input 'data' with the same content as 'fit''s training input "
+                     r"'data' \(blake3:[0-9a-f]{64}\), and neither step was given a split "
+                     r"manifest or a split to pick different rows; which files of it each "
+                     r"opened was not observed, so whether it evaluates on the training "
+                     r"examples cannot be told$", findings[0]["message"])
 
 
 def test_disjoint_ids_are_clean_and_silence_about_the_population_is_a_warning(tmp_path):

@@ -85,6 +85,23 @@ def test_what_a_forked_worker_reads_is_the_ranks(tmp_path):
     assert len(part["children"]) == 1
 
 
+def test_the_files_opened_under_each_input_are_recorded_and_stored_together(tmp_path):
+    data = tmp_path / "data"
+    for name in ("train/a.txt", "train/b.txt", "test/c.txt"):
+        (data / name).parent.mkdir(parents=True, exist_ok=True)
+        (data / name).write_text(name)
+    done = _run(tmp_path, "record_steps:part_reader", inputs={"data": data},
+                outputs={"out": tmp_path / "out.txt"})
+    assert done.returncode == 0, done.stderr
+    found = _valid(record.load_record(tmp_path / "record"))
+    # the forked worker's open is the rank's; listing test/ opens none of its files
+    assert found["ranks"][0]["reads_inputs"] == {"data": ["train/a.txt", "train/b.txt"]}
+    opened = record.stored(found)["step"]["opened_inputs"]
+    assert opened["data"]["count"] == 2 and opened["data"]["files"] == ["train/a.txt",
+                                                                         "train/b.txt"]
+    assert opened["data"]["digest"].startswith("sha256:")
+
+
 def test_observation_off_is_unknown_not_empty(tmp_path):
     (tmp_path / "data.txt").write_text("data")
     (tmp_path / "hidden.txt").write_text("hidden")
@@ -93,8 +110,11 @@ def test_observation_off_is_unknown_not_empty(tmp_path):
                 outputs={"out": tmp_path / "out"},
                 env={"HIDDEN_PATH": str(tmp_path / "hidden.txt"), "MLPIPE_OBSERVE": "0"})
     assert done.returncode == 0, done.stderr
-    [part] = _valid(record.load_record(tmp_path / "record"))["ranks"]
+    found = _valid(record.load_record(tmp_path / "record"))
+    [part] = found["ranks"]
     assert part["reads_outside_inputs"] is None and part["writes"] is None
+    assert part["reads_inputs"] is None
+    assert record.stored(found)["step"]["opened_inputs"] is None
     assert part["observation"] == {"enabled": False,
                                    "why_not": "switched off (MLPIPE_OBSERVE=0)"}
 
