@@ -1,7 +1,8 @@
 """What a component's body does, read from its source without importing or running anything:
-the modules it imports, the environment variables it sets, the launchers it starts.
+the modules it imports, the environment variables it sets, the launchers it starts, where it
+puts tensors on an accelerator or back on the CPU.
 
-The facts are what the checks of MP509, MP518 and MP519 need; a body whose source cannot be
+The facts are what the checks of MP509, MP518, MP519 and MP630 need; a body whose source cannot be
 read (a script component, a function built at run time) has no facts (None), and those checks
 stay silent about it.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import sys
 import sysconfig
 from dataclasses import dataclass
@@ -26,6 +28,14 @@ ACCELERATOR_MODULES = frozenset({
     "sentence_transformers", "vllm", "bitsandbytes", "peft", "trl", "ultralytics", "fastai",
     "detectron2", "mmcv", "mmdet", "apex", "pycuda", "cuda", "rapids", "nvidia",
 })
+#: Libraries that put a model on the GPU by themselves when one is there (a Lightning or
+#: Hugging Face ``Trainer``, ``accelerate``): importing one is a placement.
+PLACING_MODULES = frozenset({"lightning", "pytorch_lightning", "accelerate", "transformers",
+                             "deepspeed", "ultralytics", "fastai"})
+#: Libraries whose saved models are torch pickles (``torch.save``, ``mlflow.pytorch``).
+TORCH_MODULES = frozenset({"torch", "torchvision", "torchaudio", "lightning",
+                           "pytorch_lightning", "timm", "transformers", "accelerate",
+                           "deepspeed", "ultralytics", "fastai", "detectron2"})
 _ENV_METHODS = {"setdefault", "update", "__setitem__"}
 _PROCESS_CALLS = {"run", "Popen", "call", "check_call", "check_output", "system", "popen",
                   "execv", "execve", "execvp", "execvpe", "execl", "execlp", "spawnv", "spawnvp",
@@ -42,13 +52,18 @@ class BodyFacts:
     ``imports``: every module imported by the function or at the top of its module (dotted
     names; relative imports resolved against the module's package). ``env_sets``: each
     environment variable the body (or module top level) sets, with its line. ``commands``:
-    each command line started through ``subprocess``/``os``, with its line.
+    each command line started through ``subprocess``/``os``, with its line. ``devices``: each
+    place the code names an accelerator (``.cuda()``, ``"cuda:0"``, ``"nccl"``,
+    ``torch.cuda.set_device``, ``mlpipe.runtime.device()``), with its line; ``cpu_moves``: each
+    place it moves something to the CPU (``.cpu()``, ``.to("cpu")``, ``map_location=``).
     """
 
     file: str
     imports: frozenset[str]
     env_sets: tuple[tuple[str, int], ...]
     commands: tuple[tuple[str, int], ...]
+    devices: tuple[tuple[str, int], ...] = ()
+    cpu_moves: tuple[tuple[str, int], ...] = ()
 
 
 def _function_node(tree: ast.Module, name: str, line: int) -> ast.AST | None:
@@ -110,6 +125,41 @@ def _command(call: ast.Call) -> str | None:
     return _text(args[0]) if args else None
 
 
+_CUDA = re.compile(r"^(cuda(:\d+)?|nccl|gpu|/gpu:\d+|/device:gpu:\d+)$", re.I)
+#: ``torch.cuda`` calls that only ask (they put nothing on a GPU).
+_ASKING = {"is_available", "device_count", "is_initialized", "get_device_name"}
+
+
+def _device_uses(sub: ast.AST) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+    """(accelerator placements, CPU moves) that one AST node shows."""
+    gpu: list[tuple[str, int]] = []
+    cpu: list[tuple[str, int]] = []
+    line = getattr(sub, "lineno", 0)
+    if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and _CUDA.match(sub.value):
+        gpu.append((repr(sub.value), line))
+    elif isinstance(sub, ast.Call):
+        func = sub.func
+        if isinstance(func, ast.Attribute):
+            if func.attr == "cuda" and not sub.args[1:]:
+                gpu.append((".cuda()", line))
+            elif func.attr == "cpu" and not sub.args:
+                cpu.append((".cpu()", line))
+            elif func.attr == "to" and sub.args and isinstance(sub.args[0], ast.Constant) \
+                    and sub.args[0].value == "cpu":
+                cpu.append((".to('cpu')", line))
+            elif func.attr == "device" and isinstance(func.value, ast.Name) \
+                    and func.value.id == "runtime":
+                gpu.append(("mlpipe.runtime.device()", line))
+            elif isinstance(func.value, ast.Attribute) and func.value.attr == "cuda" \
+                    and func.attr not in _ASKING:
+                gpu.append((f"{ast.unparse(func)}()", line))
+        elif isinstance(func, ast.Name) and func.id == "device" and not sub.args:
+            gpu.append(("device()", line))  # kept only where it is mlpipe.runtime's
+        if any(kw.arg == "map_location" for kw in sub.keywords):
+            cpu.append(("map_location=", line))
+    return gpu, cpu
+
+
 def _resolve(stmt: ast.Import | ast.ImportFrom, package: str | None) -> list[str]:
     if isinstance(stmt, ast.Import):
         return [alias.name for alias in stmt.names]
@@ -149,11 +199,23 @@ def _top_level(tree: ast.Module) -> list[ast.stmt]:
 
 def _scan(nodes: list[ast.AST], package: str | None
           ) -> tuple[set[str], list[tuple[str, int]], list[tuple[str, int]]]:
+    imports, env, commands, _, _ = _scan_all(nodes, package)
+    return imports, env, commands
+
+
+def _scan_all(nodes: list[ast.AST], package: str | None
+              ) -> tuple[set[str], list[tuple[str, int]], list[tuple[str, int]],
+                         list[tuple[str, int]], list[tuple[str, int]]]:
     imports: set[str] = set()
     env: list[tuple[str, int]] = []
     commands: list[tuple[str, int]] = []
+    gpu: list[tuple[str, int]] = []
+    cpu: list[tuple[str, int]] = []
     for root in nodes:
         for sub in ast.walk(root):
+            found_gpu, found_cpu = _device_uses(sub)
+            gpu += found_gpu
+            cpu += found_cpu
             if isinstance(sub, (ast.Import, ast.ImportFrom)):
                 imports.update(_resolve(sub, package))
             elif isinstance(sub, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
@@ -168,7 +230,11 @@ def _scan(nodes: list[ast.AST], package: str | None
                 cmd = _command(sub)
                 if cmd:
                     commands.append((cmd, sub.lineno))
-    return imports, env, commands
+    if "mlpipe.runtime.device" not in imports:
+        gpu = [g for g in gpu if g[0] != "device()"]
+    else:
+        gpu = [("mlpipe.runtime.device()", g[1]) if g[0] == "device()" else g for g in gpu]
+    return imports, env, commands, gpu, cpu
 
 
 _CACHE: dict[tuple[str, str, int, int], BodyFacts | None] = {}
@@ -195,9 +261,10 @@ def body_facts(component: ComponentSpec) -> BodyFacts | None:
     facts = None
     if node is not None:
         package = _package(module)
-        imports, env, commands = _scan([node, *_top_level(tree)], package)
+        imports, env, commands, gpu, cpu = _scan_all([node, *_top_level(tree)], package)
         facts = BodyFacts(path, frozenset(imports), tuple(sorted(set(env), key=lambda e: e[1])),
-                          tuple(commands))
+                          tuple(commands), tuple(sorted(set(gpu), key=lambda e: e[1])),
+                          tuple(sorted(set(cpu), key=lambda e: e[1])))
     _CACHE[key] = facts
     return facts
 
