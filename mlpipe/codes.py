@@ -308,8 +308,8 @@ MODULE_OUTSIDE_CODE_ROOT = _code(
 #     (mlpipe.checks.placement)
 MODEL_DEVICE_CROSSES_COMPUTE = _code(
     "MP630", "model-device-crosses-compute", WARNING,
-    "A step on CPU-only compute loads a model trained on GPU compute whose contract does not say "
-    "its tensors are saved on the CPU.")
+    "A step on CPU-only compute loads a model that GPU code (its body shows a GPU placement) "
+    "saved, and whose contract does not say its tensors are saved on the CPU.")
 ENVIRONMENT_WITHOUT_MLPIPE = _code(
     "MP631", "environment-without-mlpipe", WARNING,
     "A function step's environment has a conda file that does not list mlpipe, which its "

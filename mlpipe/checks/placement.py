@@ -9,11 +9,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from mlpipe.artifacts import AssetType
+from mlpipe.checks.body import PLACING_MODULES, TORCH_MODULES, BodyFacts, body_facts
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_edge, at_step
 from mlpipe.codes import ENVIRONMENT_WITHOUT_MLPIPE, MODEL_DEVICE_CROSSES_COMPUTE
 from mlpipe.compute import CATALOGUE, VmSize
-from mlpipe.diagnostics import Diagnostic
+from mlpipe.diagnostics import Diagnostic, Severity
 from mlpipe.graph import FromStep, Graph, StepNode
 
 _MODEL_KINDS = (AssetType.MLFLOW_MODEL, AssetType.CUSTOM_MODEL)
@@ -27,12 +28,38 @@ def _device(port) -> str | None:
     return getattr(port.contract, "device", None) if port is not None else None
 
 
+def _tops(facts: BodyFacts) -> set[str]:
+    return {name.split(".")[0] for name in facts.imports}
+
+
+def _placement(facts: BodyFacts | None) -> tuple[str, str, int | None] | None:
+    """What the producer's code shows of saving CUDA tensors: ``("observed", what, line)``
+    where it imports torch and names a GPU placement, ``("unknown", why, None)`` where its code
+    cannot tell, None where it shows no torch or no GPU placement."""
+    if facts is None:
+        return ("unknown", "its code cannot be read here (a script, or a function built at "
+                           "run time)", None)
+    tops = _tops(facts)
+    if not tops & TORCH_MODULES:
+        return None   # no torch: nothing it saves is a torch pickle of CUDA tensors
+    placing = sorted(tops & PLACING_MODULES)
+    if facts.devices:
+        what, line = facts.devices[0]
+        return ("observed", f"its code puts tensors on the GPU ({what} at line {line})", line)
+    if placing:
+        return ("observed", f"it trains with {placing[0]}, which puts the model on the GPU by "
+                            f"itself", None)
+    return None
+
+
 @check(MODEL_DEVICE_CROSSES_COMPUTE)
 def model_device(graph: Graph) -> Iterator[Diagnostic]:
     for node in graph.step_nodes():
         here = _size(node)
         if here is None or here.has_gpu:
             continue
+        consumer = body_facts(node.component)
+        maps = consumer is not None and any(w == "map_location=" for w, _ in consumer.cpu_moves)
         for key, endpoint in node.bindings.items():
             port = node.component.input(key)
             if not isinstance(endpoint, FromStep) or port is None or port.kind not in _MODEL_KINDS:
@@ -40,18 +67,44 @@ def model_device(graph: Graph) -> Iterator[Diagnostic]:
             producer = graph.steps.get(endpoint.node)
             there = _size(producer) if producer is not None else None
             made = producer.component.output(endpoint.port) if producer is not None else None
-            if there is None or not there.has_gpu or _device(made) == "cpu":
+            if there is None or not there.has_gpu or _device(made) == "cpu" or maps:
                 continue
+            facts = body_facts(producer.component)
+            seen = _placement(facts)
+            if seen is None:
+                continue
+            how, basis, _ = seen
             source = f"{endpoint.node}.{endpoint.port}"
-            yield Diagnostic.of(
-                MODEL_DEVICE_CROSSES_COMPUTE,
-                f"step '{node.id}' loads model '{source}' on {here.describe()}, but "
-                f"'{endpoint.node}' trains it on {there.describe()}: tensors saved there are "
-                f"CUDA tensors unless moved to the CPU, and torch.load fails without a GPU",
-                hint=f"save CPU tensors and declare Output[MLflowModel(..., device='cpu')] on "
-                     f"'{source}' (the runtime then checks the saved model), and load it with "
-                     f"torch.load(..., map_location=mlpipe.runtime.device())",
-                **at_edge(graph, source, f"{node.id}.{key}", node))
+            hint = (f"save CPU tensors and declare Output[MLflowModel(..., device='cpu')] on "
+                    f"'{source}' (the runtime then checks the saved model), or load it with "
+                    f"torch.load(..., map_location=mlpipe.runtime.device())")
+            where = at_edge(graph, source, f"{node.id}.{key}", node)
+            if how == "observed" and facts is not None and facts.cpu_moves:
+                moved, at = facts.cpu_moves[0]
+                yield Diagnostic.of(
+                    MODEL_DEVICE_CROSSES_COMPUTE,
+                    f"step '{node.id}' loads model '{source}' on {here.describe()}; "
+                    f"'{endpoint.node}' trains it on {there.describe()} and {basis}, and also "
+                    f"moves something to the CPU ({moved} at line {at}): whether what it saved "
+                    f"holds CUDA tensors cannot be told from its code", hint=hint,
+                    severity=Severity.INFO, **where)
+            elif how == "observed":
+                yield Diagnostic.of(
+                    MODEL_DEVICE_CROSSES_COMPUTE,
+                    f"step '{node.id}' loads model '{source}' on {here.describe()}, but "
+                    f"'{endpoint.node}' trains it on {there.describe()} and {basis}: torch "
+                    f"saves such tensors as CUDA tensors, and torch.load of them fails without "
+                    f"a GPU", hint=hint, **where)
+            else:
+                yield Diagnostic.of(
+                    MODEL_DEVICE_CROSSES_COMPUTE,
+                    f"step '{node.id}' loads model '{source}' on {here.describe()}, trained on "
+                    f"{there.describe()} by '{endpoint.node}', whose device use is unknown: "
+                    f"{basis}; if it saved CUDA tensors, torch.load fails without a GPU",
+                    hint=f"declare Output[MLflowModel(..., device='cpu')] on '{source}' so "
+                         f"the runtime checks the saved model, or load it with "
+                         f"map_location=mlpipe.runtime.device()", severity=Severity.INFO,
+                    **where)
 
 
 def _lists_mlpipe(conda_file: Path) -> bool | None:
