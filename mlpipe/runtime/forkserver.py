@@ -10,7 +10,6 @@ itself.
 """
 from __future__ import annotations
 
-import atexit
 import gc
 import importlib
 import json
@@ -174,17 +173,8 @@ class _Server:
             import random
             random.setstate(self.random_state)
         step._die_with_parent()
-        code = step.execute(message["request"])
-        shutdown = getattr(threading, "_shutdown", None)
-        if shutdown is not None:  # join non-daemon threads, as interpreter exit does
-            shutdown()
-        atexit._run_exitfuncs()
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-        return code
+        step.end_process(step.execute(message["request"]))
+        return 1  # not reached: end_process exits
 
 
 def _preload(message: dict[str, Any]) -> tuple[str | None, Any]:

@@ -329,5 +329,25 @@ def _execute(request: dict[str, Any], secrets: dict[str, Any], redact: Redactor)
     return code
 
 
+def end_process(code: int) -> None:
+    """End this step's process with ``code`` once its record is written: non-daemon threads
+    joined and ``atexit`` handlers run, as interpreter exit does, then ``os._exit``, so that
+    C++ teardown (a gloo process group's worker threads destroyed at exit: "terminate called
+    without an active exception") cannot turn a finished rank into a failed one."""
+    import atexit
+    import threading
+
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is not None:
+        shutdown()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    end_process(main())
