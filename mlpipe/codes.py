@@ -403,6 +403,9 @@ READ_OUTSIDE_INPUTS = _code(
     "MP804", "read-outside-inputs", WARNING,
     "A step read files that are none of its declared inputs, so its cache key cannot see them "
     "change.")
+LARGE_FILE_IN_UPLOAD = _code(
+    "MP850", "large-file-in-upload", WARNING,
+    "A large file is left in the code Azure ML uploads for the pipeline's function components.")
 
 # --- MP900-MP929: a failed step, diagnosed at the layer that failed (mlpipe.checks.diagnosis)
 #     MP900-MP904 contract and output completeness

@@ -18,14 +18,18 @@ from pathlib import Path
 from typing import Any
 
 from mlpipe.artifacts import AssetType
-from mlpipe.backends.azure import vocabulary, writeback
+from mlpipe.backends.azure import upload, vocabulary, writeback
 from mlpipe.backends.azure.command import (
     RECORD_PORT,
     RUNTIME_MODULE,
     coerce_param,
     runtime_command,
 )
-from mlpipe.codes import MODULE_OUTSIDE_CODE_ROOT, PIPELINE_INPUT_WITHOUT_PATH
+from mlpipe.codes import (
+    LARGE_FILE_IN_UPLOAD,
+    MODULE_OUTSIDE_CODE_ROOT,
+    PIPELINE_INPUT_WITHOUT_PATH,
+)
 from mlpipe.contracts.base import contract_label, contract_spec
 from mlpipe.diagnostics import Diagnostic
 from mlpipe.digests import canonical_json
@@ -58,13 +62,16 @@ class Export:
 
     ``files`` maps a path relative to the output folder to its document, the job first
     (``job_file``: ``pipeline.yml``, or ``job.yml`` for a single command job read from YAML);
-    ``notes`` are what the user must know (e.g. environments that must contain mlpipe).
+    ``notes`` are what the user must know (e.g. environments that must contain mlpipe);
+    ``uploads`` the code roots of its function components, each with the ``.amlignore`` that
+    keeps its upload to the modules the steps import (``upload``).
     """
 
     pipeline: dict[str, Any]
     files: dict[str, dict[str, Any]]
     notes: list[str] = field(default_factory=list)
     job_file: str = PIPELINE_FILE
+    uploads: list[upload.Upload] = field(default_factory=list)
 
     def write(self, out_dir: str | os.PathLike[str]) -> list[Path]:
         """Write every file under ``out_dir``; returns their paths, the job's first."""
@@ -76,6 +83,13 @@ class Export:
             except OSError as exc:
                 raise UsageError(f"cannot write {out / rel}: {exc.strerror or exc}",
                                  hint="choose an output folder you can write to") from None
+        for up in self.uploads:
+            try:
+                up.write()
+            except OSError as exc:
+                raise UsageError(f"cannot write {up.root / upload.AMLIGNORE}: "
+                                 f"{exc.strerror or exc}",
+                                 hint="make the code root writable, or pass --code-root") from None
         return written
 
 
@@ -89,6 +103,7 @@ class _Context:
         self.by_digest: dict[str, str] = {}
         self.environments: set[str] = set()
         self.unversioned: set[str] = set()
+        self.uploads: dict[Path, upload.Upload] = {}
 
     def component_file(self, spec: ComponentSpec | PipelineSpec) -> str:
         rel = self.by_digest.get(spec.digest)
@@ -256,6 +271,7 @@ class _Context:
                               f"{spec.name!r} ({spec.function})",
                               hint="pass code_root= (mlpipe compile --code-root DIR)",
                               **_where(spec))
+        upload.add_component(self.uploads, root, spec)
         return self.relative(root, rel)
 
     def relative(self, path: Path, rel: str) -> str:
@@ -438,7 +454,11 @@ def _export(spec: PipelineSpec, out_dir: str | os.PathLike[str], inputs: Any,
         notes.append(f"environment(s) {', '.join(names)} have no version: written as "
                      f"{', '.join(f'azureml:{n}@latest' for n in names)}, which name whichever "
                      f"version is newest when the job is submitted (MP801); pin a version")
-    return Export(job, files, notes)
+    for up in ctx.uploads.values():
+        if up.own_ignore:
+            notes.append(f"{display_path(str(up.root / upload.AMLIGNORE))} is your own: Azure ML "
+                         f"uploads {display_path(str(up.root))} as it says (mlpipe wrote none)")
+    return Export(job, files, notes, uploads=list(ctx.uploads.values()))
 
 
 def export_checks(spec: PipelineSpec, *, inputs: Mapping[str, Any] | None = None,
@@ -466,6 +486,9 @@ def export_checks(spec: PipelineSpec, *, inputs: Mapping[str, Any] | None = None
                 f"job as written", hint=f"pass --input {inp.name}=azureml:NAME:VERSION (a data "
                 f"asset, datastore URI or local path), or give the job's input a path",
                 file=loc.file if loc else None, line=loc.line if loc else None))
+    for up in upload.component_uploads((s.target for s in _leaf_steps(spec)), code_root,
+                                       _module_root):
+        found.extend(_large_files(up))
     if code_root is not None:
         root = Path(code_root).resolve()
         seen: set[str] = set()
@@ -484,6 +507,21 @@ def export_checks(spec: PipelineSpec, *, inputs: Mapping[str, Any] | None = None
                          f"--code-root (by default, the folder the module was imported from)",
                     step=step.name, **_where(comp)))
     return found
+
+
+def _large_files(up: upload.Upload) -> list[Diagnostic]:
+    large = [] if up.own_ignore else up.large()
+    if not large:
+        return []
+    named = ", ".join(f"{rel} ({size / 2**20:.0f} MiB)" for rel, size in large[:5])
+    more = f" and {len(large) - 5} more" if len(large) > 5 else ""
+    return [Diagnostic.of(
+        LARGE_FILE_IN_UPLOAD,
+        f"the code upload of {display_path(str(up.root))} holds {len(large)} file(s) of "
+        f"{upload.LARGE_FILE_BYTES // 2**20} MiB or more beside the modules the steps import: "
+        f"{named}{more}; Azure ML uploads them with every changed submission",
+        hint="move data out of the components' packages (pass it as a pipeline input, a data "
+             "asset) or list it in the code root's .amlignore (then it is yours to keep)")]
 
 
 def _module_file_under(root: Path, module: str) -> Path | None:

@@ -30,6 +30,9 @@ def write(path: Path, doc: Any) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        # mkstemp makes the file 0600: give it the mode open() would (0666 less the umask),
+        # so colleagues the umask lets read it can
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(dump(doc))
         os.replace(tmp, path)
@@ -38,6 +41,12 @@ def write(path: Path, doc: Any) -> Path:
             os.unlink(tmp)
         raise
     return path
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)  # the only way to read it; set back at once
+    os.umask(mask)
+    return mask
 
 
 class Mapping(dict):

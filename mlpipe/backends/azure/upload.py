@@ -1,0 +1,219 @@
+"""What a function component's code upload holds: the modules its steps import, and the
+``.amlignore`` beside the code root that tells azure-ai-ml to upload nothing else.
+
+azure-ai-ml uploads a component's ``code`` folder whole, minus what the folder's
+``.amlignore`` (else ``.gitignore``) excludes. The code root of a function component is the
+folder its module is imported from, often the project itself: the evidence store, every
+artifact, a virtual environment. The ``.amlignore`` written here is an allow list: every
+top-level entry out, then back in only the module files the components import (found by
+``source.local_module_files``, without importing them), the non-Python files beside them in
+their packages (package data), and, wherever they are, never the store, the artifacts,
+virtual environments or caches. Knows files, not Azure ML's API: never imports azure-ai-ml.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mlpipe.evidence.config import locate
+from mlpipe.modules import module_file
+from mlpipe.source import local_module_files
+from mlpipe.spec import ComponentSpec
+
+AMLIGNORE = ".amlignore"
+#: The first line of an ``.amlignore`` mlpipe wrote; a file without it is the user's, kept.
+MARK = "# mlpipe: this file is written by `mlpipe compile` and `mlpipe submit --target azure`"
+#: Names never uploaded, at any depth (gitignore patterns).
+NEVER = ("__pycache__/", "*.py[cod]", ".venv/", "venv/", ".git/", ".mypy_cache/",
+         ".pytest_cache/", ".ruff_cache/", ".hypothesis/", ".ipynb_checkpoints/", ".tox/",
+         ".nox/", "*.egg-info/", "mlruns/", "node_modules/", ".DS_Store")
+_NEVER_DIRS = frozenset(p.rstrip("/") for p in NEVER if p.endswith("/") and "*" not in p)
+#: A file this large left in the upload is named in a warning (MP850).
+LARGE_FILE_BYTES = 10 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class Upload:
+    """The code upload of one code root: the module files that are kept (relative POSIX
+    paths), the folders never uploaded (the store, artifacts, virtual environments found
+    there), and the ``.amlignore`` text (None when the root has the user's own file)."""
+
+    root: Path
+    modules: set[str] = field(default_factory=set)
+    excluded: set[str] = field(default_factory=set)
+    own_ignore: bool = False
+
+    def add_module(self, file: str | os.PathLike[str]) -> bool:
+        """Keep ``file`` (a module a step imports); False when it lies outside the root."""
+        try:
+            rel = Path(file).resolve().relative_to(self.root)
+        except ValueError:
+            return False
+        self.modules.add(rel.as_posix())
+        for parent in rel.parents:  # a package's __init__ runs before its module
+            init = self.root / parent / "__init__.py"
+            if parent != Path(".") and init.is_file():
+                self.modules.add((parent / "__init__.py").as_posix())
+        return True
+
+    def exclude(self, folder: str | os.PathLike[str]) -> None:
+        """Never upload ``folder`` (the store, the artifacts) when it lies under the root."""
+        try:
+            rel = Path(folder).resolve().relative_to(self.root)
+        except ValueError:
+            return
+        if rel != Path("."):
+            self.excluded.add(rel.as_posix())
+
+    def ignore_text(self) -> str | None:
+        """The ``.amlignore`` mlpipe writes at the root, or None to keep the user's own."""
+        if self.own_ignore:
+            return None
+        lines = [MARK,
+                 "# Azure ML uploads this folder as the code of the pipeline's function "
+                 "components;",
+                 "# only the modules they import go up (and files beside them in their "
+                 "packages).",
+                 "/*"]
+        packages = sorted({posixdir(m) for m in self.modules if "/" in m})
+        for top in sorted({m.split("/", 1)[0] for m in self.modules}):
+            lines.append(f"!/{top}" if "/" not in top and top.endswith(".py") else f"!/{top}/")
+        for package in packages:
+            lines.append(f"/{package}/**/*.py")
+        for module in sorted(self.modules):
+            if "/" in module:
+                lines.append(f"!/{module}")
+        lines.append("# never uploaded: the evidence store, artifacts, virtual environments, "
+                     "caches")
+        lines.extend(f"/{rel}/" for rel in sorted(self.excluded))
+        lines.extend(NEVER)
+        return "\n".join(lines) + "\n"
+
+    def files(self) -> list[str]:
+        """The files azure-ai-ml uploads with mlpipe's ``.amlignore`` (relative, sorted)."""
+        packages = {posixdir(m) for m in self.modules if "/" in m}
+        out = set(self.modules)
+        excluded = {self.root / rel for rel in self.excluded}
+        for package in sorted(packages):
+            for file in _walk(self.root / package, excluded):
+                rel = file.relative_to(self.root).as_posix()
+                if not rel.endswith(".py") and not _never_file(file.name):
+                    out.add(rel)
+        return sorted(m for m in out if (self.root / m).is_file())
+
+    def large(self) -> list[tuple[str, int]]:
+        """Files of the upload at least ``LARGE_FILE_BYTES`` long, largest first."""
+        sized = [(rel, (self.root / rel).stat().st_size) for rel in self.files()]
+        return sorted(((r, s) for r, s in sized if s >= LARGE_FILE_BYTES),
+                      key=lambda item: (-item[1], item[0]))
+
+    def write(self) -> Path | None:
+        """Write the ``.amlignore`` (unless the root has the user's own); its path."""
+        text = self.ignore_text()
+        if text is None:
+            return None
+        path = self.root / AMLIGNORE
+        if path.is_file() and path.read_text(encoding="utf-8", errors="replace") == text:
+            return path
+        path.write_text(text, encoding="utf-8")
+        return path
+
+
+def posixdir(rel: str) -> str:
+    return rel.rpartition("/")[0]
+
+
+def plan(root: str | os.PathLike[str], modules: Iterable[str | os.PathLike[str]],
+         never: Iterable[str | os.PathLike[str]] = ()) -> Upload:
+    """The upload of ``root`` for the given module files, never holding the ``never`` folders
+    (nor any virtual environment found beside the modules).
+
+    Example:
+        >>> plan(".", ["components/defect.py", "components/images.py"]).files()
+        ['components/__init__.py', 'components/defect.py', 'components/images.py']
+    """
+    up = Upload(Path(root).resolve())
+    existing = up.root / AMLIGNORE
+    if existing.is_file():
+        first = existing.read_text(encoding="utf-8", errors="replace").partition("\n")[0]
+        up.own_ignore = first.strip() != MARK
+    for module in modules:
+        up.add_module(module)
+    for folder in never:
+        up.exclude(folder)
+    _drop_environments(up)
+    return up
+
+
+def _never_file(name: str) -> bool:
+    return name == ".DS_Store" or name.endswith((".pyc", ".pyo", ".pyd"))
+
+
+def _walk(folder: Path, excluded: set[Path]) -> Iterable[Path]:
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
+        here = Path(dirpath)
+        dirnames[:] = [d for d in dirnames if d not in _NEVER_DIRS
+                       and not d.endswith(".egg-info") and here / d not in excluded]
+        for name in filenames:
+            yield here / name
+
+
+
+
+def add_component(uploads: dict[Path, Upload], root: Path, spec: ComponentSpec) -> None:
+    """Record in ``uploads`` (by code root) the module files function component ``spec``
+    needs: its module and, transitively, the local modules it imports."""
+    resolved = Path(root).resolve()
+    up = uploads.get(resolved)
+    if up is None:
+        up = uploads[resolved] = plan(resolved, (), _never_folders(resolved))
+    module = (spec.function or "").partition(":")[0]
+    file = module_file(module)[0] if module else None
+    if not file:
+        return
+    up.add_module(file)
+    for imported in sorted(local_module_files(file)):
+        up.add_module(imported)
+    _drop_environments(up)
+
+
+def component_uploads(components: Iterable[ComponentSpec],
+                      code_root: str | os.PathLike[str] | None,
+                      root_of: Callable[[ComponentSpec], Path | None]) -> list[Upload]:
+    """The upload of every code root of these function components (``code_root``, else
+    each one's ``root_of``)."""
+    uploads: dict[Path, Upload] = {}
+    for spec in components:
+        if spec.function is None or spec.origin is not None:
+            continue
+        root = Path(code_root) if code_root is not None else root_of(spec)
+        if root is not None:
+            add_component(uploads, root, spec)
+    return list(uploads.values())
+
+
+def _never_folders(root: Path) -> list[Path]:
+    """The evidence home and artifact roots of the project at ``root``: never uploaded."""
+    where = locate(root)
+    folders = [root / "evidence", where.home, where.artifacts]  # the default home, always
+    if where.shared_artifacts and "://" not in where.shared_artifacts:
+        folders.append(Path(where.shared_artifacts))
+    return folders
+
+
+def _drop_environments(up: Upload) -> None:
+    for package in {posixdir(m) for m in up.modules if "/" in m}:
+        for dirpath, dirnames, _ in os.walk(up.root / package):
+            for name in list(dirnames):
+                here = Path(dirpath) / name
+                if (here / "pyvenv.cfg").is_file() or (here / "conda-meta").is_dir():
+                    up.exclude(here)
+                    dirnames.remove(name)
+                elif name in _NEVER_DIRS:
+                    dirnames.remove(name)
+
+
+__all__ = ["AMLIGNORE", "LARGE_FILE_BYTES", "MARK", "NEVER", "Upload", "add_component",
+           "component_uploads", "plan"]
