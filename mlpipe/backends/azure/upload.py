@@ -6,9 +6,11 @@ azure-ai-ml uploads a component's ``code`` folder whole, minus what the folder's
 folder its module is imported from, often the project itself: the evidence store, every
 artifact, a virtual environment. The ``.amlignore`` written here is an allow list: every
 top-level entry out, then back in only the module files the components import (found by
-``source.local_module_files``, without importing them), the non-Python files beside them in
-their packages (package data), and, wherever they are, never the store, the artifacts,
-virtual environments or caches. Knows files, not Azure ML's API: never imports azure-ai-ml.
+``source.local_module_files``, without importing them; and those an earlier compile from the
+same root let in, while they exist: its job files may still be submitted), the non-Python
+files beside them in their packages (package data), and, wherever they are, never the store,
+the artifacts, virtual environments or caches. Knows files, not Azure ML's API: never
+imports azure-ai-ml.
 """
 from __future__ import annotations
 
@@ -137,8 +139,15 @@ def plan(root: str | os.PathLike[str], modules: Iterable[str | os.PathLike[str]]
     up = Upload(Path(root).resolve())
     existing = up.root / AMLIGNORE
     if existing.is_file():
-        first = existing.read_text(encoding="utf-8", errors="replace").partition("\n")[0]
-        up.own_ignore = first.strip() != MARK
+        lines = existing.read_text(encoding="utf-8", errors="replace").splitlines()
+        up.own_ignore = not lines or lines[0].strip() != MARK
+        if not up.own_ignore:
+            # another pipeline's job files written from this root may still be submitted
+            # with `az ml job create`: the modules it needs stay in while they exist
+            for line in lines:
+                if line.startswith("!/") and line.endswith(".py") and \
+                        (up.root / line[2:]).is_file():
+                    up.modules.add(line[2:])
     for module in modules:
         up.add_module(module)
     for folder in never:

@@ -28,7 +28,15 @@ def azure_ml_upload(root: pathlib.Path) -> list[str]:
     return sorted(remote for _, remote in found)
 
 
+def fresh_example_amlignore():
+    """The checkout's .amlignore is generated (and git-ignored): start from none."""
+    path = ROOT / ".amlignore"
+    if path.is_file() and path.read_text().startswith(upload.MARK):
+        path.unlink()
+
+
 def test_the_example_uploads_only_the_modules_its_steps_import(tmp_path):
+    fresh_example_amlignore()
     spec, _ = load_spec(str(ROOT / "pipelines" / "defect_classifier.py"))
     export = export_pipeline(spec, out_dir=tmp_path, inputs=EXAMPLE_INPUTS)
     export.write(tmp_path)
@@ -41,10 +49,24 @@ def test_the_example_uploads_only_the_modules_its_steps_import(tmp_path):
 
 
 def test_the_distributed_example_uploads_its_module_and_what_it_imports(tmp_path):
+    fresh_example_amlignore()
     spec, _ = load_spec(str(ROOT / "pipelines" / "defect_classifier_ddp.py"))
     export = export_pipeline(spec, out_dir=tmp_path, inputs=EXAMPLE_INPUTS)
     assert export.uploads[0].files() == ["components/__init__.py", "components/defect.py",
                                          "components/defect_ddp.py", "components/images.py"]
+
+
+def test_a_second_pipeline_from_one_root_keeps_what_the_first_one_uploads(tmp_path):
+    """Both job folders stay submittable with `az ml job create`: the .amlignore of the code
+    root they share lets in the modules of both (while those files exist)."""
+    fresh_example_amlignore()
+    ddp, _ = load_spec(str(ROOT / "pipelines" / "defect_classifier_ddp.py"))
+    export_pipeline(ddp, out_dir=tmp_path / "a", inputs=EXAMPLE_INPUTS).write(tmp_path / "a")
+    single, _ = load_spec(str(ROOT / "pipelines" / "defect_classifier.py"))
+    export = export_pipeline(single, out_dir=tmp_path / "b", inputs=EXAMPLE_INPUTS)
+    export.write(tmp_path / "b")
+    assert "components/defect_ddp.py" in azure_ml_upload(ROOT)
+    fresh_example_amlignore()
 
 
 PROJECT = {
