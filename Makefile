@@ -23,26 +23,34 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 
 # torch (the CPU build) for the distributed tests; the default install never pulls it.
 $(VENV)/.installed-torch: pyproject.toml | $(VENV)/.installed-dev
-	$(PIP) install --quiet -e '.[dev,torch]'
+	$(PIP) install --quiet -e '.[dev,torch]' $(if $(PIP_FIND_LINKS),,--extra-index-url $(TORCH_INDEX))
 	@touch $@
 
+# PyTorch's CPU build for the demo (the torch extra, as `make test` installs it): from the
+# wheels pip finds on this machine (PIP_FIND_LINKS, as on CI) when it finds them there, else
+# from PyTorch's CPU index (PyPI's Linux wheel is the CUDA build, gigabytes the demo never uses).
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+$(VENV)/.installed-demo: pyproject.toml | $(BIN)/python
+	$(PIP) install --quiet -e '.[torch]' $(if $(PIP_FIND_LINKS),,--extra-index-url $(TORCH_INDEX))
+	@touch $@ $(VENV)/.installed-base
+
 # The example end to end: data set, check, run, candidate, its evidence, qualified against
-# the example policy, and the HTML review page. With PyTorch in the
-# venv (make test installs it) the distributed classifier runs train_cnn as 2 nodes x 2 CPU
-# processes under the local launcher (it declares 2 x 4 GPUs; --local-scale launches it smaller
-# here and records both); without it, the single-process classifier is the labelled fallback.
-# A second `make demo` reuses every step.
+# the example policy, and the HTML review page. The distributed classifier runs train_cnn as
+# 2 nodes x 2 CPU processes under the local launcher (it declares 2 x 4 GPUs; --local-scale
+# launches it smaller here and records both). `make demo FALLBACK=1` runs the single-process
+# classifier instead (no PyTorch needed). A second `make demo` reuses every step.
 DEMO_DATA := build/demo-data
 DEMO_INPUTS := --input raw=$(DEMO_DATA)/raw --input split=$(DEMO_DATA)/split.csv
-demo: $(VENV)/.installed-base
+FALLBACK ?=
+demo: $(if $(FALLBACK),$(VENV)/.installed-base,$(VENV)/.installed-demo)
 	$(BIN)/python -m components.synthetic $(DEMO_DATA)
-	@if $(BIN)/python -c "import torch" 2>/dev/null; then \
-	    echo "== PyTorch found: the distributed classifier, train_cnn on 2 nodes x 2 CPU processes"; \
+	@if [ -z "$(FALLBACK)" ]; then \
+	    echo "== the distributed classifier: train_cnn on 2 nodes x 2 CPU processes (PyTorch, gloo)"; \
 	    $(BIN)/mlpipe check pipelines/defect_classifier_ddp.py && \
 	    $(BIN)/mlpipe submit pipelines/defect_classifier_ddp.py $(DEMO_INPUTS) --param epochs=15 \
 	        --local-scale train_cnn=2x2 | tee build/demo-run.txt; \
 	else \
-	    echo "== FALLBACK (PyTorch is not installed): the single-process classifier"; \
+	    echo "== FALLBACK (asked for: FALLBACK=1): the single-process classifier"; \
 	    $(BIN)/mlpipe check pipelines/defect_classifier.py && \
 	    $(BIN)/mlpipe submit pipelines/defect_classifier.py $(DEMO_INPUTS) --param epochs=3 \
 	        | tee build/demo-run.txt; \
