@@ -164,6 +164,10 @@ TEMPLATE = textwrap.dedent('''\
     with PyTorch (`make test` makes one; `pip install -e '.[torch]'` in your own venv).
     Work in a project folder, here `{SHOWN_AS}` holding a copy of `components/` and
     `pipelines/` under git (the commit is what the evidence names as the code revision).
+    The evidence store and its artifacts live in `evidence/` in the project: the first run
+    in a project appends `/evidence/` (and `/.amlignore`, which `mlpipe compile` writes) to
+    its `.gitignore` unless git ignores the store already (this project's `.gitignore` does),
+    so `git add -A` never commits them. Commit that `.gitignore` change.
 
     ## Make a data set
 

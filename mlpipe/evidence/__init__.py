@@ -18,10 +18,18 @@ def open_store(start: str | None = None, *, create: bool = True) -> "Store":
     """Open the store configured for the project at ``start`` (default: the cwd).
 
     ``create=False`` refuses to make a SQLite store that does not exist yet (read-only use).
+    The first time a project's home or SQLite store is made, the project's ``.gitignore`` gets
+    an entry for them (``evidence.ignores``).
     """
+    from mlpipe.evidence import ignores
     from mlpipe.evidence.store import Store
 
-    return Store.open(locate(start).url, create=create)
+    location = locate(start)
+    first = create and ignores.first_run(location)
+    store = Store.open(location.url, create=create)
+    if first:  # the first run in this project: git must not commit the store
+        ignores.ensure_ignored(location, start)
+    return store
 
 
 def __getattr__(name: str):

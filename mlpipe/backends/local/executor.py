@@ -36,6 +36,7 @@ from mlpipe.diagnostics import ChecksFailed, Diagnostic, has_errors
 from mlpipe.digests.snapshot import StatCache, snapshot
 from mlpipe.environments import environment_identity
 from mlpipe.errors import StepFailed, UsageError
+from mlpipe.evidence import ignores
 from mlpipe.evidence import models as m
 from mlpipe.evidence.checkresults import record_checks, summary
 from mlpipe.evidence.config import Location, locate, project_root
@@ -156,7 +157,10 @@ class LocalExecutor:
         interpreters = isolation.plan(
             {sid: node.component for sid, node in graph.steps.items()}, isolate=self.isolate,
             root=self.location.environments, note=Progress(0, self.stream).note)
+        first = ignores.first_run(self.location)
         store = Store.open(self.location.url)
+        if first:  # the first run in this project: git must not commit the store
+            ignores.ensure_ignored(self.location)
         cache = StatCache(self.location.stat_cache)
         try:
             run = _Run(self, graph, store, cache, paths, values)
