@@ -116,6 +116,12 @@ UNUSED_PIPELINE_INPUT = _code(
 COMPONENT_NOT_IMPORTABLE = _code(
     "MP113", "component-not-importable", ERROR,
     "A component defined in __main__, a notebook or inside a function: no step can import it.")
+CODE_FOLDER_MISSING = _code(
+    "MP114", "code-folder-missing", ERROR,
+    "A job or component names a local code: folder that does not exist.")
+JOB_TYPE_MISSPELLED = _code(
+    "MP115", "job-type-misspelled", ERROR,
+    "A job file spells its type in a case azure-ai-ml refuses (type: Command).")
 
 # --- MP2xx: parameters (mlpipe.checks.parameters)
 PARAM_TYPE_MISMATCH = _code(

@@ -25,6 +25,11 @@ LIBRARIES = ("deepspeed", "fsdp", "horovod", "zero", "megatron")
 ALL_OUTPUTS = "*"
 
 
+#: How a component read from YAML with a distribution mlpipe does not launch (``ray``) ends
+#: its ``azure_only`` reason: it is distributed, by a launcher only Azure ML starts.
+FOREIGN_LAUNCH = "distribution, which the local launcher cannot start"
+
+
 def _positive(name: str, value: int | None, *, allow_zero: bool = False) -> None:
     if value is None:
         return

@@ -5,6 +5,10 @@ datastore path. Pure string rules; nothing is resolved or fetched here.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mlpipe.spec import Environment
 
 _URL = re.compile(r"^(?P<scheme>https?|s3|gs|wasbs?|abfss?|adl|hdfs|ftp|azureml)://", re.I)
 _PINNED_ASSET = re.compile(r"/data/[^/]+/versions/(?!latest/?$)[^/]+/?$")
@@ -75,4 +79,22 @@ def image_moves(image: str) -> str | None:
     return f"tag {tag!r} can be pushed again with other content"
 
 
-__all__ = ["data_reference_moves", "image_moves", "is_url"]
+def environment_text(env: "Environment", version: str | None = None) -> str:
+    """How a job file names the registered environment ``env`` (with ``version`` in place of
+    its own, where given): ``azureml:NAME:V``, ``azureml:NAME@LABEL``, or the registry URI's
+    ``.../versions/V`` or ``.../labels/LABEL``; no version at all reads as ``@latest``.
+
+    Example:
+        >>> environment_text(Environment("azureml://registries/azureml/environments/sklearn",
+        ...                              version="@latest"), "N")
+        'azureml://registries/azureml/environments/sklearn/versions/N'
+    """
+    version = version or env.version or "@latest"
+    if env.name.startswith("azureml://"):
+        return (f"{env.name}/labels/{version[1:]}" if version.startswith("@")
+                else f"{env.name}/versions/{version}")
+    name = env.name.removeprefix("azureml:")
+    return f"azureml:{name}{version}" if version.startswith("@") else f"azureml:{name}:{version}"
+
+
+__all__ = ["data_reference_moves", "environment_text", "image_moves", "is_url"]

@@ -31,7 +31,14 @@ from mlpipe.codes import (
 )
 from mlpipe.compute import CATALOGUE, Cluster, VmSize
 from mlpipe.diagnostics import Diagnostic, Severity
-from mlpipe.distribution import ALL_OUTPUTS, Mpi, NotAJobType, PyTorch, TensorFlow
+from mlpipe.distribution import (
+    ALL_OUTPUTS,
+    FOREIGN_LAUNCH,
+    Mpi,
+    NotAJobType,
+    PyTorch,
+    TensorFlow,
+)
 from mlpipe.graph import FromLiteral, Graph, StepNode
 
 _LAUNCHERS = re.compile(r"(?<![\w.-])(torchrun|torch\.distributed\.(?:launch|run)|mpirun|mpiexec|"
@@ -219,11 +226,17 @@ def tf_parameter_servers(graph: Graph) -> Iterator[Diagnostic]:
                            "the code really is TF1", **at_step(node))
 
 
+def _foreign_launch(component) -> bool:
+    """Whether the component declares a distribution mlpipe does not launch (Ray, read from
+    YAML): it is distributed, only not by a launcher mlpipe models."""
+    return (component.azure_only or "").endswith(FOREIGN_LAUNCH)
+
+
 @check(INSTANCES_WITHOUT_DISTRIBUTION)
 def idle_nodes(graph: Graph) -> Iterator[Diagnostic]:
     for node in graph.step_nodes():
         c = node.component
-        if c.instances > 1 and c.distribution is None:
+        if c.instances > 1 and c.distribution is None and not _foreign_launch(c):
             yield Diagnostic.of(
                 INSTANCES_WITHOUT_DISTRIBUTION,
                 f"step '{node.id}' asks for {c.instances} instances but "

@@ -16,7 +16,8 @@ from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_pipeline, at_step
 from mlpipe.diagnostics import Diagnostic
 from mlpipe.graph import FromInput, FromLiteral, Graph, StepNode
-from mlpipe.references import data_reference_moves, image_moves, is_url
+from mlpipe.paths import display_path
+from mlpipe.references import data_reference_moves, environment_text, image_moves, is_url
 from mlpipe.spec import Environment, InputRole
 
 _TRIVIAL = {"", ".", "..", os.sep, "~"}
@@ -99,36 +100,75 @@ def _steps(nodes: list[StepNode]) -> str:
     return f"steps {', '.join(names[:3])}{more}"
 
 
+def _yaml_file(nodes: list[StepNode]) -> str | None:
+    """The YAML file that names the steps' environment (their component's file), or None for
+    a pipeline written with mlpipe's decorators: the help is written in that file's terms."""
+    for node in nodes:
+        loc = node.component.location or node.location
+        if loc is not None and loc.file.lower().endswith((".yml", ".yaml")):
+            return loc.file
+    return None
+
+
 @check(codes.ENVIRONMENT_UNVERSIONED, codes.MOVING_REFERENCE, codes.IMAGE_TAG_WITHOUT_DIGEST)
 def moving_environments(graph: Graph) -> Iterator[Diagnostic]:
     for env, nodes in _environments(graph).items():
         where = at_step(nodes[0])
-        if env.version is None and env.image is None:
+        yaml_file = _yaml_file(nodes)
+        # an inline environment without a name (an image, a conda file, a build context) is
+        # registered by Azure ML under a hash of its content: its own text pins it
+        if env.version is None and env.image is None and env.name:
+            written = (env.name if env.name.startswith("azureml://") or not yaml_file
+                       else f"azureml:{env.name}")
             yield Diagnostic.of(
                 codes.ENVIRONMENT_UNVERSIONED,
-                f"environment {env.name!r} of {_steps(nodes)} has no version: Azure ML "
-                f"resolves it as azureml:{env.name}@latest, whichever version is newest when "
-                f"the job is submitted, so two runs of the same pipeline can use different "
-                f"software",
-                hint=f'pin it: Environment("{env.name}", version="N")', **where)
+                f"environment {written!r} of {_steps(nodes)} "
+                f"{'names' if yaml_file else 'has'} no version: Azure ML resolves it as "
+                f"{environment_text(env)}, whichever version is newest when the job is "
+                f"submitted, so two runs of the same pipeline can use different software",
+                hint=(f"pin it in {display_path(yaml_file)}: environment: "
+                      f"{environment_text(env, 'N')} (az ml environment list --name "
+                      f"{_short(env.name)} lists its versions)" if yaml_file else
+                      f'pin it: Environment("{env.name}", version="N")'), **where)
         elif env.version is not None and (env.version.strip().lower() == "latest"
                                           or env.version.startswith("@")):
+            label = env.version.lstrip("@")
+            written = environment_text(env) if yaml_file else env.name
             yield Diagnostic.of(
                 codes.MOVING_REFERENCE,
-                f"environment {env.name!r} of {_steps(nodes)} is referenced by the label "
-                f"{env.version.lstrip('@')!r}, which names whichever version carries it when "
-                f"the job is submitted",
-                hint=f'pin a version: Environment("{env.name}", version="N")', **where)
+                f"environment {written!r} of {_steps(nodes)} is referenced by the label "
+                f"{label!r}, which names whichever version carries it when the job is "
+                f"submitted" if env.version.startswith("@") or not yaml_file else
+                f"environment {written!r} of {_steps(nodes)} asks for version 'latest', which "
+                f"names whichever version is newest when the job is submitted",
+                hint=(f"pin a version in {display_path(yaml_file)}: environment: "
+                      f"{environment_text(env, 'N')} (az ml environment list --name "
+                      f"{_short(env.name)} lists its versions)" if yaml_file else
+                      f'pin a version: Environment("{env.name}", version="N")'), **where)
         if env.image:
             why = image_moves(env.image)
             if why is not None:
                 which = f"environment {env.name!r}" if env.name else "the inline environment"
+                bare = env.image.rsplit("@", 1)[0]
                 yield Diagnostic.of(
                     codes.IMAGE_TAG_WITHOUT_DIGEST,
                     f"{which} of {_steps(nodes)} uses image {env.image!r}: "
                     f"{why}, so the same reference can mean other software later",
-                    hint="pin the image by digest: NAME@sha256:<digest> (docker buildx "
-                         "imagetools inspect NAME:TAG shows it)", **where)
+                    hint=(f"pin the image by digest in {display_path(yaml_file)}: image: "
+                          f"{_untagged(bare)}@sha256:<digest> (docker buildx imagetools "
+                          f"inspect {bare} shows it)" if yaml_file else
+                          "pin the image by digest: NAME@sha256:<digest> (docker buildx "
+                          "imagetools inspect NAME:TAG shows it)"), **where)
+
+
+def _short(name: str) -> str:
+    """An environment's own name, from a registry URI or an ARM id."""
+    return name.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _untagged(image: str) -> str:
+    head, _, last = image.rpartition("/")
+    return f"{head}/{last.split(':', 1)[0]}" if head else last.split(":", 1)[0]
 
 
 @check(codes.MOVING_REFERENCE)

@@ -47,13 +47,17 @@ def compile_(target: str, out_dir: str, inputs: tuple[str, ...], default_compute
     paths rebased to the output folder.
     """
     from mlpipe.backends.azure.export import export_checks, export_pipeline
+    from mlpipe.backends.azure.staging import write_staged
     from mlpipe.backends.azure.validate import Validation
     from mlpipe.diagnostics import Severity, has_errors, render_text
+    from mlpipe.errors import ExportError
+    from mlpipe.paths import display_path
 
     ignored = code_set(ignore)
     given = assignments(inputs, "--input")
     # azure-ai-ml is imported in a forked process while the pipeline is traced and written
     validation = Validation.start() if validate else None
+    graph = None
     try:
         graph, diagnostics = load_graph(target)
         diagnostics = [d for d in [*diagnostics, *export_checks(graph.spec, inputs=given,
@@ -69,14 +73,23 @@ def compile_(target: str, out_dir: str, inputs: tuple[str, ...], default_compute
         export = export_pipeline(graph.spec, out_dir=out_dir, inputs=given,
                                  default_compute=default_compute, code_root=code_root,
                                  check=False)  # checked and reported above
-        written = export.write(out_dir)
-        if validation is not None:
-            validation.run(out_dir, export.job_file)
+        # written beside out_dir and validated there: a refused job leaves nothing behind
+        written = write_staged(export, out_dir, check=None if validation is None else (
+            lambda folder: validation.run(folder, export.job_file)))
+    except ExportError as err:
+        if graph is not None and graph.spec.origin is not None and err.file is not None \
+                and "azure-ai-ml" in err.message:
+            # the job file was written back as it was read: azure-ai-ml refuses what it says
+            err.hint = (f"azure-ai-ml refuses what {display_path(graph.spec.origin.file)} "
+                        f"says; fix it there (nothing was written)")
+        raise
     finally:
         if validation is not None:
             validation.close()
-    click.echo(f"wrote {written[0]} and {len(written) - 1} component file(s) under "
-               f"{written[0].parent / 'components'}"
+    components = len(written) - 1
+    click.echo(f"wrote {written[0]}"
+               + (f" and {components} component file(s) under {written[0].parent / 'components'}"
+                  if components else "")
                + (" (validated by azure-ai-ml)" if validate else ""))
     for note in export.notes:
         click.echo(f"note: {note}")

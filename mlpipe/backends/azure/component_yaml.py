@@ -18,6 +18,7 @@ from mlpipe.artifacts import AssetType
 from mlpipe.backends.azure import vocabulary, yamlfile
 from mlpipe.contracts.base import Contract, contract_label, contract_transport, is_contract
 from mlpipe.digests import digest_of, script_code_digest
+from mlpipe.distribution import FOREIGN_LAUNCH
 from mlpipe.dsl import COMPONENT_NAME, Component
 from mlpipe.errors import DefinitionError, LoadError, UsageError
 from mlpipe.params import check_value
@@ -299,8 +300,9 @@ def read_command_component(doc: Any, path: str | os.PathLike[str], *, field_pref
     if doc.get("distribution") is not None:
         parsed = vocabulary.parse_distribution(doc["distribution"])
         kind = doc["distribution"].get("type") if isinstance(doc["distribution"], dict) else None
-        if isinstance(parsed, str) and kind not in (None, "pytorch", "mpi", "tensorflow"):
-            azure_only = f"a {kind} distribution, which the local launcher cannot start"
+        if isinstance(parsed, str) and str(kind).lower() not in ("none", "pytorch", "mpi",
+                                                                 "tensorflow"):
+            azure_only = f"a {kind} {FOREIGN_LAUNCH}"
         elif isinstance(parsed, str):
             problems.add(where, doc, "distribution", parsed,
                          field=f"{field_prefix}distribution")

@@ -11,6 +11,7 @@ raises one LoadError listing everything it cannot read. Never imports azure-ai-m
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,10 +30,15 @@ from mlpipe.backends.azure.component_yaml import (
     read_port,
     read_resources,
 )
-from mlpipe.codes import PIPELINE_OUTPUT_NOT_PRODUCED, UNREADABLE_BINDING_EXPRESSION
+from mlpipe.codes import (
+    CODE_FOLDER_MISSING,
+    JOB_TYPE_MISSPELLED,
+    PIPELINE_OUTPUT_NOT_PRODUCED,
+    UNREADABLE_BINDING_EXPRESSION,
+)
 from mlpipe.diagnostics import Diagnostic
 from mlpipe.digests import digest_of, script_code_digest
-from mlpipe.paths import cloud_reference
+from mlpipe.paths import cloud_reference, display_path
 from mlpipe.spec import (
     Binding,
     ComponentSpec,
@@ -88,19 +94,55 @@ def load_pipeline_yaml(path: str) -> ImportedPipeline:
     reader = _Reader(diagnostics)
     file = Path(path)
     doc = yamlfile.load(file, "an Azure ML pipeline job YAML")
-    if _is_single_job(doc):
+    kind = vocabulary.job_kind(doc)
+    spelling = vocabulary.type_spelling(doc)
+    if spelling is not None:
+        diagnostics.append(Diagnostic.of(
+            JOB_TYPE_MISSPELLED, f"{spelling}; mlpipe reads it as {kind}",
+            hint=f"write type: {kind} (in lower case)", file=display_path(str(file)),
+            line=doc.line_of("type") if isinstance(doc, yamlfile.Mapping) else None))
+    if kind == "command":
         from mlpipe.backends.azure.singlejob import single_job_pipeline
 
         spec = single_job_pipeline(doc, file, reader.problems)
     else:
         spec = reader.pipeline(file, doc, stack=())
     reader.problems.raise_any()
+    diagnostics.extend(_missing_code(spec))
     return ImportedPipeline(spec, diagnostics)
 
 
-def _is_single_job(doc: Any) -> bool:
-    kind = doc.get("type")
-    return kind == "command" or (kind is None and "command" in doc and "jobs" not in doc)
+def _missing_code(spec: PipelineSpec) -> list[Diagnostic]:
+    """MP114 for each component whose local ``code:`` is not there: azure-ai-ml refuses the
+    job ("Can't find directory or file"), and a local run has nothing to run."""
+    found: list[Diagnostic] = []
+    seen: set[tuple[str, str]] = set()
+
+    def walk(pipeline: PipelineSpec) -> None:
+        for step in pipeline.steps:
+            target = step.target
+            if isinstance(target, PipelineSpec):
+                walk(target)
+                continue
+            code = target.code
+            if code is None or cloud_reference(code) is not None or os.path.exists(code):
+                continue
+            loc = target.location or step.location
+            key = (code, loc.file if loc else "")
+            if key in seen:
+                continue
+            seen.add(key)
+            found.append(Diagnostic.of(
+                CODE_FOLDER_MISSING,
+                f"step {step.name!r} runs code from {display_path(code)}, which does not exist: "
+                f"azure-ai-ml refuses the job (\"Can't find directory or file\") and there is "
+                f"nothing to run here",
+                hint="point code: at the folder (or file) that holds the script, relative to "
+                     "the YAML file that names it", step=step.name,
+                file=loc.file if loc else None, line=loc.line if loc else None))
+
+    walk(spec)
+    return found
 
 
 def _binding_value(value: Any) -> Any:
@@ -120,7 +162,7 @@ class _Reader:
     def pipeline(self, path: Path, doc: Any, stack: tuple[Path, ...],
                  keep_origin: bool = True) -> PipelineSpec:
         where = Where(str(path))
-        kind = doc.get("type", "pipeline" if "jobs" in doc else None)
+        kind = vocabulary.job_kind(doc)
         if kind == "pipeline" and "jobs" not in doc and doc.get("component") is not None:
             return self.job_of_component(path, doc, stack)
         if kind != "pipeline" or not isinstance(doc.get("jobs"), dict):

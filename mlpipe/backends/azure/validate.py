@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mlpipe.backends.azure import yamlfile
+from mlpipe.backends.azure.reasons import refusal_reason
 from mlpipe.backends.azure.skeleton import Skeleton, skeleton
 from mlpipe.errors import ExportError
 
@@ -157,8 +158,9 @@ def _raise_if_failed(result: Any, path: Path, kept: Skeleton | None = None) -> N
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    """azure-ai-ml's whole reason (each field and message), not its first line ("Validation
+    for CommandSchema failed:")."""
+    return refusal_reason(exc)
 
 
 class Validation:

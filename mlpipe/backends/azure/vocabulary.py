@@ -5,11 +5,13 @@ Plain dicts only; nothing here imports azure-ai-ml or judges a pipeline.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from mlpipe.artifacts import AssetType
 from mlpipe.distribution import Distribution, Mpi, PyTorch, TensorFlow
 from mlpipe.params import azure_value  # noqa: F401  (re-exported: the YAML reader's)
+from mlpipe.references import environment_text
 from mlpipe.spec import Compute, Environment, ParamSpec, ParamType
 
 COMPONENT_SCHEMA = "https://azuremlschemas.azureedge.net/latest/commandComponent.schema.json"
@@ -53,11 +55,42 @@ JOB_KINDS: dict[str, str] = {
     "parallel_for": "a parallel_for control-flow node",
 }
 CONTROL_FLOW = ("if_else", "do_while", "parallel_for")
+#: The standalone job kinds a job file can hold besides a pipeline (``type:`` at its top).
+STANDALONE_KINDS = ("command", "sweep", "automl")
+
+
+def job_kind(doc: Any) -> str | None:
+    """The kind of job a job file holds, as Azure ML's CLI reads it: its ``type:`` (any case;
+    ``type_spelling`` says whether azure-ai-ml accepts the spelling), ``pipeline`` for a file
+    with ``jobs:`` and no type, and ``command`` — the CLI's default — for any other file
+    without one. The one test the importer and the export share.
+
+    Example:
+        >>> job_kind({"command": "python train.py"})
+        'command'
+    """
+    if not isinstance(doc, Mapping):
+        return None
+    kind = doc.get("type")
+    if kind is None:
+        return "pipeline" if "jobs" in doc else "command"
+    return str(kind).lower()
+
+
+def type_spelling(doc: Any) -> str | None:
+    """What is wrong with how a job file spells its ``type:``, or None: azure-ai-ml's
+    ``load_job`` compares it exactly (``Command`` is "Unsupported job type")."""
+    kind = doc.get("type") if isinstance(doc, Mapping) else None
+    if isinstance(kind, str) and kind != kind.lower() and kind.lower() in JOB_KINDS:
+        return (f"type: {kind} is not how azure-ai-ml spells the {kind.lower()} job type: "
+                f"its load_job compares the text exactly and refuses it as \"Unsupported job "
+                f"type: {kind}\"")
+    return None
 
 _ENV_REF = re.compile(r"^azureml:(?P<name>[^:@/][^:@]*)"
                       r"(?::(?P<version>[^@]+)|@(?P<label>[\w.-]+))?$")
 _ENV_URI = re.compile(r"^(?P<base>azureml://.+/environments/[^/]+)"
-                      r"(?:/versions/(?P<version>[^/]+)|/labels/[^/]+)?$")
+                      r"(?:/versions/(?P<version>[^/]+)|/labels/(?P<label>[^/]+))?$")
 _COMPUTE_REF = re.compile(r"^azureml:(?P<name>.+)$")
 
 
@@ -93,7 +126,7 @@ def environment_ref(env: Environment) -> str | dict[str, Any]:
     """``azureml:name:version`` (or ``@latest``) for a registered environment; an inline
     ``{image, conda_file}`` definition when the environment names an image."""
     if env.image is None and env.conda_file is None:
-        return f"azureml:{env.name}:{env.version}" if env.version else f"azureml:{env.name}@latest"
+        return environment_text(env)
     out: dict[str, Any] = {}
     if env.name:
         out["name"] = env.name
@@ -111,14 +144,17 @@ def parse_environment(value: Any) -> Environment | None:
     ML reads. A registered one (``azureml:name:version``, ``azureml:name@label``, an
     ``azureml://registries/.../environments/NAME/versions/V`` or ``.../labels/L`` URI, an ARM
     id) keeps its reference as the name; an inline one (``image``, ``conda_file``, ``build``)
-    its image and conda file path (an inline conda mapping is left in the document)."""
+    its image and conda file path (an inline conda mapping is left in the document). A label
+    (``@latest``, ``/labels/latest``) is kept as the version ``@LABEL``."""
     if isinstance(value, str):
         m = _ENV_REF.match(value)
         if m is not None:
-            return Environment(m["name"], version=m["version"])
+            return Environment(m["name"], version=m["version"] or (
+                f"@{m['label']}" if m["label"] else None))
         m = _ENV_URI.match(value)
         if m is not None:
-            return Environment(m["base"], version=m["version"])
+            return Environment(m["base"], version=m["version"] or (
+                f"@{m['label']}" if m["label"] else None))
         if value.startswith("azureml:"):
             return Environment(value)
         return None
@@ -165,6 +201,8 @@ def parse_distribution(value: Any) -> Distribution | str:
     if not isinstance(value, dict):
         return f"is {value!r}, not a mapping with a type"
     kind = value.get("type")
+    # azure-ai-ml lower-cases a distribution's type before it compares it (``Pytorch``)
+    kind = kind.lower() if isinstance(kind, str) else kind
     try:
         if kind == "pytorch":
             return PyTorch(value.get("process_count_per_instance"))

@@ -31,10 +31,10 @@ _PATH_FIELDS = ("code",)
 
 
 def job_file(spec: PipelineSpec) -> str:
-    """The file an imported spec is written to: ``job.yml`` for a single command job,
-    ``pipeline.yml`` for a pipeline."""
-    kind = (spec.origin.document.get("type") if spec.origin is not None else None)
-    return "job.yml" if kind == "command" else "pipeline.yml"
+    """The file an imported spec is written to: ``job.yml`` for a single job (command, sweep,
+    AutoML; whatever the spelling of its type, or none), ``pipeline.yml`` for a pipeline."""
+    kind = vocabulary.job_kind(spec.origin.document) if spec.origin is not None else None
+    return "job.yml" if kind in vocabulary.STANDALONE_KINDS else "pipeline.yml"
 
 
 def written_back(spec: PipelineSpec, out_dir: Path, given: Mapping[str, Any],
@@ -171,9 +171,10 @@ class _Writer:
 
     def pipeline(self, doc: dict[str, Any], source: Path, rel: str) -> None:
         """A pipeline job or pipeline component document, rebased for ``out_dir/rel``."""
-        if "jobs" not in doc and (doc.get("type") == "command" or "component" in doc):
-            self.job(doc, source, rel)  # a single command job, or a pipeline job that runs
-            return                      # a pipeline component
+        if "jobs" not in doc and (vocabulary.job_kind(doc) in vocabulary.STANDALONE_KINDS
+                                  or "component" in doc):
+            self.job(doc, source, rel)  # a single job, or a pipeline job that runs a
+            return                      # pipeline component
         self.data(doc.get("inputs"), source, rel)
         self.data(doc.get("outputs"), source, rel)
         for _name, node in (doc.get("jobs") or {}).items():

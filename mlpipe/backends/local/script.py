@@ -89,7 +89,8 @@ def _skipped(folder: str, names: list[str]) -> set[str]:
 
 def stage_code(component: ComponentSpec, dest: Path) -> Path:
     """Copy the component's code (what its code digest covers) to ``dest``; return the folder
-    to run the command in (an empty ``dest`` when the component has no code).
+    to run the command in (an empty ``dest`` when the component has no code), with an
+    ``outputs`` folder in it as Azure ML makes for every job.
 
     Running a copy, as Azure ML runs an uploaded snapshot, keeps what the script writes next
     to itself out of the user's folder and out of the next run's code digest.
@@ -98,20 +99,22 @@ def stage_code(component: ComponentSpec, dest: Path) -> Path:
         ScriptError: the code is a remote reference, or the local folder is gone.
     """
     code = component.code
-    if code is None:
-        dest.mkdir(parents=True)
-        return dest
-    if ":" in code.split("/", 1)[0]:
+    if code is not None and ":" in code.split("/", 1)[0]:
         raise ScriptError(f"its code {code!r} is not a local folder; mlpipe runs only local "
                           f"code (download it and point code: at the folder)")
-    source = Path(code)
-    if source.is_dir():
+    source = Path(code) if code is not None else None
+    if source is None:
+        dest.mkdir(parents=True)
+    elif source.is_dir():
         shutil.copytree(source, dest, ignore=_skipped, symlinks=True)
     elif source.is_file():
         dest.mkdir(parents=True)
         shutil.copy2(source, dest / source.name)
     else:
         raise ScriptError(f"its code folder {code} does not exist")
+    # Azure ML gives every job an ./outputs folder (uploaded with the run): a script that
+    # writes there works here as it does there
+    (dest / "outputs").mkdir(exist_ok=True)
     return dest
 
 

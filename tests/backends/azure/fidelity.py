@@ -27,12 +27,16 @@ PATH_KEYS = {"code", "conda_file", "additional_includes"}
 #: a data path: the ``path``/``uri`` of an input or output (a data transfer's ``source.path``
 #: is relative to its connection, not to a file, and is compared as text)
 _DATA_PATH = re.compile(r"\.(inputs|outputs)\.[^.]+\.(path|uri)$|"
-                        r"\.(training_data|validation_data|test_data)\.(path|uri)$")
+                        r"\.(training_data|validation_data|test_data)\.(path|uri)$|"
+                        r"\.build\.path$")
 
 
 def _bases(job: Any) -> dict[str, Path]:
     """Dict path of each loaded component -> the folder its relative paths are relative to."""
     found = {"": Path(job.base_path)}
+    trial = getattr(job, "trial", None)  # a standalone sweep's trial, from its own folder
+    if trial is not None and not isinstance(trial, str) and getattr(trial, "base_path", None):
+        found[".trial"] = Path(trial.base_path)
 
     def walk(entity: Any, prefix: str) -> None:
         for name, node in (getattr(entity, "jobs", None) or {}).items():

@@ -51,14 +51,21 @@ FINDINGS = {
     "pipeline_jobs/helloworld_pipeline_job_with_sweep_node.yml": ["MP112", "MP112"],
     "pipeline_jobs/helloworld_pipeline_job_with_sweep_node_register_output.yml":
         ["MP112", "MP112"],
-    # MP801 too: an environment named without a version (@latest) moves between runs
-    "pipeline_jobs/hello_pipeline_job_with_registries.yml": ["MP112", "MP801"],
-    "pipeline_jobs/hello-pipeline-abc.yml": ["MP801"],
-    "pipeline_jobs/pipeline_job_init_finalize.yaml": ["MP801"],
-    "pipeline_jobs/serverless_compute/all_types/command/pipeline.yml": ["MP801"],
-    "pipeline_jobs/serverless_compute/pipeline_with_command.yml": ["MP801"],
-    "pipeline_jobs/serverless_compute/pipeline_with_queue_settings.yml": ["MP801"],
+    # MP802 too: an environment named by its label (azureml:NAME@latest) moves between runs
+    "pipeline_jobs/hello_pipeline_job_with_registries.yml": ["MP112", "MP802"],
+    "pipeline_jobs/hello-pipeline-abc.yml": ["MP802"],
+    "pipeline_jobs/pipeline_job_init_finalize.yaml": ["MP802"],
+    "pipeline_jobs/serverless_compute/all_types/command/pipeline.yml": ["MP802"],
+    "pipeline_jobs/serverless_compute/pipeline_with_command.yml": ["MP802"],
+    "pipeline_jobs/serverless_compute/pipeline_with_queue_settings.yml": ["MP802"],
+    "command_job/command_job_registry.yml": ["MP802"],
     # MP802: data read from a URL or a datastore path, which can change behind the same text
+    "command_job/command_job_input_types.yml": ["MP802"],  # azureml://fake/url.json
+    "command_job/command_job_inputs_dataset_short_form_test.yml": ["MP802"],  # ...@latest
+    "command_job/command_job_inputs_dataset_test.yml": ["MP802"],  # https://
+    "command_job/command_job_inputs_incorrect_datastore_test.yml": ["MP802"],  # https://
+    "command_job/command_job_test_with_dataset.yml": ["MP802"],  # a datastore path
+    "command_job/inlined_assets.yaml": ["MP802", "MP803"],  # https://; an image by tag
     "pipeline_jobs/helloworld_pipeline_job_data_options.yml": ["MP802"] * 7,
     "pipeline_jobs/mixed_output_path_setting.yaml": ["MP802"],
     "pipeline_jobs/node_output_path_setting.yaml": ["MP802"],
@@ -69,6 +76,13 @@ FINDINGS = {
     "pipeline_jobs/serverless_compute/all_types/sweep/pipeline.yml": ["MP803"],
     "pipeline_jobs/serverless_compute/none_pipeline_default_compute_valid/pipeline.yml":
         ["MP803"],
+    "command_job/command_job_dist_ray.yml": ["MP803"],  # rayproject/ray:latest
+    "command_job/command_job_test_local_env.yml": ["MP803"],  # no tag
+    "command_job/command_job_test_yaml_ref.yml": ["MP803"],  # no tag
+    "command_job/simple_train_test.yml": ["MP803"],  # no tag
+    # MP511: a TensorFlow distribution with 3 parameter servers in an environment that names
+    # no TensorFlow 1.x (an inference from the names: the warning says so)
+    "command_job/dist_job_3.yml": ["MP511"],
     # MP604 too: job_in_number 10.01 feeds integer inputs; Azure ML reads it as 10
     "pipeline_jobs/helloworld_pipeline_job_inline_comps.yml": ["MP112", "MP604", "MP604"],
     # MP602: a declared pipeline output that no job binds (registered, but never written)

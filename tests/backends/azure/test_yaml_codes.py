@@ -1,5 +1,5 @@
-"""The codes about Azure ML YAML (MP103 on a nested pipeline, MP603, MP604) and the export's
-own (MP605, MP606): each has a triggering and a near-identical clean fixture."""
+"""The codes about Azure ML YAML (MP103 on a nested pipeline, MP114, MP115, MP603, MP604) and
+the export's own (MP605, MP606): each has a triggering and a near-identical clean fixture."""
 import pathlib
 
 import pytest
@@ -20,6 +20,12 @@ def diagnostics(name):
 
 @pytest.mark.parametrize("code, line, severity, message", [
     ("MP103", 8, "error", "pipeline 'fit_twice' has no input 'dat' (step 'twice')"),
+    ("MP114", 2, "error", "step 'mp114_bad' runs code from tests/fixtures/azure/codes/trainer, "
+                          "which does not exist: azure-ai-ml refuses the job (\"Can't find "
+                          "directory or file\") and there is nothing to run here"),
+    ("MP115", 2, "error", "type: Command is not how azure-ai-ml spells the command job type: "
+                          "its load_job compares the text exactly and refuses it as "
+                          "\"Unsupported job type: Command\"; mlpipe reads it as command"),
     ("MP603", 8, "info", "step 'fit' is a sweep job: mlpipe checks its wiring and exports it, "
                          "but it runs only on Azure ML"),
     ("MP604", 9, "warning", "parameter 'fit.epochs' (int) gets 10.5 from pipeline input "
