@@ -69,6 +69,12 @@ class PortMarker:
     description: str | None = None
     problem: str | None = None
 
+    @property
+    def port_kind(self) -> AssetType:
+        """The kind of a well-formed marker (one whose ``problem`` is None)."""
+        assert self.kind is not None, self.problem
+        return self.kind
+
 
 @dataclass(frozen=True, slots=True)
 class ParamMarker:
@@ -80,6 +86,12 @@ class ParamMarker:
     choices: tuple[Any, ...] | None = None
     description: str | None = None
     problem: str | None = None
+
+    @property
+    def python_type(self) -> type:
+        """The type of a well-formed marker (one whose ``problem`` is None)."""
+        assert self.type is not None, self.problem
+        return self.type
 
 
 def _port_type(direction: str, target: Any, description: str | None) -> PortMarker:
@@ -199,7 +211,8 @@ def _param(item: Any) -> Any:
         return bad(f"{constraint!r} is not a Param constraint; use low:high for a range or "
                    f"a list of choices")
     if is_enum:
-        choices = tuple(m.value for m in typ) if choices is None else tuple(
+        members = typing.cast("type[enum.Enum]", typ)
+        choices = tuple(m.value for m in members) if choices is None else tuple(
             c.value if isinstance(c, enum.Enum) else c for c in choices)
     return Annotated[typ, ParamMarker(typ, minimum, maximum, choices, description)]
 

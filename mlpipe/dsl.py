@@ -124,6 +124,7 @@ class Component(Generic[F]):
     @property
     def spec(self) -> ComponentSpec:
         if self._spec is None:
+            assert self._build is not None  # set whenever _spec is not
             self._spec = self._build()
         return self._spec
 
@@ -160,12 +161,12 @@ def component(*, name: str | None = ..., version: str = ..., display_name: str |
               reuse: bool = ..., reads: Sequence[str] = ...) -> Callable[[F], Component[F]]: ...
 
 
-def component(fn: FunctionType | None = None, *, name: str | None = None, version: str = "1",
+def component(fn: F | None = None, *, name: str | None = None, version: str = "1",
               display_name: str | None = None, description: str | None = None,
               environment: Environment | None = None, compute: Compute | str | None = None,
               instances: int = 1, distribution: Distribution | None = None,
               environment_variables: Mapping[str, str] | None = None, reuse: bool = True,
-              reads: Sequence[str] = ()):
+              reads: Sequence[str] = ()) -> Component[F] | Callable[[F], Component[F]]:
     """Declare a component: a step whose body is the decorated function.
 
     Args:
@@ -202,7 +203,7 @@ def component(fn: FunctionType | None = None, *, name: str | None = None, versio
                    instances=instances, distribution=distribution,
                    environment_variables=environment_variables, reuse=reuse, reads=reads)
 
-    def wrap(f: FunctionType) -> Component:
+    def wrap(f: F) -> Component[F]:
         fields = _component_fields(f, options)
         return Component(f, lambda: ComponentSpec(**fields, code_digest=code_digest(f)),
                          fields["params"], fields)
@@ -280,7 +281,7 @@ class Pipeline:
     Called inside another pipeline, it becomes one (nested) step of that pipeline.
     """
 
-    def __init__(self, fn: FunctionType, name: str, version: str | None,
+    def __init__(self, fn: Callable[..., Any], name: str, version: str | None,
                  description: str | None) -> None:
         self.fn = fn
         self.name = name
@@ -316,8 +317,16 @@ class Pipeline:
         return f"<pipeline {self.name}>"
 
 
-def pipeline(fn: FunctionType | None = None, *, name: str | None = None,
-             version: str | None = None, description: str | None = None):
+@overload
+def pipeline(fn: Callable[..., Any]) -> Pipeline: ...
+@overload
+def pipeline(*, name: str | None = ..., version: str | None = ...,
+             description: str | None = ...) -> Callable[[Callable[..., Any]], Pipeline]: ...
+
+
+def pipeline(fn: Callable[..., Any] | None = None, *, name: str | None = None,
+             version: str | None = None,
+             description: str | None = None) -> Pipeline | Callable[[Callable[..., Any]], Pipeline]:
     """Declare a pipeline: a function that wires components (or pipelines) together.
 
     The function's arguments are the pipeline's inputs (artifacts or parameters, annotated or
@@ -335,7 +344,7 @@ def pipeline(fn: FunctionType | None = None, *, name: str | None = None,
         ...     p = prepare(raw=raw, split=split)
         ...     return {"examples": p.examples}
     """
-    def wrap(f: FunctionType) -> Pipeline:
+    def wrap(f: Callable[..., Any]) -> Pipeline:
         if not isinstance(f, FunctionType):
             raise DefinitionError(f"@pipeline decorates a function, not {type(f).__name__}",
                                   hint="put @pipeline directly above a def")

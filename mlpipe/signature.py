@@ -10,7 +10,7 @@ import inspect
 import typing
 from dataclasses import replace
 from types import FunctionType
-from typing import Any
+from typing import Any, NoReturn
 
 from mlpipe.annotations import Param, ParamMarker, PortMarker, param_marker
 from mlpipe.errors import DefinitionError
@@ -23,7 +23,8 @@ _ANNOTATE_HINT = ("annotate it as Input[...] (an artifact read), Output[...] (an
                   "written) or Param[...] (a scalar setting)")
 
 
-def _fail(message: str, hint: str | None, src: FunctionSource, param: str | None = None):
+def _fail(message: str, hint: str | None, src: FunctionSource,
+          param: str | None = None) -> NoReturn:
     loc = src.location(param)
     raise DefinitionError(message, hint=hint, file=loc.file if loc else None,
                           line=loc.line if loc else None)
@@ -84,7 +85,8 @@ def read_component_signature(fn: FunctionType, what: str, src: FunctionSource
         if marker.problem:
             _fail(f"parameter {name!r} of {what}: {marker.problem}", None, src, name)
         if isinstance(marker, PortMarker):
-            port = PortSpec(name, marker.kind, marker.contract, description=marker.description)
+            port = PortSpec(name, marker.port_kind, marker.contract,
+                            description=marker.description)
             if marker.direction == "Output":
                 if has_default:
                     _fail(f"output {name!r} of {what} has a default ({p.default!r}); an output "
@@ -95,7 +97,7 @@ def read_component_signature(fn: FunctionType, what: str, src: FunctionSource
                     _fail(f"input {name!r} of {what} has the default {p.default!r}; an input's "
                           f"default can only be None (optional)",
                           "bind a data reference in the pipeline instead", src, name)
-                inputs.append(PortSpec(name, marker.kind, marker.contract,
+                inputs.append(PortSpec(name, marker.port_kind, marker.contract,
                                        optional=has_default, description=marker.description))
         else:
             default = p.default if has_default else inspect.Parameter.empty
@@ -113,7 +115,7 @@ def _show(hint: Any) -> str:
 
 def _param_spec(name: str, marker: ParamMarker, default: Any, what: str,
                 src: FunctionSource) -> ParamSpec:
-    ptype = param_type_of(marker.type)
+    ptype = param_type_of(marker.python_type)
     enum_class = marker.type if ptype is ParamType.ENUM else None
     spec = ParamSpec(name, ptype, required=default is inspect.Parameter.empty,
                      minimum=marker.minimum, maximum=marker.maximum, choices=marker.choices,

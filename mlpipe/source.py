@@ -11,9 +11,10 @@ import inspect
 import os
 import sys
 import sysconfig
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from types import CodeType, FunctionType
+from typing import TypeGuard, cast
 
 from mlpipe.digests import digest_of
 from mlpipe.modules import module_file
@@ -110,7 +111,7 @@ def _dump(node: ast.AST) -> str:
     same text as dumping a fresh parse of ``ast.unparse(node)`` with them stripped, without
     the unparse and parse (most of a code digest's time).
     """
-    module = node if isinstance(node, ast.Module) else ast.Module([node], [])
+    module = node if isinstance(node, ast.Module) else ast.Module([cast(ast.stmt, node)], [])
     cut = []
     for sub in ast.walk(module):
         body = getattr(sub, "body", None)
@@ -187,7 +188,7 @@ def _top_level_definitions(tree: ast.Module) -> tuple[dict[str, list[ast.stmt]],
     return defs, stars
 
 
-def _is_local_file(path: str | None) -> bool:
+def _is_local_file(path: str | None) -> TypeGuard[str]:
     if not path or not path.endswith(".py"):
         return False
     real = os.path.realpath(path)
@@ -229,7 +230,9 @@ def _imported_modules(stmt: ast.Import | ast.ImportFrom, package: str | None) ->
         yield sub if _module_file(sub) else base
 
 
-def _package_of(path: str) -> str | None:
+def _package_of(path: str | None) -> str | None:
+    if path is None:
+        return None
     for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None)
         if file and (file == path or (not os.path.isabs(file) and os.path.abspath(file) == path)):
@@ -237,7 +240,8 @@ def _package_of(path: str) -> str | None:
     return None
 
 
-def _local_import_digests(stmts: list[ast.stmt], path: str, seen: set[str]) -> dict[str, str]:
+def _local_import_digests(stmts: Sequence[ast.stmt], path: str | None,
+                          seen: set[str]) -> dict[str, str]:
     package = _package_of(path)
     found: dict[str, str] = {}
     for stmt in stmts:
@@ -325,6 +329,7 @@ def code_digest(fn: FunctionType) -> str:
         material = {"bytecode": _bytecode_material(fn.__code__)}
         return digest_of(material)
 
+    assert tree is not None  # a node was found in it
     defs, stars = _top_level_definitions(tree)
     included: list[ast.stmt] = []
     included_ids: set[int] = set()

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import FrameType
-from typing import Any
+from typing import Any, NoReturn
 
 from mlpipe.annotations import ParamMarker, PortMarker
 from mlpipe.errors import DefinitionError, with_article
@@ -47,7 +47,7 @@ def suggest_name(name: str) -> str:
     return s if s and s[0].isalpha() else f"c_{s}"
 
 
-def fail(message: str, hint: str | None, loc: Location | None) -> None:
+def fail(message: str, hint: str | None, loc: Location | None) -> NoReturn:
     raise DefinitionError(message, hint=hint, file=loc.file if loc else None,
                           line=loc.line if loc else None)
 
@@ -227,14 +227,19 @@ def name_steps(trace: Trace) -> None:
 
 def _binding(value: Any) -> Binding:
     if isinstance(value, OutputRef):
-        return StepOutput(value.builder.name, value.port)
+        return StepOutput(_named(value.builder.name), value.port)
     if isinstance(value, InputRef):
-        return PipelineInput(value.name)
+        return PipelineInput(_named(value.name))
     return value
 
 
+def _named(name: str | None) -> str:
+    assert name is not None  # steps and inputs are named before specs are built
+    return name
+
+
 def step_spec(b: _StepBuilder) -> StepSpec:
-    return StepSpec(name=b.name, target=b.target.spec,
+    return StepSpec(name=_named(b.name), target=b.target.spec,
                     bindings=tuple((k, _binding(v)) for k, v in b.values.items()),
                     location=b.location, explicit_name=b.explicit)
 
@@ -259,7 +264,7 @@ def pipeline_outputs(result: Any, trace: Trace, what: str, src: FunctionSource
         return (), None
     if isinstance(result, StepHandle):
         b = result._builder
-        return tuple((n, StepOutput(b.name, n)) for n in b.output_names()), None
+        return tuple((n, StepOutput(_named(b.name), n)) for n in b.output_names()), None
     if isinstance(result, OutputRef):
         return ((result.port, output_binding(result, trace, what, src, "its output")),), None
     if isinstance(result, Mapping):
@@ -296,15 +301,17 @@ def pipeline_input(name: str, marker: Any, defaults: dict[str, Any],
     has_default = name in defaults
     default = defaults.get(name)
     loc = src.location(name)
-    common = dict(name=name, required=not has_default, default=default, location=loc)
+    common: dict[str, Any] = dict(name=name, required=not has_default, default=default,
+                                  location=loc)
     if isinstance(marker, PortMarker):
-        port = PortSpec(name, marker.kind, marker.contract, optional=has_default)
+        port = PortSpec(name, marker.port_kind, marker.contract, optional=has_default)
         return PipelineInputSpec(role=InputRole.ARTIFACT, kind=marker.kind, port=port, **common)
     if isinstance(marker, ParamMarker):
-        param = ParamSpec(name, param_type_of(marker.type), required=not has_default,
+        typ = marker.python_type
+        param = ParamSpec(name, param_type_of(typ), required=not has_default,
                           default=default, minimum=marker.minimum, maximum=marker.maximum,
                           choices=marker.choices,
-                          enum_class=(marker.type if isinstance(marker.type, enum.EnumMeta)
+                          enum_class=(typ if isinstance(typ, type) and issubclass(typ, enum.Enum)
                                       else None))
         _no_secret_default(name, param, default, src)
         return PipelineInputSpec(role=InputRole.PARAM, param=param, **common)
@@ -314,8 +321,8 @@ def pipeline_input(name: str, marker: Any, defaults: dict[str, Any],
     if artifact_uses:
         kind = next((u.kind for u in artifact_uses if u.kind is not None), None)
         return PipelineInputSpec(role=InputRole.ARTIFACT, kind=kind, **common)
-    params = [u.param if isinstance(u, PipelineInputSpec) else u for u in uses
-              if isinstance(u, ParamSpec) or (isinstance(u, PipelineInputSpec) and u.param)]
+    params = [p for p in (u.param if isinstance(u, PipelineInputSpec) else u for u in uses)
+              if isinstance(p, ParamSpec)]
     if params:
         param = replace(params[0], name=name, required=not has_default,
                         default=default if has_default else None)
