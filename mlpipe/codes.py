@@ -285,6 +285,28 @@ DECLARED_WRITER_NEVER_WROTE = _code(
     "MP527", "declared-writer-never-wrote", ERROR,
     "An output's declared writer (or, for a sharded output, a rank) wrote nothing to it.")
 
+# --- MP528-MP539: a step's code against its declared launch (mlpipe.checks.launch)
+WORKERS_STARTED_IN_BODY = _code(
+    "MP528", "workers-started-in-body", ERROR,
+    "A step's code starts its own worker processes (torch.multiprocessing.spawn, an elastic "
+    "launch, a launcher's entry point) although Azure ML starts the step's processes.")
+LAUNCH_VARIABLE_OVERWRITTEN = _code(
+    "MP529", "launch-variable-overwritten", ERROR,
+    "A distributed step's code overwrites a launch variable Azure ML injects into each process "
+    "(RANK, WORLD_SIZE, MASTER_ADDR, TF_CONFIG, ...).")
+FOREIGN_DISTRIBUTION_STRATEGY = _code(
+    "MP530", "foreign-distribution-strategy", ERROR,
+    "A step's code coordinates through another framework than its declared distribution "
+    "(tf.distribute in a PyTorch job, torch.distributed in a TensorFlow job, Horovod or mpi4py "
+    "without MPI).")
+TF_WORKERS_INSTANCES_MISMATCH = _code(
+    "MP531", "tf-workers-instances-mismatch", ERROR,
+    "A TensorFlow distribution's worker count disagrees with the step's instances.")
+DISTRIBUTION_WITHOUT_COORDINATION = _code(
+    "MP532", "distribution-without-coordination", WARNING,
+    "A distributed step's code, read statically with the local modules it imports, uses no "
+    "distributed API: each process would train alone.")
+
 # --- MP6xx: Azure ML YAML import (mlpipe.backends.azure.importer)
 UNREADABLE_BINDING_EXPRESSION = _code(
     "MP601", "unreadable-binding-expression", ERROR,
@@ -320,6 +342,14 @@ ENVIRONMENT_WITHOUT_MLPIPE = _code(
     "MP631", "environment-without-mlpipe", WARNING,
     "A function step's environment has a conda file that does not list mlpipe, which its "
     "command runs.")
+FRAMEWORK_MISSING_FROM_ENVIRONMENT = _code(
+    "MP632", "framework-missing-from-environment", ERROR,
+    "A step's declared distribution or its code needs a framework (torch, tensorflow, horovod, "
+    "...) that its environment's conda/pip specification does not install.")
+ACCELERATOR_CODE_ON_CPU_SIZE = _code(
+    "MP633", "accelerator-code-on-cpu-size", ERROR,
+    "A step on a VM size without a GPU puts work on a GPU unconditionally (.cuda(), "
+    "torch.device('cuda'), backend='nccl').")
 
 # --- MP660-MP679: evidence of what lives only on Azure ML (mlpipe.evidence.findings,
 #     mlpipe.evidence.verify)

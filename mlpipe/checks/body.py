@@ -1,10 +1,14 @@
 """What a component's body does, read from its source without importing or running anything:
-the modules it imports, the environment variables it sets, the launchers it starts, where it
-puts tensors on an accelerator or back on the CPU.
+the modules it imports, the names it uses, the environment variables it sets, the launchers
+and worker processes it starts, and where it puts work on an accelerator.
 
-The facts are what the checks of MP509, MP518, MP519 and MP630 need; a body whose source cannot be
-read (a script component, a function built at run time) has no facts (None), and those checks
-stay silent about it.
+The body is the component's function, the module-level statements of its file, and the
+functions of that file it calls by name (transitively); ``names_used`` follows it further,
+into the local modules it imports. A script component's body is its script (``python x.py``
+in its code folder). A body whose source cannot be read (a function built at run time, a
+script that is not there) has no facts (None), and the checks that need them stay silent.
+The checks of docs/rules.md that read code (MP509, MP518, MP519, MP528-MP532, MP630, MP632, MP633)
+take their facts from here.
 """
 from __future__ import annotations
 
@@ -47,15 +51,24 @@ _NOT_LOCAL = tuple(os.path.realpath(p) + os.sep for p in {
 
 @dataclass(frozen=True, slots=True)
 class BodyFacts:
-    """What the source of one component function (and its module's top level) shows.
+    """What the source of one component's body shows.
 
-    ``imports``: every module imported by the function or at the top of its module (dotted
-    names; relative imports resolved against the module's package). ``env_sets``: each
-    environment variable the body (or module top level) sets, with its line. ``commands``:
-    each command line started through ``subprocess``/``os``, with its line. ``devices``: each
-    place the code names an accelerator (``.cuda()``, ``"cuda:0"``, ``"nccl"``,
-    ``torch.cuda.set_device``, ``mlpipe.runtime.device()``), with its line; ``cpu_moves``: each
-    place it moves something to the CPU (``.cpu()``, ``.to("cpu")``, ``map_location=``).
+    ``imports``: every module imported by the body (dotted names; relative imports resolved
+    against the module's package). ``env_sets``: each environment variable the body sets,
+    with its line; ``env_overwrites`` the same, less those set only where unset
+    (``os.environ.setdefault``). ``commands``: each command line started through
+    ``subprocess``/``os``, with its line. ``devices``: each place the code names an
+    accelerator (``.cuda()``, ``"cuda:0"``, ``"nccl"``, ``torch.cuda.set_device``,
+    ``mlpipe.runtime.device()``), with its line; ``cpu_moves``: each place it moves something
+    to the CPU (``.cpu()``, ``.to("cpu")``, ``map_location=``). ``names``: each dotted name the
+    body uses that resolves through its imports (``torch.distributed.init_process_group``),
+    with its first line. ``gpu_calls``: each call that puts work on a GPU whatever is there
+    (``.cuda()``, ``torch.device("cuda")``, ``backend="nccl"``) outside any condition, with its
+    line; ``device_checked``: whether the body asks if a GPU is there at all
+    (``torch.cuda.is_available()`` and the like).
+    ``empty``: the function's body is only a docstring, ``pass`` or ``...`` (a stub).
+    ``package``: the package its module lies in. ``env_reads``: the environment variables it
+    reads by name (``os.environ["RANK"]``, ``os.environ.get``, ``os.getenv``).
     """
 
     file: str
@@ -64,6 +77,26 @@ class BodyFacts:
     commands: tuple[tuple[str, int], ...]
     devices: tuple[tuple[str, int], ...] = ()
     cpu_moves: tuple[tuple[str, int], ...] = ()
+    env_overwrites: tuple[tuple[str, int], ...] = ()
+    names: tuple[tuple[str, int], ...] = ()
+    gpu_calls: tuple[tuple[str, int], ...] = ()
+    device_checked: bool = False
+    empty: bool = False
+    package: str | None = None
+    env_reads: frozenset[str] = frozenset()
+
+    def uses(self, *prefixes: str) -> tuple[str, int] | None:
+        """The first name used (or module imported) that is one of ``prefixes`` or lies
+        below one, with its line (0 for an import alone); None when there is none."""
+        hits = [(line, -len(name), name) for name, line in self.names
+                if any(name == p or name.startswith(p + ".") for p in prefixes)]
+        if hits:
+            line, _, name = min(hits)
+            return name, line
+        for name in sorted(self.imports):
+            if any(name == p or name.startswith(p + ".") for p in prefixes):
+                return name, 0
+        return None
 
 
 def _function_node(tree: ast.Module, name: str, line: int) -> ast.AST | None:
@@ -160,6 +193,17 @@ def _device_uses(sub: ast.AST) -> tuple[list[tuple[str, int]], list[tuple[str, i
     return gpu, cpu
 
 
+def _from_base(stmt: ast.ImportFrom, package: str | None) -> str | None:
+    base = stmt.module or ""
+    if stmt.level:
+        if not package:
+            return None
+        parts = package.split(".")
+        parts = parts[: len(parts) - stmt.level + 1]
+        base = ".".join([*parts, base] if base else parts)
+    return base
+
+
 def _resolve(stmt: ast.Import | ast.ImportFrom, package: str | None) -> list[str]:
     if isinstance(stmt, ast.Import):
         return [alias.name for alias in stmt.names]
@@ -197,52 +241,236 @@ def _top_level(tree: ast.Module) -> list[ast.stmt]:
     return out
 
 
-def _scan(nodes: list[ast.AST], package: str | None
-          ) -> tuple[set[str], list[tuple[str, int]], list[tuple[str, int]]]:
-    imports, env, commands, _, _ = _scan_all(nodes, package)
-    return imports, env, commands
+_GPU_GUARDS = ("torch.cuda.is_available", "torch.cuda.device_count",
+               "torch.cuda.is_initialized", "torch.backends.mps",
+               "tensorflow.config.list_physical_devices",
+               "tensorflow.config.experimental.list_physical_devices",
+               "tensorflow.test.is_gpu_available",
+               "tensorflow.test.is_built_with_cuda", "jax.devices", "jax.device_count",
+               "mlpipe.runtime.device", "mlpipe.runtime.backend", "mlpipe.runtime.devices",
+               "accelerate", "lightning", "pytorch_lightning", "transformers")
 
 
-def _scan_all(nodes: list[ast.AST], package: str | None
-              ) -> tuple[set[str], list[tuple[str, int]], list[tuple[str, int]],
-                         list[tuple[str, int]], list[tuple[str, int]]]:
-    imports: set[str] = set()
-    env: list[tuple[str, int]] = []
-    commands: list[tuple[str, int]] = []
-    gpu: list[tuple[str, int]] = []
-    cpu: list[tuple[str, int]] = []
+def _aliases(nodes: list[ast.AST], package: str | None) -> dict[str, str]:
+    """Local name -> the dotted module or object it is bound to by an import."""
+    found: dict[str, str] = {}
     for root in nodes:
         for sub in ast.walk(root):
-            found_gpu, found_cpu = _device_uses(sub)
-            gpu += found_gpu
-            cpu += found_cpu
-            if isinstance(sub, (ast.Import, ast.ImportFrom)):
-                imports.update(_resolve(sub, package))
-            elif isinstance(sub, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-                targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
-                for t in targets:
-                    if isinstance(t, ast.Subscript) and _is_environ(t.value):
-                        key = _text(t.slice)
-                        if key:
-                            env.append((key, sub.lineno))
-            elif isinstance(sub, ast.Call):
-                env += [(n, sub.lineno) for n in _env_names(sub)]
-                cmd = _command(sub)
-                if cmd:
-                    commands.append((cmd, sub.lineno))
-    if "mlpipe.runtime.device" not in imports:
+            if isinstance(sub, ast.Import):
+                for alias in sub.names:
+                    if alias.asname:
+                        found[alias.asname] = alias.name
+                    else:
+                        top = alias.name.split(".")[0]
+                        found.setdefault(top, top)
+            elif isinstance(sub, ast.ImportFrom):
+                base = _from_base(sub, package)
+                for alias in sub.names:
+                    if alias.name != "*" and base is not None:
+                        found[alias.asname or alias.name] = \
+                            f"{base}.{alias.name}" if base else alias.name
+    return found
+
+
+def _dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or node.id not in aliases:
+        return None
+    return ".".join([aliases[node.id], *reversed(parts)])
+
+
+def _is_cuda_text(node: ast.AST | None) -> bool:
+    text = _text(node) if node is not None else None
+    if text is None:
+        return False
+    low = text.strip().lower()
+    return low == "cuda" or low.startswith("cuda:")
+
+
+def _device_use(call: ast.Call, name: str | None) -> str | None:
+    """What in this call puts work on a GPU whatever is there, or None."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "cuda" and not call.args[1:] and \
+            name is None:
+        return ".cuda()"
+    if name == "torch.cuda.set_device":
+        return "torch.cuda.set_device(...)"
+    if name == "torch.device" and call.args and _is_cuda_text(call.args[0]):
+        return f"{name.replace('tensorflow', 'tf')}({_text(call.args[0])!r})"
+    if name in ("torch.distributed.init_process_group", "deepspeed.init_distributed"):
+        backend = call.args[0] if call.args else next(
+            (k.value for k in call.keywords if k.arg in ("backend", "dist_backend")), None)
+        if _text(backend) == "nccl" if backend is not None else False:
+            return f"{name.rsplit('.', 1)[-1]}(backend='nccl')"
+    if isinstance(func, ast.Attribute) and func.attr == "to" and call.args and \
+            _is_cuda_text(call.args[0]):
+        return f".to({_text(call.args[0])!r})"
+    for kw in call.keywords:
+        if kw.arg in ("device", "map_location") and _is_cuda_text(kw.value):
+            return f"{kw.arg}={_text(kw.value)!r}"
+    return None
+
+
+class _Scan:
+    """One pass over a body's nodes: what each fact of BodyFacts needs."""
+
+    def __init__(self, package: str | None) -> None:
+        self.package = package
+        self.imports: set[str] = set()
+        self.env: list[tuple[str, int]] = []
+        self.overwrites: list[tuple[str, int]] = []
+        self.commands: list[tuple[str, int]] = []
+        self.names: dict[str, int] = {}
+        self.devices: list[tuple[str, int]] = []
+        self.gpu: list[tuple[str, int]] = []
+        self.cpu: list[tuple[str, int]] = []
+        self.env_reads: set[str] = set()
+        self.called: set[str] = set()
+        self.guarded: set[int] = set()
+
+    def run(self, nodes: list[ast.AST], aliases: dict[str, str]) -> None:
+        for root in nodes:
+            for sub in ast.walk(root):
+                if isinstance(sub, (ast.If, ast.IfExp, ast.Try, ast.While)) or (
+                        isinstance(sub, ast.BoolOp)):
+                    # what runs only on some condition is not "unconditionally on a GPU"
+                    self.guarded.update(id(n) for part in ast.iter_child_nodes(sub)
+                                        for n in ast.walk(part))
+            for sub in ast.walk(root):
+                self._one(sub, aliases)
+
+    def _one(self, sub: ast.AST, aliases: dict[str, str]) -> None:
+        found_gpu, found_cpu = _device_uses(sub)
+        self.gpu += found_gpu
+        self.cpu += found_cpu
+        if isinstance(sub, (ast.Import, ast.ImportFrom)):
+            self.imports.update(_resolve(sub, self.package))
+        elif isinstance(sub, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+            for t in targets:
+                if isinstance(t, ast.Subscript) and _is_environ(t.value):
+                    key = _text(t.slice)
+                    if key:
+                        self.env.append((key, sub.lineno))
+                        self.overwrites.append((key, sub.lineno))
+        elif isinstance(sub, ast.Subscript) and _is_environ(sub.value) and isinstance(
+                sub.ctx, ast.Load):
+            key = _text(sub.slice)
+            if key:
+                self.env_reads.add(key)
+        elif isinstance(sub, (ast.Attribute, ast.Name)) and isinstance(
+                getattr(sub, "ctx", None), ast.Load):
+            if isinstance(sub, ast.Name):
+                self.called.add(sub.id)  # called, or passed on (a spawn's target, a callback)
+            name = _dotted(sub, aliases)
+            if name is not None and (name not in self.names or sub.lineno < self.names[name]):
+                self.names[name] = sub.lineno
+        elif isinstance(sub, ast.Call):
+            found = _env_names(sub)
+            self.env += [(n, sub.lineno) for n in found]
+            if not (isinstance(sub.func, ast.Attribute) and sub.func.attr == "setdefault"):
+                self.overwrites += [(n, sub.lineno) for n in found]
+            cmd = _command(sub)
+            if cmd:
+                self.commands.append((cmd, sub.lineno))
+            if isinstance(sub.func, ast.Name):
+                self.called.add(sub.func.id)
+            func = sub.func
+            if sub.args and isinstance(func, ast.Attribute) and (
+                    (func.attr == "get" and _is_environ(func.value)) or (
+                    func.attr == "getenv" and isinstance(func.value, ast.Name)
+                    and func.value.id == "os")):
+                key = _text(sub.args[0])
+                if key:
+                    self.env_reads.add(key)
+            device = _device_use(sub, _dotted(sub.func, aliases))
+            if device is not None and id(sub) not in self.guarded:
+                self.devices.append((device, sub.lineno))
+
+
+def _scan(nodes: list[ast.AST], package: str | None
+          ) -> tuple[set[str], list[tuple[str, int]], list[tuple[str, int]]]:
+    scan = _Scan(package)
+    scan.run(nodes, {})
+    return scan.imports, scan.env, scan.commands
+
+
+def _helpers(tree: ast.Module) -> dict[str, ast.AST]:
+    return {n.name: n for n in tree.body
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+
+
+def _is_stub(node: ast.AST) -> bool:
+    body = getattr(node, "body", [])
+    return all(isinstance(s, ast.Pass) or (isinstance(s, ast.Expr) and isinstance(
+        s.value, ast.Constant)) for s in body)
+
+
+def _facts_of(path: str, tree: ast.Module, roots: list[ast.AST], package: str | None,
+              empty: bool) -> BodyFacts:
+    """The facts of ``roots`` and of the functions of ``tree`` they call by name."""
+    helpers = _helpers(tree)
+    nodes = [*roots, *_top_level(tree)]
+    aliases = _aliases([*nodes, *helpers.values()], package)
+    scan = _Scan(package)
+    pending, seen = list(nodes), set()
+    while pending:
+        node = pending.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        scan.run([node], aliases)
+        pending += [h for n in scan.called
+                    if (h := helpers.get(n)) is not None and id(h) not in seen]
+    names = tuple(sorted(scan.names.items(), key=lambda e: (e[1], e[0])))
+    checked = any(n == g or n.startswith(g + ".") for n, _ in names for g in _GPU_GUARDS) or \
+        any(i.split(".")[0] in _GPU_GUARDS for i in scan.imports)
+    gpu = scan.gpu
+    if "mlpipe.runtime.device" not in scan.imports:
         gpu = [g for g in gpu if g[0] != "device()"]
     else:
         gpu = [("mlpipe.runtime.device()", g[1]) if g[0] == "device()" else g for g in gpu]
-    return imports, env, commands, gpu, cpu
+    return BodyFacts(
+        path, frozenset(scan.imports), tuple(sorted(set(scan.env), key=lambda e: e[1])),
+        tuple(scan.commands), devices=tuple(sorted(set(gpu), key=lambda e: e[1])),
+        cpu_moves=tuple(sorted(set(scan.cpu), key=lambda e: e[1])),
+        env_overwrites=tuple(sorted(set(scan.overwrites), key=lambda e: e[1])), names=names,
+        gpu_calls=tuple(sorted(set(scan.devices), key=lambda e: e[1])),
+        device_checked=checked, empty=empty, package=package,
+        env_reads=frozenset(scan.env_reads))
 
 
 _CACHE: dict[tuple[str, str, int, int], BodyFacts | None] = {}
+_SCRIPT = re.compile(r"(?:^|[\s;&|(])python[\d.]*\s+(?:-u\s+)?([\w./-]+\.py)\b")
+
+
+def _script_facts(component: ComponentSpec) -> BodyFacts | None:
+    """A script component's facts: the script its command runs, read whole."""
+    m = _SCRIPT.search(component.command or "")
+    if m is None or component.code is None:
+        return None
+    path = os.path.join(component.code, m.group(1))
+    try:
+        mtime = os.stat(path).st_mtime_ns
+    except OSError:
+        return None
+    key = (path, "", 0, mtime)
+    if key not in _CACHE:
+        tree = parse_file(path)
+        _CACHE[key] = None if tree is None else _facts_of(
+            path, tree, [tree], None, not any(
+                not isinstance(s, (ast.Import, ast.ImportFrom)) for s in tree.body))
+    return _CACHE[key]
 
 
 def body_facts(component: ComponentSpec) -> BodyFacts | None:
-    """The facts of ``component``'s function, or None when its source cannot be read."""
-    if component.function is None or component.location is None:
+    """The facts of ``component``'s body, or None when its source cannot be read."""
+    if component.function is None:
+        return _script_facts(component) if component.command else None
+    if component.location is None:
         return None
     path = component.location.file
     tree = parse_file(path)
@@ -260,11 +488,7 @@ def body_facts(component: ComponentSpec) -> BodyFacts | None:
     node = _function_node(tree, name, component.location.line)
     facts = None
     if node is not None:
-        package = _package(module)
-        imports, env, commands, gpu, cpu = _scan_all([node, *_top_level(tree)], package)
-        facts = BodyFacts(path, frozenset(imports), tuple(sorted(set(env), key=lambda e: e[1])),
-                          tuple(commands), tuple(sorted(set(gpu), key=lambda e: e[1])),
-                          tuple(sorted(set(cpu), key=lambda e: e[1])))
+        facts = _facts_of(path, tree, [node], _package(module), _is_stub(node))
     _CACHE[key] = facts
     return facts
 
@@ -304,3 +528,52 @@ def uses_accelerator(facts: BodyFacts) -> bool | None:
         pkg = name if is_package else name.rpartition(".")[0]
         pending += list(_scan([tree], pkg or None)[0])
     return None if unknown else False
+
+
+_MODULE_NAMES: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+
+
+def _module_names(path: str, package: str | None) -> tuple[frozenset[str], frozenset[str]]:
+    """(names used, modules imported) anywhere in the module at ``path``."""
+    if path not in _MODULE_NAMES:
+        tree = parse_file(path)
+        if tree is None:
+            _MODULE_NAMES[path] = (frozenset(), frozenset({""}))  # "" marks unreadable
+        else:
+            scan = _Scan(package)
+            scan.run([tree], _aliases([tree], package))
+            _MODULE_NAMES[path] = (frozenset(scan.names), frozenset(scan.imports))
+    return _MODULE_NAMES[path]
+
+
+def names_used(facts: BodyFacts) -> tuple[frozenset[str], bool]:
+    """Every dotted name (and imported module) the body uses, followed into the local modules
+    it imports (transitively), and whether that reading is complete: False when a module it
+    imports cannot be told (not installed here, or unreadable), so an absence proves nothing.
+    """
+    found = {n for n, _ in facts.names} | set(facts.imports)
+    pending = list(facts.imports)
+    seen: set[str] = set()
+    complete = True
+    while pending:
+        name = pending.pop()
+        if name in seen or not name:
+            continue
+        seen.add(name)
+        top = name.split(".")[0]
+        if top in sys.stdlib_module_names or top == "mlpipe" or top in ACCELERATOR_MODULES:
+            continue
+        file, is_package = module_file(name)
+        if file is None:
+            if name == top or module_file(top)[0] is None:
+                complete = False
+            continue
+        if not _is_local(file):
+            continue
+        pkg = name if is_package else name.rpartition(".")[0]
+        names, imports = _module_names(os.path.abspath(file), pkg or None)
+        if "" in imports:
+            complete = False
+        found |= names | imports
+        pending += [i for i in imports if i]
+    return frozenset(found), complete
