@@ -1,4 +1,5 @@
-"""Tabular schema contracts: columns with dtype, unit, nullability, role and feature order.
+"""Tabular schema contracts: columns with dtype, unit, nullability, role and feature order, and
+the split a table declares (a ``split`` column, or one folder of tables per split).
 
 Compile-time rule and run-time validation of CSV and Parquet files (through pyarrow, the
 ``mlpipe[tabular]`` extra, imported only when a table is validated). Knows nothing of specs.
@@ -19,7 +20,9 @@ from mlpipe.contracts.units import compare_units
 from mlpipe.errors import ContractError, DefinitionError, UsageError
 
 DTYPES = ("int32", "int64", "float32", "float64", "string", "bool", "timestamp")
-ROLES = ("key", "feature", "label", "weight", "other")
+ROLES = ("key", "feature", "label", "weight", "split", "other")
+#: The folder layouts a table laid out by split may have: one folder per split.
+_LAYOUTS = ("{split}/{file}",)
 _HEADER = re.compile(r"^(?P<name>.*?)\s*\[(?P<unit>[^\]]*)\]$")
 _TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
 
@@ -33,7 +36,8 @@ class Column:
         dtype: one of ``int32 int64 float32 float64 string bool timestamp``.
         unit: the physical unit of the values (``"mm"``, ``"s"``, ``"USD"``), if any.
         nullable: whether a value may be missing.
-        role: ``key``, ``feature``, ``label``, ``weight`` or ``other``.
+        role: ``key``, ``feature``, ``label``, ``weight``, ``split`` (the split each row
+            belongs to: a reviewed split declared in the table) or ``other``.
 
     Example:
         >>> Column("length", "float64", unit="mm")
@@ -73,10 +77,18 @@ class TabularSchema(Contract):
         columns: the columns the table must have; a file may have more (safe widening).
         ordered: whether the order of the ``feature`` columns matters to the consumer.
         version: ``MAJOR`` or ``MAJOR.MINOR`` (see docs/contracts.md).
+        splits: the split names the table declares: the values its ``split`` column may hold,
+            or the folders of its layout. None: any.
+        layout: ``"{split}/{file}"``: a folder with one folder of tables per split
+            (``train/parts.csv``, ``test/parts.csv``); the artifact then travels as a folder.
+            None: one table (a file, or a folder of tables).
 
     Example:
         >>> PARTS = TabularSchema("parts", columns=[Column("id", "string", role="key"),
         ...                                         Column("length", "float64", unit="mm")])
+        >>> REVIEWED = TabularSchema("parts", columns=[Column("id", "string", role="key"),
+        ...                                            Column("split", "string", role="split")],
+        ...                          splits=["train", "test"])
     """
 
     kind = "tabular-schema"
@@ -89,9 +101,26 @@ class TabularSchema(Contract):
     columns: Sequence[Column] = ()
     ordered: bool = False
     version: str = "1"
+    splits: Sequence[str] | None = None
+    layout: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if isinstance(self.splits, str):
+            raise DefinitionError(f"TabularSchema {self.name!r}: splits is a list of split "
+                                  f"names, not {self.splits!r}",
+                                  hint=f"write splits=[{self.splits!r}]")
+        if self.splits is not None:
+            object.__setattr__(self, "splits", tuple(str(x) for x in self.splits))
+        if self.layout is not None:
+            if self.layout not in _LAYOUTS:
+                raise DefinitionError(f"TabularSchema {self.name!r}: layout {self.layout!r} is "
+                                      f"not one of {', '.join(map(repr, _LAYOUTS))}",
+                                      hint='write layout="{split}/{file}" (one folder of '
+                                           'tables per split), or no layout')
+            # one folder of tables per split: the artifact is a folder, its files keep names
+            object.__setattr__(self, "transport", AssetType.URI_FOLDER)
+            object.__setattr__(self, "file_suffix", "")
         cols = tuple(self.columns)
         if not all(isinstance(c, Column) for c in cols):
             raise DefinitionError(f"TabularSchema {self.name!r}: columns must be Column(...) "
@@ -102,6 +131,30 @@ class TabularSchema(Contract):
             raise DefinitionError(f"TabularSchema {self.name!r} declares column {dupes[0]!r} "
                                   f"twice", hint="give each column one declaration")
         object.__setattr__(self, "columns", cols)
+        split_cols = [c.name for c in cols if c.role == "split"]
+        if len(split_cols) > 1:
+            raise DefinitionError(f"TabularSchema {self.name!r} declares {len(split_cols)} "
+                                  f"split columns ({', '.join(split_cols)}); a row belongs to "
+                                  f"one split", hint="give one column role='split'")
+
+    def spec(self) -> dict[str, Any]:
+        """As every contract's, with ``splits`` and ``layout`` only where declared (so a
+        schema that declares neither keeps the digest it had before they existed)."""
+        found = super().spec()
+        for key in ("splits", "layout"):
+            if found.get(key) is None:
+                found.pop(key, None)
+        return found
+
+    @property
+    def split_column(self) -> str | None:
+        """The name of the column that says which split each row belongs to, if any."""
+        return next((c.name for c in self.columns if c.role == "split"), None)
+
+    @property
+    def declares_splits(self) -> bool:
+        """Whether the table declares its split: a split column or a layout by split."""
+        return self.split_column is not None or self.layout is not None
 
     def column(self, name: str) -> Column | None:
         return next((c for c in self.columns if c.name == name), None)
@@ -113,6 +166,18 @@ class TabularSchema(Contract):
 
     def differences(self, required: Contract) -> Iterator[Difference]:
         assert isinstance(required, TabularSchema)
+        if required.layout is not None and self.layout != required.layout:
+            yield Difference(f"the table is laid out as {self.layout or 'one table'!r} but the "
+                             f"consumer reads {required.layout!r}",
+                             "declare the same layout on both ports")
+        if required.splits is not None and self.splits is not None:
+            extra = [x for x in self.splits if x not in required.splits]
+            if extra:
+                # as for images: the splits a consumer accepts are a safety contract
+                yield Difference(f"split {extra[0]!r} is produced but the consumer accepts "
+                                 f"only {', '.join(required.splits)}",
+                                 f"stop producing {extra[0]!r}, or add it to the consumer's "
+                                 f"splits", "split-missing")
         for want in required.columns:
             have = self.column(want.name)
             if have is None:
@@ -174,6 +239,9 @@ class TabularSchema(Contract):
             ContractError: naming the file, the column and, for a bad value, the row.
         """
         path = Path(path)
+        if self.layout is not None:
+            self._validate_layout(path)
+            return
         if path.is_dir():
             files = sorted(p for p in path.rglob("*") if p.suffix.lower() in _TABLE_SUFFIXES)
             if not files:
@@ -196,6 +264,39 @@ class TabularSchema(Contract):
             raise ContractError(f"the file is neither .csv nor .parquet; {self.label} validates "
                                 f"only those", hint="name the file *.csv or *.parquet",
                                 file=str(path))
+        if self.split_column is not None and self.splits is not None:
+            _check_split_values(self, path, suffix)
+
+    def _validate_layout(self, path: Path) -> None:
+        """A folder of one folder of tables per split (``{split}/{file}``)."""
+        check_exists(self, path)
+        tables = 0
+        for f in sorted(p for p in path.rglob("*") if p.is_file()):
+            rel = f.relative_to(path)
+            if any(part.startswith(".") for part in rel.parts):
+                continue
+            if len(rel.parts) != 2:
+                raise ContractError(f"{rel.as_posix()!r} is {len(rel.parts)} level(s) deep but "
+                                    f"{self.label} lays tables out as {self.layout!r}",
+                                    hint="place every table in the folder of its split",
+                                    file=str(f), key=rel.as_posix())
+            if self.splits is not None and rel.parts[0] not in self.splits:
+                raise ContractError(f"folder {rel.parts[0]!r} of {rel.as_posix()!r} is not a "
+                                    f"split of {self.label} ({', '.join(self.splits)})",
+                                    hint="use one of the declared split names",
+                                    file=str(f), key=rel.as_posix())
+            if f.suffix.lower() not in _TABLE_SUFFIXES:
+                raise ContractError(f"{rel.as_posix()!r} is neither .csv nor .parquet; "
+                                    f"{self.label} holds tables only",
+                                    hint="remove it, or write it as CSV or Parquet", file=str(f))
+            plain = TabularSchema(self.name, columns=self.columns, ordered=self.ordered,
+                                  version=self.version, splits=self.splits)
+            plain.validate(f)
+            tables += 1
+        if not tables:
+            raise ContractError(f"the folder holds no table; {self.label} expects "
+                                f"{self.layout!r} with .csv or .parquet files",
+                                hint="write one folder of tables per split", file=str(path))
 
 
 def _names(columns: Iterable[Column]) -> str:
@@ -303,6 +404,42 @@ def _validate_csv(schema: TabularSchema, path: Path) -> None:
                                 hint=f"fill the missing {col.name!r} values or declare the "
                                      f"column nullable=True", file=str(path),
                                 line=_csv_line(path, row), column=col.name)
+
+
+def _column_name(cell: str) -> str:
+    m = _HEADER.match(cell)
+    return m.group("name") if m else cell
+
+
+def _check_split_values(schema: TabularSchema, path: Path, suffix: str) -> None:
+    """Every value of the split column is a declared split name."""
+    import pyarrow.compute as pc
+
+    name = schema.split_column
+    assert name is not None and schema.splits is not None
+    if suffix == ".csv":
+        from pyarrow import csv as pacsv
+
+        with path.open(newline="", encoding="utf-8") as fh:
+            header = next(csv.reader(fh), [])
+        cell = next(c for c in header if _column_name(c) == name)
+        values = pacsv.read_csv(path, convert_options=pacsv.ConvertOptions(
+            include_columns=[cell], column_types={cell: _pyarrow().string()})).column(cell)
+    else:
+        import pyarrow.parquet as pq
+
+        values = pq.read_table(path, columns=[name]).column(name)
+    values = pc.cast(values, _pyarrow().string())
+    bad = pc.invert(pc.is_in(values, value_set=_pyarrow().array(list(schema.splits))))
+    bad = pc.fill_null(bad, False)
+    if pc.any(bad).as_py():
+        row = pc.index(bad, True).as_py()
+        raise ContractError(f"row {row + 1} of split column {name!r} holds "
+                            f"{values[row].as_py()!r}, which is not a split of {schema.label} "
+                            f"({', '.join(schema.splits)})",
+                            hint="write only the declared split names, or declare the split",
+                            file=str(path), line=_csv_line(path, row) if suffix == ".csv"
+                            else None, column=name)
 
 
 def _first_null(values) -> int:

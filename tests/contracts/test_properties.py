@@ -14,14 +14,20 @@ from mlpipe.errors import ContractError
 
 NAMES = st.text(string.ascii_lowercase, min_size=1, max_size=8)
 UNITS = st.none() | st.sampled_from(["mm", "s", "USD", "kg"])
+# a row belongs to one split: at most one column of a schema has role "split" (schemas() adds it)
 COLUMN = st.builds(lambda dtype, unit, nullable, role: (dtype, unit, nullable, role),
-                   st.sampled_from(DTYPES), UNITS, st.booleans(), st.sampled_from(ROLES))
+                   st.sampled_from(DTYPES), UNITS, st.booleans(),
+                   st.sampled_from([r for r in ROLES if r != "split"]))
 
 
 @st.composite
 def schemas(draw, min_columns=1):
     names = draw(st.lists(NAMES, min_size=min_columns, max_size=6, unique=True))
     cols = [Column(n, *draw(COLUMN)) for n in names]
+    if draw(st.booleans()):
+        i = draw(st.integers(0, len(cols) - 1))
+        c = cols[i]
+        cols[i] = Column(c.name, c.dtype, c.unit, c.nullable, "split")
     return TabularSchema("t", columns=cols, ordered=draw(st.booleans()))
 
 
