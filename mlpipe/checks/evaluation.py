@@ -16,6 +16,7 @@ from mlpipe.artifacts import AssetType
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_step
 from mlpipe.contracts import MetricsReport, SplitManifest
+from mlpipe.contracts.base import contract_label
 from mlpipe.diagnostics import Diagnostic
 from mlpipe.graph import Endpoint, FromInput, FromLiteral, FromStep, Graph, StepNode
 from mlpipe.spec import PortSpec
@@ -27,16 +28,50 @@ _SPLIT_PARTS = {"test", "val", "valid", "validation", "holdout", "held_out", "he
 
 
 def _is_model(port: PortSpec | None) -> bool:
-    return port is not None and port.kind in _MODEL_KINDS
+    return port is not None and (port.kind in _MODEL_KINDS or _is_model_contract(port.contract))
 
 
-def _declares_splits(contract: object) -> bool:
+def _is_model_contract(contract: object) -> bool:
+    kind = getattr(contract, "kind", "") or ""
+    return isinstance(kind, str) and kind.endswith("model")
+
+
+def _model_endpoints(graph: Graph) -> set[Endpoint]:
+    """What carries a model, whatever its port's kind: the candidate's model (a ``uri_folder``
+    model is a model too) and every output declared as one."""
+    found: set[Endpoint] = set()
+    cand = graph.spec.candidate
+    if cand is not None and cand.model:
+        endpoint = graph.outputs.get(cand.model)
+        if endpoint is not None:
+            found.add(endpoint)
+    for node in graph.step_nodes():
+        for port in node.component.outputs:
+            if _is_model(port):
+                found.add(FromStep(node.id, port.name))
+    return found
+
+
+def _carries_model(graph: Graph, node: StepNode, port: PortSpec, models: set[Endpoint]) -> bool:
+    return _is_model(port) or node.bindings.get(port.name) in models
+
+
+def declares_splits(contract: object) -> bool:
+    """Whether a contract says which split each of its examples is in: a split manifest, a
+    folder laid out by split (``{split}``), a table with a split column, or any contract
+    that says so itself (``declares_splits``)."""
     if contract is None or isinstance(contract, type):
         return False
     if isinstance(contract, SplitManifest):
         return True
+    stated = getattr(contract, "declares_splits", None)
+    if isinstance(stated, bool):
+        return stated
     return bool(getattr(contract, "splits", None)) or "{split}" in str(
         getattr(contract, "layout", ""))
+
+
+_declares_splits = declares_splits
 
 
 def _is_split_input(port: PortSpec) -> bool:
@@ -46,15 +81,27 @@ def _is_split_input(port: PortSpec) -> bool:
     return "split" in port.name.lower()
 
 
-def _defines_split(node: StepNode) -> bool:
-    """The step's outputs are a split: a manifest, a folder laid out by split, or one part."""
+def _split_basis(node: StepNode) -> str | None:
+    """What makes the step's outputs a split, as declared: a manifest, a contract that
+    declares splits, or (the weakest) outputs named for split parts; None when nothing."""
+    named = []
     for port in node.component.outputs:
         contract = port.contract
-        if contract is SplitManifest or _declares_splits(contract):
-            return True
+        if contract is SplitManifest or isinstance(contract, SplitManifest):
+            return f"its output {port.name!r} is a split manifest"
+        if _declares_splits(contract):
+            return f"its output {port.name!r} declares splits ({contract_label(contract)})"
         if port.name.lower() in _SPLIT_PARTS:
-            return True
-    return False
+            named.append(port.name)
+    if named:
+        return f"its output{'s' if len(named) > 1 else ''} {' and '.join(map(repr, named))} " \
+               f"{'are' if len(named) > 1 else 'is'} named for split parts"
+    return None
+
+
+def _defines_split(node: StepNode) -> bool:
+    """The step's outputs are a split: a manifest, a folder laid out by split, or one part."""
+    return _split_basis(node) is not None
 
 
 def evaluation_steps(graph: Graph) -> list[StepNode]:
@@ -73,17 +120,20 @@ def evaluation_steps(graph: Graph) -> list[StepNode]:
     return list(found.values())
 
 
-def _generated_split(graph: Graph, endpoint: Endpoint, seen: set[str]) -> StepNode | None:
+def _generated_split(graph: Graph, endpoint: Endpoint, seen: set[str],
+                     models: set[Endpoint] | None = None) -> StepNode | None:
     """The step upstream of ``endpoint`` (through data, not models) that cuts a split without
     a recorded split definition, if any."""
+    if models is None:
+        models = _model_endpoints(graph)
     if not isinstance(endpoint, FromStep) or endpoint.node not in graph.steps:
         return None
-    if endpoint.node in seen:
-        return None
+    if endpoint.node in seen or endpoint in models:
+        return None  # a model carries no population
     seen.add(endpoint.node)
     node = graph.steps[endpoint.node]
     if _is_model(node.component.output(endpoint.port)):
-        return None  # a model carries no population
+        return None
     # a split definition, or data already laid out by split that the step carries on
     split_inputs = [p for p in node.component.inputs if _is_split_input(p)
                     or _declares_splits(p.contract)
@@ -95,7 +145,7 @@ def _generated_split(graph: Graph, endpoint: Endpoint, seen: set[str]) -> StepNo
             if isinstance(source, (FromInput, FromLiteral)):
                 recorded = True
             elif isinstance(source, FromStep) and source.node in graph.steps:
-                upstream = _generated_split(graph, source, set(seen))
+                upstream = _generated_split(graph, source, set(seen), models)
                 if upstream is None:
                     recorded = True  # a split definition passed on from a recorded one
                 else:
@@ -103,9 +153,9 @@ def _generated_split(graph: Graph, endpoint: Endpoint, seen: set[str]) -> StepNo
         if not recorded:
             return origin or node
     for port in node.component.inputs:
-        if _is_model(port):
+        if _carries_model(graph, node, port, models):
             continue
-        found = _generated_split(graph, node.bindings.get(port.name), seen)
+        found = _generated_split(graph, node.bindings.get(port.name), seen, models)
         if found is not None:
             return found
     return None
@@ -113,37 +163,42 @@ def _generated_split(graph: Graph, endpoint: Endpoint, seen: set[str]) -> StepNo
 
 @check(codes.EVALUATION_SPLIT_GENERATED)
 def evaluation_split_source(graph: Graph) -> Iterator[Diagnostic]:
+    models = _model_endpoints(graph)
     for ev in evaluation_steps(graph):
         for port in ev.component.inputs:
-            if _is_model(port):
+            if _carries_model(graph, ev, port, models):
                 continue
             endpoint = ev.bindings.get(port.name)
-            maker = _generated_split(graph, endpoint, set())
+            maker = _generated_split(graph, endpoint, set(), models)
             if maker is None:
                 continue
             yield Diagnostic.of(
                 codes.EVALUATION_SPLIT_GENERATED,
-                f"evaluation step '{ev.id}' reads '{endpoint}' through step '{maker.id}', "
-                f"which cuts the split inside the run from no recorded split definition: the "
-                f"next candidate may be evaluated on another population",
+                f"evaluation step '{ev.id}' reads '{endpoint}' through step '{maker.id}': "
+                f"{_split_basis(maker)}, but it is given no split definition (no split "
+                f"manifest, no input whose contract declares splits), so the split is cut "
+                f"inside the run and the next candidate may be evaluated on another population",
                 hint=f"give '{maker.id}' the reviewed split as a pipeline input (e.g. split: "
-                     f"Input[SplitManifest(...)]) and cut the data by it",
+                     f"Input[SplitManifest(...)]) and cut the data by it, or declare the split "
+                     f"its input already has (Input[ImageFolder(layout='{{split}}/...')], a "
+                     f"TabularSchema split column)",
                 **at_step(ev, port.name))
             break
 
 
-def _training_inputs(graph: Graph, ev: StepNode) -> list[tuple[StepNode, str, Endpoint]]:
+def _training_inputs(graph: Graph, ev: StepNode, models: set[Endpoint]
+                     ) -> list[tuple[StepNode, str, Endpoint]]:
     """(training step, its data port, what that port is bound to) for each model ``ev`` reads."""
     found = []
     for port in ev.component.inputs:
-        if not _is_model(port):
+        if not _carries_model(graph, ev, port, models):
             continue
         endpoint = ev.bindings.get(port.name)
         if not isinstance(endpoint, FromStep) or endpoint.node not in graph.steps:
             continue
         trainer = graph.steps[endpoint.node]
         for tport in trainer.component.inputs:
-            if not _is_model(tport):
+            if not _carries_model(graph, trainer, tport, models):
                 found.append((trainer, tport.name, trainer.bindings.get(tport.name)))
     return found
 
@@ -176,12 +231,46 @@ def _artifact_contract(graph: Graph, endpoint: Endpoint) -> object:
     return None
 
 
+#: Parameter values that name a part of a data set.
+_PART_WORDS = {"train", "training", "val", "valid", "validation", "dev", "test", "testing",
+               "eval", "evaluation", "holdout", "heldout", "calibration"}
+
+
+def _part(graph: Graph, node: StepNode) -> str | None:
+    """The part of its data a step is told to read: a parameter naming a split or fold
+    (``split="test"``), or whose value is a split name; its value as bound, else its
+    default."""
+    for param in node.component.params:
+        endpoint = node.bindings.get(param.name)
+        if isinstance(endpoint, FromLiteral):
+            value = endpoint.value
+        elif isinstance(endpoint, FromInput):
+            declared = graph.input(endpoint.name)
+            value = declared.default if declared is not None else None
+        else:
+            value = param.default
+        if not isinstance(value, (str, int)) or isinstance(value, bool):
+            continue
+        text = str(value).strip().lower()
+        if any(w in param.name.lower() for w in ("split", "fold", "part", "subset")) or \
+                text in _PART_WORDS:
+            return text
+    return None
+
+
+def _picks_parts(graph: Graph, ev: StepNode, trainer: StepNode) -> bool:
+    """Both steps are told which part they read, and not the same one."""
+    mine, theirs = _part(graph, ev), _part(graph, trainer)
+    return mine is not None and theirs is not None and mine != theirs
+
+
 @check(codes.EVALUATION_READS_TRAINING_ARTIFACT)
 def evaluation_on_training_artifact(graph: Graph) -> Iterator[Diagnostic]:
+    models = _model_endpoints(graph)
     for ev in evaluation_steps(graph):
-        training = _training_inputs(graph, ev)
+        training = _training_inputs(graph, ev, models)
         for port in ev.component.inputs:
-            if _is_model(port):
+            if _carries_model(graph, ev, port, models):
                 continue
             endpoint = ev.bindings.get(port.name)
             if not isinstance(endpoint, (FromStep, FromInput)):
@@ -192,7 +281,9 @@ def evaluation_on_training_artifact(graph: Graph) -> Iterator[Diagnostic]:
                 contracts = (_artifact_contract(graph, endpoint), port.contract,
                              trainer.component.input(tport).contract)
                 if any(_declares_splits(c) for c in contracts):
-                    continue  # a folder laid out by split: each step reads its own part
+                    continue  # laid out or marked by split: each step reads its own part
+                if _picks_parts(graph, ev, trainer):
+                    continue  # each step is told which part it reads
                 if not _holds_examples(contracts, port):
                     continue  # a label map, a manifest, a configuration: shared on purpose
                 yield Diagnostic.of(
@@ -202,6 +293,7 @@ def evaluation_on_training_artifact(graph: Graph) -> Iterator[Diagnostic]:
                     f"declares splits that would keep their examples apart",
                     hint=f"feed '{ev.id}.{port.name}' a held-out artifact (the test part of a "
                          f"recorded split), or declare the artifact's splits in its contract "
-                         f"(ImageFolder(..., splits=[...]), a SplitManifest)",
+                         f"(ImageFolder(layout='{{split}}/...'), a TabularSchema column with "
+                         f"role='split'), or a SplitManifest",
                     **at_step(ev, port.name))
                 break

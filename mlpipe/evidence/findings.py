@@ -130,7 +130,10 @@ def _selects_rows(step: dict[str, Any], spec: dict[str, Any] | None) -> bool:
         return True   # the declaration is not in this store: nothing can be said
     for port in spec.get("inputs") or []:
         contract = port.get("contract") or {}
-        if contract.get("kind") == "split-manifest" or contract.get("splits"):
+        if contract.get("kind") == "split-manifest" or contract.get("splits") or \
+                "{split}" in str(contract.get("layout") or "") or any(
+                    isinstance(c, dict) and c.get("role") == "split"
+                    for c in contract.get("columns") or []):
             return True
     return False
 

@@ -1,8 +1,11 @@
 """The evaluation population must be the reviewed one (MP414, MP416): the cases between the
 fixtures' bad and good twins."""
+import pytest
+
 from mlpipe import Candidate, Input, Output, component, pipeline
 from mlpipe.checks import check_pipeline
-from mlpipe.contracts import ImageFolder, LabelMap, SplitManifest
+from mlpipe.contracts import Column, ImageFolder, LabelMap, SplitManifest, TabularSchema
+from mlpipe.errors import DefinitionError
 
 SPLIT = SplitManifest("reviewed", splits=["train", "test"])
 FOLDER = ImageFolder("f", layout="{split}/{class}/{file}", splits=["train", "test"])
@@ -68,8 +71,11 @@ def test_a_split_manifest_made_in_the_run_is_generated():
         m = fit(train=parts.train).model
         return Candidate(model=m, evaluation=evaluate(model=m, test=parts.test).report)
     [d] = [d for d in check_pipeline(p.spec)[1] if d.code == "MP414"]
-    assert d.message.startswith("evaluation step 'evaluate' reads 'cut_by.test' through step "
-                                "'make_split', which cuts the split inside the run")
+    assert d.message == (
+        "evaluation step 'evaluate' reads 'cut_by.test' through step 'make_split': its output "
+        "'split' is a split manifest, but it is given no split definition (no split manifest, "
+        "no input whose contract declares splits), so the split is cut inside the run and the "
+        "next candidate may be evaluated on another population")
 
 
 def test_a_folder_laid_out_by_a_recorded_split_carries_it_through_steps():
@@ -90,3 +96,127 @@ def test_a_model_input_is_no_population():
         m = fit(train=table).model
         return Candidate(model=m, evaluation=evaluate(model=m, test=m).report)
     assert "MP416" not in _codes(p)
+
+
+RAW = ImageFolder("raw", layout="{split}/{class}/{file}", splits=["train", "test"])
+PART = ImageFolder("part", layout="{class}/{file}")
+TABLE = TabularSchema("rows", columns=[Column("id", "string", role="key"),
+                                       Column("x", "float64"),
+                                       Column("split", "string", role="split")],
+                      splits=["train", "test"])
+TABLES = TabularSchema("rows", columns=[Column("id", "string", role="key")],
+                       layout="{split}/{file}", splits=["train", "test"])
+
+
+@component
+def copy_parts(raw: Input[RAW], train: Output[PART], test: Output[PART]):
+    pass
+
+
+@component
+def copy_plain(raw: Input["uri_folder"], train: Output[PART], test: Output[PART]):
+    pass
+
+
+@component
+def fit_folder(examples: Input[PART], model: Output["uri_folder"]):
+    pass
+
+
+@component
+def score_folder(model: Input["uri_folder"], examples: Input[PART], report: Output["uri_file"]):
+    pass
+
+
+def test_a_step_copying_the_parts_its_input_declares_cuts_nothing():
+    @pipeline
+    def p(raw):
+        parts = copy_parts(raw=raw)
+        m = fit_folder(examples=parts.train).model
+        return Candidate(model=m, evaluation=score_folder(model=m, examples=parts.test).report)
+    assert _codes(p) == []
+
+
+def test_a_uri_folder_model_is_never_read_as_a_data_path():
+    @pipeline
+    def p(raw):
+        parts = copy_plain(raw=raw)
+        m = fit_folder(examples=parts.train).model
+        return Candidate(model=m, evaluation=score_folder(model=m, examples=parts.test).report)
+    # the raw snapshot declares nothing: the split is inferred from the part's name, and said so
+    [d] = [d for d in check_pipeline(p.spec)[1] if d.code == "MP414"]
+    assert d.message.startswith("evaluation step 'score_folder' reads 'copy_plain.test' "
+                                "through step 'copy_plain': its output 'test' is named for "
+                                "split parts, but it is given no split definition")
+    assert "fit_folder.model" not in d.message
+
+
+@component
+def fit_rows(rows: Input[TABLE], model: Output["mlflow_model"]):
+    pass
+
+
+@component
+def score_rows(model: Input["mlflow_model"], rows: Input[TABLE], report: Output["uri_file"]):
+    pass
+
+
+@component
+def fit_tables(rows: Input[TABLES], model: Output["mlflow_model"]):
+    pass
+
+
+@component
+def score_tables(model: Input["mlflow_model"], rows: Input[TABLES], report: Output["uri_file"]):
+    pass
+
+
+@component
+def fit_plain(rows: Input["uri_file"], model: Output["mlflow_model"], split: str = "train"):
+    pass
+
+
+@component
+def score_plain(model: Input["mlflow_model"], rows: Input["uri_file"], report: Output["uri_file"],
+                split: str = "test"):
+    pass
+
+
+def test_a_table_that_declares_its_split_is_read_in_parts():
+    @pipeline
+    def by_column(rows):
+        m = fit_rows(rows=rows).model
+        return Candidate(model=m, evaluation=score_rows(model=m, rows=rows).report)
+
+    @pipeline
+    def by_folder(rows):
+        m = fit_tables(rows=rows).model
+        return Candidate(model=m, evaluation=score_tables(model=m, rows=rows).report)
+    assert _codes(by_column) == [] and _codes(by_folder) == []
+    assert TABLES.transport.value == "uri_folder"
+
+
+def test_steps_told_different_parts_are_not_the_same_population():
+    @pipeline
+    def told(rows):
+        m = fit_plain(rows=rows).model
+        return Candidate(model=m, evaluation=score_plain(model=m, rows=rows).report)
+
+    @pipeline
+    def same(rows):
+        m = fit_plain(rows=rows, split="test").model
+        return Candidate(model=m, evaluation=score_plain(model=m, rows=rows).report)
+    assert _codes(told) == [] and _codes(same) == ["MP416"]
+
+
+def test_a_split_column_is_a_declared_role_with_split_values():
+    assert Column("split", "string", role="split").role == "split"
+    with pytest.raises(DefinitionError, match=r"declares 2 split columns \(a, b\); a row "
+                                              r"belongs to one split"):
+        TabularSchema("t", columns=[Column("a", "string", role="split"),
+                                    Column("b", "string", role="split")])
+    with pytest.raises(DefinitionError, match=r"layout '\{class\}/\{file\}' is not one of "
+                                              r"'\{split\}/\{file\}'"):
+        TabularSchema("t", layout="{class}/{file}")
+    # a schema declaring neither keeps its digest material as before
+    assert "splits" not in TabularSchema("t").spec() and "layout" not in TabularSchema("t").spec()
