@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated
 
 from components.images import SIZE, read_pgm
+from components.serving import write_pyfunc
 from mlpipe import Compute, Environment, Input, Output, Param, Range, component
 from mlpipe.contracts import (
     ImageFolder,
@@ -86,8 +87,6 @@ def train(examples: Input[Examples], labels: Input[Labels],
           model: Output[Model], epochs: Annotated[int, Range(1, 200)] = 10,
           learning_rate: Annotated[float, Range(0.0001, 1.0)] = 0.5, seed: Param[int] = 13):
     """Fit a softmax classifier on the training split with plain SGD."""
-    import yaml  # the body's library: imported where the step runs, not by `mlpipe check`
-
     encoding = json.loads(Path(labels).read_text())
     data = _load(Path(examples) / "train", encoding)
     rng = random.Random(seed)
@@ -109,9 +108,8 @@ def train(examples: Input[Examples], labels: Input[Labels],
     out = Path(model)
     out.mkdir(parents=True, exist_ok=True)
     (out / "weights.json").write_text(json.dumps({"labels": encoding, "weights": weights}))
-    (out / "MLmodel").write_text(yaml.safe_dump({
-        "flavors": {"python_function": {"loader_module": "components.defect"}},
-        "model_format": "softmax-json", **MODEL.mlmodel_fields()}, sort_keys=False))
+    # an MLflow model: mlflow.pyfunc.load_model loads it through code/defect_softmax.py
+    write_pyfunc(out, "defect_softmax", MODEL.mlmodel_fields(), model_format="softmax-json")
 
 
 @component(version="1.1.0", environment=Environment("defect-cpu", version="4"),

@@ -54,6 +54,8 @@ def train_cnn(examples: Input[Examples], labels: Input[UriFile],
     from torch.nn.parallel import DistributedDataParallel
 
     from components.images import SIZE, read_pgm
+    from components.serving import write_pyfunc
+    from components.serving.defect_cnn import net as cnn
     from mlpipe.runtime import (
         all_reduce_metric,
         backend,
@@ -76,9 +78,7 @@ def train_cnn(examples: Input[Examples], labels: Input[UriFile],
     y = torch.tensor([encoding[i.split("/")[0]] for i in mine]).to(device)
 
     torch.manual_seed(seed)    # the same initial weights on every rank
-    net = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                        nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.Flatten(),
-                        nn.Linear(16 * (SIZE // 2) ** 2, len(encoding))).to(device)
+    net = cnn(SIZE * SIZE, len(encoding)).to(device)
     ddp = DistributedDataParallel(net) if world_size() > 1 else net
     opt = torch.optim.Adam(ddp.parameters(), lr=learning_rate)
     batch = 16
@@ -103,9 +103,8 @@ def train_cnn(examples: Input[Examples], labels: Input[UriFile],
         # CPU tensors: the evaluation runs on CPU compute
         torch.save({k: v.cpu() for k, v in net.state_dict().items()}, out / "model.pt")
         (out / "labels.json").write_text(json.dumps(encoding))
-        (out / "MLmodel").write_text("flavors:\n  pytorch:\n    model_data: model.pt\n"
-                                     "model_format: defect-cnn\n"
-                                     "metadata:\n  saved_device: cpu\n")
+        # an MLflow model: mlflow.pyfunc.load_model loads it through code/defect_cnn.py
+        write_pyfunc(out, "defect_cnn", CNN.mlmodel_fields(), model_format="defect-cnn")
         mark_written("model")
     if world_size() > 1:
         dist.barrier()

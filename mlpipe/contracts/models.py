@@ -1,11 +1,14 @@
 """Model contracts: the model's signature (input features in order with dtypes, outputs) and
 the label map it was trained with; validated against an MLflow ``MLmodel`` file.
 
-Knows nothing of specs; never imports mlflow (the MLmodel file is YAML, read with PyYAML).
+Knows nothing of specs. The MLmodel file is YAML, read with PyYAML; an ``MLflowModel`` is
+also loaded with MLflow itself (``mlflow.pyfunc.load_model``), imported only when one is
+validated, never by ``import mlpipe``.
 """
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +18,7 @@ from mlpipe.artifacts import AssetType
 from mlpipe.contracts.base import Contract, Difference, check_exists
 from mlpipe.contracts.labels import LabelMap, check_encoding, encoding_differences
 from mlpipe.contracts.tabular import Column
-from mlpipe.errors import ContractError, DefinitionError
+from mlpipe.errors import ContractError, DefinitionError, UsageError
 
 #: mlpipe dtype -> MLflow column type (mlflow.types.DataType names)
 MLFLOW_TYPES = {"int32": "integer", "int64": "long", "float32": "float", "float64": "double",
@@ -229,9 +232,88 @@ class MLflowModel(ModelSignature):
     kind = "mlflow-model"
     transport = AssetType.MLFLOW_MODEL
     holds_examples = False
+    requires = (("mlflow", "pip install 'mlpipe[mlflow]'"),)
+
+    def validate(self, path: Path) -> None:
+        """Check the MLmodel as :meth:`ModelSignature.validate` does, then load the model with
+        ``mlflow.pyfunc.load_model`` in this process: what registering or serving it needs.
+
+        Raises:
+            ContractError: the MLmodel differs from the contract, has no ``python_function``
+                flavor, or the model does not load (naming what is missing).
+            UsageError: mlflow is not installed here.
+        """
+        super().validate(path)
+        path = Path(path)
+        mlmodel = path / "MLmodel"
+        flavor = (_read_mlmodel(mlmodel, self.label).get("flavors") or {}).get("python_function")
+        if not isinstance(flavor, dict) or not flavor.get("loader_module"):
+            raise ContractError(f"MLmodel has no python_function flavor with a loader_module; "
+                                f"{self.label} is an MLflow model that MLflow can load and "
+                                f"serve", hint="save the model with an MLflow flavor (they add "
+                                "python_function), or write a python_function flavor whose "
+                                "loader_module defines _load_pyfunc(path)",
+                                file=str(mlmodel), key="flavors.python_function")
+        load_with_mlflow(path, self.label, str(flavor["loader_module"]))
 
 
 DEVICES = (None, "cpu", "cuda")
+
+
+def load_with_mlflow(path: Path, label: str, loader: str) -> None:
+    """Load the model at ``path`` with ``mlflow.pyfunc.load_model``; leave ``sys.path`` and
+    ``sys.modules`` as they were (the loader module and its code folder are the model's, not
+    the step's).
+
+    Raises:
+        ContractError: the model does not load; names the loader module, the missing
+            ``_load_pyfunc`` or the loader's own exception.
+        UsageError: mlflow is not installed here.
+    """
+    try:
+        import mlflow.pyfunc
+    except ImportError as exc:
+        raise UsageError(f"validating {label} loads the model with MLflow, which is not "
+                         f"installed here ({exc})", hint="pip install 'mlpipe[mlflow]' (and "
+                         "install it in the step's environment)") from None
+    saved_path, saved_modules = list(sys.path), set(sys.modules)
+    mlmodel = str(Path(path) / "MLmodel")
+    try:
+        mlflow.pyfunc.load_model(str(path), suppress_warnings=True)
+    except ModuleNotFoundError as exc:
+        raise ContractError(f"the model does not load: its loader_module {loader!r} needs "
+                            f"module {exc.name!r}, which is neither in the model's code folder "
+                            f"nor installed here; {label} must load with "
+                            f"mlflow.pyfunc.load_model",
+                            hint="copy the loader module into the model folder and name it in "
+                                 "the flavor's code: entry, or install what it imports",
+                            file=mlmodel, key="flavors.python_function.loader_module") from None
+    except AttributeError as exc:
+        if "_load_pyfunc" not in str(exc):
+            raise _not_loading(exc, mlmodel, label) from None
+        raise ContractError(f"the model does not load: its loader_module {loader!r} defines no "
+                            f"_load_pyfunc(path); {label} must load with "
+                            f"mlflow.pyfunc.load_model",
+                            hint=f"define _load_pyfunc(path) in {loader}, returning an object "
+                                 f"with predict(model_input)",
+                            file=mlmodel, key="flavors.python_function.loader_module") from None
+    except Exception as exc:  # the loader is the user's code: any failure is the model's
+        raise _not_loading(exc, mlmodel, label) from None
+    finally:
+        sys.path[:] = saved_path
+        for name in set(sys.modules) - saved_modules:
+            module_file = getattr(sys.modules[name], "__file__", None) or ""
+            if module_file.startswith(str(Path(path).resolve())) or name == loader:
+                del sys.modules[name]
+
+
+def _not_loading(exc: BaseException, mlmodel: str, label: str) -> ContractError:
+    text = str(exc).strip().splitlines()
+    return ContractError(f"the model does not load with mlflow.pyfunc.load_model "
+                         f"({exc.__class__.__name__}: {text[0] if text else 'no message'}); "
+                         f"{label} must load", hint="load the model folder with "
+                         "mlflow.pyfunc.load_model and fix what it reports",
+                         file=mlmodel, key="flavors.python_function")
 
 
 def _io_differences(what: str, have: Any, want: Any, label: str) -> Iterator[Difference]:

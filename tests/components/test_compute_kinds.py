@@ -31,8 +31,8 @@ WRITE_CUDA_CHECKPOINT = textwrap.dedent("""
     out.mkdir(parents=True)
     torch.save(net.state_dict(), out / "model.pt")
     (out / "labels.json").write_text(json.dumps(classes))
-    (out / "MLmodel").write_text("flavors:\\n  pytorch:\\n    model_data: model.pt\\n"
-                                 "metadata:\\n  saved_device: cuda\\n")
+    from components.serving import write_pyfunc
+    write_pyfunc(out, "defect_cnn", {"metadata": {"saved_device": "cuda"}})
 """)
 
 

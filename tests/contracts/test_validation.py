@@ -272,9 +272,15 @@ MODEL = MLflowModel("clf", inputs=[Column("length", "float64"), Column("width", 
                     outputs=Tensor("float64", (-1, 3)), labels=LABELS)
 
 
+LOADER = "class Model:\n    def predict(self, x, params=None):\n        return x\n\n\n" \
+         "def _load_pyfunc(path):\n    return Model()\n"
+
+
 def write_model(root, **fields):
-    root.mkdir()
-    doc = {"flavors": {"python_function": {"loader_module": "x"}}, **MODEL.mlmodel_fields()}
+    (root / "code").mkdir(parents=True)
+    (root / "code" / "clf_loader.py").write_text(LOADER)
+    doc = {"flavors": {"python_function": {"loader_module": "clf_loader", "code": "code"}},
+           **MODEL.mlmodel_fields()}
     doc.update(fields)
     (root / "MLmodel").write_text(yaml.safe_dump(doc))
     return root
