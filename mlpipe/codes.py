@@ -122,6 +122,10 @@ CODE_FOLDER_MISSING = _code(
 JOB_TYPE_MISSPELLED = _code(
     "MP115", "job-type-misspelled", ERROR,
     "A job file spells its type in a case azure-ai-ml refuses (type: Command).")
+SEARCH_SPACE_MISMATCH = _code(
+    "MP116", "search-space-mismatch", ERROR,
+    "A sweep's search space sets a parameter its trial does not take, or its trial reads one "
+    "the space does not set.")
 
 # --- MP2xx: parameters (mlpipe.checks.parameters)
 PARAM_TYPE_MISMATCH = _code(

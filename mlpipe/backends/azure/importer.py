@@ -30,6 +30,11 @@ from mlpipe.backends.azure.component_yaml import (
     read_port,
     read_resources,
 )
+from mlpipe.backends.azure.standalone import (
+    search_space_problems,
+    standalone_pipeline,
+    with_sampled,
+)
 from mlpipe.codes import (
     CODE_FOLDER_MISSING,
     JOB_TYPE_MISSPELLED,
@@ -105,6 +110,8 @@ def load_pipeline_yaml(path: str) -> ImportedPipeline:
         from mlpipe.backends.azure.singlejob import single_job_pipeline
 
         spec = single_job_pipeline(doc, file, reader.problems)
+    elif kind in ("sweep", "automl"):
+        spec = standalone_pipeline(reader, doc, file)
     else:
         spec = reader.pipeline(file, doc, stack=())
     reader.problems.raise_any()
@@ -325,6 +332,8 @@ class _Reader:
                              field, pending)
         if target is None:
             return None
+        if kind == "sweep" and isinstance(target, ComponentSpec):
+            self.diagnostics.extend(search_space_problems(name, node, target, where))
         if isinstance(target, ComponentSpec):
             target = self.with_node_settings(where, node, kind, target, default_compute, field)
             transfer = tuple(ParamSpec(g.key, ParamType.STR, required=False) for g in given
@@ -373,6 +382,16 @@ class _Reader:
                 return None
             return self.inline_command(where, node, name, path, inputs, output_types, given,
                                        field, pending)
+        if isinstance(ref, dict) and kind == "sweep" and "inputs" not in ref and \
+                ref.get("type", "command") == "command":
+            # an inline trial: a command that reads the sweep's inputs and sampled values
+            trial = yamlfile.Mapping({**ref, "outputs": node.get("outputs")})
+            trial.line, trial.lines = getattr(ref, "line", 0), dict(getattr(ref, "lines", {}))
+            spec = self.inline_command(where, trial, name, path, inputs, output_types, given,
+                                       f"{field}.trial", pending)
+            if spec is None:
+                return None
+            return self.for_job(with_sampled(spec, node.get("search_space")), kind, node)
         if isinstance(ref, dict):
             if kind == "pipeline" or ref.get("type") == "pipeline":
                 return self.pipeline(path, yamlfile.Mapping(ref) if not isinstance(
@@ -414,15 +433,17 @@ class _Reader:
 
     def for_job(self, spec: ComponentSpec | PipelineSpec, kind: str, node: Any
                 ) -> ComponentSpec | PipelineSpec:
-        """The component as this job runs it: a sweep over a trial runs only on Azure ML, and
-        the parameters its search space sets need no value from the job."""
+        """The component as this job runs it: a sweep over a trial runs only on Azure ML, each
+        trial launched as the trial declares, and the parameters its search space sets need no
+        value from the job."""
         if not isinstance(spec, ComponentSpec) or kind != "sweep":
             return spec
         searched = set(node.get("search_space") or {})
         params = tuple(dataclasses.replace(p, required=False) if p.name in searched else p
                        for p in spec.params)
-        return dataclasses.replace(spec, kind="sweep", params=params, instances=1,
-                                   distribution=None, azure_only=vocabulary.JOB_KINDS["sweep"])
+        # each trial is launched as the trial says (its distribution, the sweep's resources)
+        return dataclasses.replace(spec, kind="sweep", params=params,
+                                   azure_only=vocabulary.JOB_KINDS["sweep"])
 
     def implied(self, node: Any, name: str, kind: str, path: Path,
                 inputs: dict[str, PipelineInputSpec], output_types: dict[str, AssetType],
@@ -491,7 +512,7 @@ class _Reader:
             compute = Compute(compute.name if compute else None, sku)
         if compute != spec.compute:
             changes["compute"] = compute
-        launched = kind == "command" and spec.kind == "command"
+        launched = kind in ("command", "sweep") and spec.kind in ("command", "sweep")
         if launched and instances is not None and instances != spec.instances:
             changes["instances"] = instances
         if launched and node.get("distribution") is not None and node.get("component") is not None:

@@ -95,7 +95,8 @@ def validate_export(out_dir: str | os.PathLike[str], pipeline_file: str = "pipel
                           f"{_also(kept, str(exc))}",
                           hint="this is a bug in the export if mlpipe wrote the file; report it",
                           file=str(path)) from exc
-    _raise_if_failed(job._validate(), path, kept)
+    if hasattr(job, "_validate"):  # a sweep or AutoML job has only its schema, checked above
+        _raise_if_failed(job._validate(), path, kept)
     return kept
 
 
@@ -112,7 +113,8 @@ def validate_export_fully(out_dir: str | os.PathLike[str], pipeline_file: str = 
     """
     job = load_export(out_dir, pipeline_file)
     _validate_components(out_dir)
-    _raise_if_failed(job._validate(), Path(out_dir) / pipeline_file)
+    if hasattr(job, "_validate"):
+        _raise_if_failed(job._validate(), Path(out_dir) / pipeline_file)
     return job
 
 

@@ -173,20 +173,24 @@ class _Writer:
         """A pipeline job or pipeline component document, rebased for ``out_dir/rel``."""
         if "jobs" not in doc and (vocabulary.job_kind(doc) in vocabulary.STANDALONE_KINDS
                                   or "component" in doc):
-            self.job(doc, source, rel)  # a single job, or a pipeline job that runs a
-            return                      # pipeline component
+            # a single job, or a pipeline job that runs a pipeline component; a standalone
+            # AutoML job's data paths are relative to where it is submitted from (azure-ai-ml
+            # gives the job the working folder as its base), so they are kept as written
+            self.job(doc, source, rel, automl_data=vocabulary.job_kind(doc) != "automl")
+            return
         self.data(doc.get("inputs"), source, rel)
         self.data(doc.get("outputs"), source, rel)
         for _name, node in (doc.get("jobs") or {}).items():
             if isinstance(node, dict):
                 self.job(node, source, rel)
 
-    def job(self, node: dict[str, Any], source: Path, rel: str) -> None:
+    def job(self, node: dict[str, Any], source: Path, rel: str, *,
+            automl_data: bool = True) -> None:
         """One job of a pipeline: its data paths, its component (file or inline), and the
         paths of an inline job (code, environment, a parallel job's task)."""
         self.data(node.get("inputs"), source, rel)
         self.data(node.get("outputs"), source, rel)
-        for key in nodes.AUTOML_DATA:
+        for key in nodes.AUTOML_DATA if automl_data else ():
             if isinstance(node.get(key), dict) and "path" in node[key]:
                 node[key]["path"] = self.path(node[key]["path"], source, rel)
         for key in _COMPONENT_REFS:

@@ -601,6 +601,14 @@ def _refuse_azure_only(graph: Graph) -> None:
     """Refuse, before anything is recorded, a pipeline with steps that run only on Azure ML."""
     only = [f"{node.id!r} ({node.component.azure_only})" for node in graph.step_nodes()
             if node.component.azure_only is not None]
+    spec = graph.spec
+    if only and len(spec.steps) == 1 and spec.origin is not None \
+            and "jobs" not in spec.origin.document:  # a job file holding one job
+        step = spec.steps[0]
+        raise UsageError(f"{step.name!r} runs only on Azure ML, not here: it is "
+                         f"{step.target.azure_only}",
+                         hint="submit it with --target azure, or write it for az ml job create "
+                              "with mlpipe compile FILE --out DIR (both check it first)")
     if only:
         raise UsageError(f"pipeline {graph.spec.name!r} cannot run here: step"
                          f"{'s' if len(only) > 1 else ''} {', '.join(only)} run"

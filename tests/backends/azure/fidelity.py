@@ -23,7 +23,7 @@ from typing import Any
 from mlpipe.paths import cloud_reference
 
 _ASSET = re.compile(r"^[A-Za-z0-9_][\w.-]*(:[\w.-]+|@[\w.-]+)$")
-PATH_KEYS = {"code", "conda_file", "additional_includes"}
+PATH_KEYS = {"code", "codeId", "conda_file", "additional_includes"}
 #: a data path: the ``path``/``uri`` of an input or output (a data transfer's ``source.path``
 #: is relative to its connection, not to a file, and is compared as text)
 _DATA_PATH = re.compile(r"\.(inputs|outputs)\.[^.]+\.(path|uri)$|"

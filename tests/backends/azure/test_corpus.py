@@ -66,6 +66,9 @@ FINDINGS = {
     "command_job/command_job_inputs_incorrect_datastore_test.yml": ["MP802"],  # https://
     "command_job/command_job_test_with_dataset.yml": ["MP802"],  # a datastore path
     "command_job/inlined_assets.yaml": ["MP802", "MP803"],  # https://; an image by tag
+    "sweep_job/sweep_job_input_types.yml": ["MP802"],  # azureml://fake/url.json
+    "sweep_job/sweep_job_search_space_choice_string.yml": ["MP802"],  # https://
+    "sweep_job/sweep_job_test_inputs.yaml": ["MP802"],  # wasbs://
     "pipeline_jobs/helloworld_pipeline_job_data_options.yml": ["MP802"] * 7,
     "pipeline_jobs/mixed_output_path_setting.yaml": ["MP802"],
     "pipeline_jobs/node_output_path_setting.yaml": ["MP802"],
@@ -107,6 +110,9 @@ ERRORS = {
     # the other idles (the guides' "pay for four nodes, train on one")
     "pipeline_jobs/serverless_compute/none_pipeline_default_compute_valid/pipeline.yml":
         ["MP512", "MP512", "MP512", "MP512"],
+    # MP512: each trial of the sweep asks for 2 instances (resources.instance_count) and runs
+    # `python ./sweep_script.py` with no distribution
+    "sweep_job/sweep_job_test_with_resources.yaml": ["MP512"],
 }
 
 
