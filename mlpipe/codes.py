@@ -446,6 +446,39 @@ READ_OUTSIDE_INPUTS = _code(
 LARGE_FILE_IN_UPLOAD = _code(
     "MP850", "large-file-in-upload", WARNING,
     "A large file is left in the code Azure ML uploads for the pipeline's function components.")
+COMPUTE_NOT_FOUND = _code(
+    "MP851", "compute-not-found", ERROR,
+    "A compute the job runs on does not exist in the workspace.")
+COMPUTE_SIZE_DIFFERS = _code(
+    "MP852", "compute-size-differs", ERROR,
+    "A step declares its compute with another VM size than the workspace's compute has.")
+COMPUTE_MAX_NODES_TOO_FEW = _code(
+    "MP853", "compute-max-nodes-too-few", ERROR,
+    "A step asks for more instances than its compute cluster's max nodes.")
+VM_SIZE_NOT_OFFERED = _code(
+    "MP854", "vm-size-not-offered", ERROR,
+    "A serverless step asks for a VM size the workspace's region does not offer.")
+QUOTA_BELOW_DEMAND = _code(
+    "MP855", "quota-below-demand", ERROR,
+    "A serverless step needs more vCPUs of its VM family than the subscription's quota.")
+QUOTA_IN_USE = _code(
+    "MP856", "quota-in-use", WARNING,
+    "A serverless step needs more vCPUs of its VM family than the quota has free now.")
+ASSET_VERSION_NOT_FOUND = _code(
+    "MP857", "asset-version-not-found", ERROR,
+    "A registered environment, component or data asset version the job names does not exist.")
+REFERENCE_RESOLVED = _code(
+    "MP858", "reference-resolved", INFO,
+    "A label or latest reference named one version today, recorded with the run.")
+REGISTERED_ENVIRONMENT_WITHOUT_MLPIPE = _code(
+    "MP859", "registered-environment-without-mlpipe", ERROR,
+    "A registered environment a function step runs in lists no mlpipe in its conda file.")
+MLFLOW_CLIENT_REJECTED = _code(
+    "MP860", "mlflow-client-rejected", WARNING,
+    "An environment's MLflow client is one the Azure ML tracking server does not accept.")
+ENVIRONMENT_CONTENTS_UNKNOWN = _code(
+    "MP861", "environment-contents-unknown", INFO,
+    "A registered environment is an image or build context whose packages mlpipe cannot read.")
 
 # --- MP900-MP929: a failed step, diagnosed at the layer that failed (mlpipe.checks.diagnosis)
 #     MP900-MP904 contract and output completeness

@@ -140,9 +140,11 @@ def component_version(svc: Any, name: str, version: str, body: dict[str, Any]) -
                      f"{PROVIDER}/workspaces/components/versions", svc.created_at)
 
 
-def environment_version(svc: Any, name: str, version: str, image: str) -> dict[str, Any]:
+def environment_version(svc: Any, name: str, version: str, image: str,
+                        conda_file: str | None = None) -> dict[str, Any]:
     props = arm.EnvironmentVersionProperties(image=image, os_type="Linux", is_anonymous=False,
-                                             description=f"environment {name}:{version}")
+                                             description=f"environment {name}:{version}",
+                                             **({"conda_file": conda_file} if conda_file else {}))
     props.environment_type = "UserCreated"
     props.provisioning_state = "Succeeded"
     return _resource(arm.EnvironmentVersion(properties=props),
@@ -164,6 +166,30 @@ def compute(svc: Any, name: str, vm_size: str, max_nodes: int) -> dict[str, Any]
                      f"{PROVIDER}/workspaces/computes", svc.created_at)
 
 
+def vm_sizes(sizes: dict[str, tuple[str, int, int]]) -> dict[str, Any]:
+    """The region's VM sizes (``VirtualMachineSizeListResult``; one page, as the service's)."""
+    return _dict(arm.VirtualMachineSizeListResult(value=[
+        arm.VirtualMachineSize(name=name, family=family, v_cp_us=vcpus, gpus=gpus,
+                               memory_gb=float(vcpus * 4), low_priority_capable=True,
+                               premium_io=True, supported_compute_types=[
+                                   "AmlCompute", "ComputeInstance"])
+        for name, (family, vcpus, gpus) in sorted(sizes.items())]))
+
+
+def usages(svc: Any, quota: dict[str, tuple[int, int]]) -> list[dict[str, Any]]:
+    """The subscription's vCPU usage per VM family in the region (``Usage`` items)."""
+    out = []
+    for family, (current, limit) in sorted(quota.items()):
+        out.append(_dict(arm.Usage(
+            id=(f"/subscriptions/{svc.subscription_id}/providers/Microsoft.MachineLearningServices"
+                f"/locations/{svc.location}/usages/{family}"),
+            aml_workspace_location=svc.location,
+            type="Microsoft.MachineLearningServices/vmFamily/usages", unit="Count",
+            current_value=current, limit=limit,
+            name=arm.UsageName(value=family, localized_value=f"{family} vCPUs"))))
+    return out
+
+
 def data_version(svc: Any, name: str, version: str, kind: str, uri: str) -> dict[str, Any]:
     cls = {"uri_file": arm.UriFileDataVersion, "mltable": arm.MLTableData}.get(
         kind, arm.UriFolderDataVersion)
@@ -177,8 +203,9 @@ def data_version(svc: Any, name: str, version: str, kind: str, uri: str) -> dict
 def container(svc: Any, kind: str, name: str, versions: list[str], data_type: str | None = None
               ) -> dict[str, Any]:
     """A data or environment container (``GET .../data/NAME``): its latest version."""
-    cls, props_cls = ((arm.DataContainer, arm.DataContainerProperties) if kind == "data"
-                      else (arm.EnvironmentContainer, arm.EnvironmentContainerProperties))
+    cls, props_cls = {"data": (arm.DataContainer, arm.DataContainerProperties),
+                      "components": (arm.ComponentContainer, arm.ComponentContainerProperties)
+                      }.get(kind, (arm.EnvironmentContainer, arm.EnvironmentContainerProperties))
     props = props_cls(description=f"{kind} {name}", tags={}, properties={}, is_archived=False,
                       **({"data_type": data_type} if kind == "data" else {}))
     latest = max(versions, key=lambda v: (len(v), v))

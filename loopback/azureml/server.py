@@ -176,7 +176,23 @@ class Handler(BaseHTTPRequestHandler):
                 if prefix in ("/data/v1.0", "/modelregistry/v1.0"):
                     return self._resolve_uris(prefix, rest, body)
                 return self._mlflow(rest, query, body)
+        region = re.match(r"/subscriptions/(?P<sub>[^/]+)/providers/Microsoft\."
+                          r"MachineLearningServices/locations/(?P<loc>[^/]+)/(?P<what>vmSizes|"
+                          r"usages)$", path)
+        if region is not None and self.command == "GET":
+            return self._region(region["sub"], region["loc"], region["what"])
         return self._management(self._in_workspace(path), query, body)
+
+    def _region(self, sub: str, location: str, what: str) -> None:
+        svc = self.service
+        if sub != svc.subscription_id:
+            raise Answer(404, "SubscriptionNotFound",
+                         f"The subscription '{sub}' could not be found.")
+        if location.lower() != svc.location.lower():
+            return self._send(200, payloads.page([]))
+        if what == "vmSizes":
+            return self._send(200, payloads.vm_sizes(svc.vm_sizes))
+        return self._send(200, payloads.page(payloads.usages(svc, svc.usages)))
 
     def _cloud(self) -> dict[str, Any]:
         url = self.service.url + "/"
@@ -223,6 +239,11 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, payloads.datastore_secrets(svc))
         if kind in ("codes", "components") and len(parts) >= 3 and parts[2] == "versions":
             return self._asset(kind, parts, query, sent)
+        if kind == "components" and len(parts) == 2 and method == "GET":
+            versions = [v for (k, n, v) in svc.assets if k == "components" and n == parts[1]]
+            if not versions:
+                raise not_found(f"Component {parts[1]}")
+            return self._send(200, payloads.container(svc, kind, parts[1], versions))
         if kind in ("data", "environments") and len(parts) == 2 and method == "GET":
             known = svc.data if kind == "data" else svc.environments
             versions = [v for (n, v) in known if n == parts[1]]
@@ -231,27 +252,43 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, payloads.container(
                 svc, kind, parts[1], versions,
                 known[(parts[1], versions[0])] if kind == "data" else None))
+        if kind in ("data", "environments") and len(parts) == 3 and parts[2] == "versions" \
+                and method == "GET":  # newest first, as `$orderBy=createdtime desc` asks
+            known = svc.data if kind == "data" else svc.environments
+            versions = sorted((v for (n, v) in known if n == parts[1]),
+                              key=lambda v: (len(v), v), reverse=True)
+            top = (query.get("$top") or [None])[0]
+            versions = versions[:int(top)] if top and top.isdigit() else versions
+            return self._send(200, payloads.page([
+                payloads.environment_version(svc, parts[1], v, known[(parts[1], v)],
+                                             svc.conda_files.get((parts[1], v)))
+                if kind == "environments" else self._data_version(parts[1], v)
+                for v in versions]))
         if kind == "environments" and len(parts) == 4 and method == "GET":
             image = svc.environments.get((parts[1], parts[3]))
             if image is None:
                 raise not_found(f"Environment {parts[1]}:{parts[3]}")
-            return self._send(200, payloads.environment_version(svc, parts[1], parts[3], image))
+            return self._send(200, payloads.environment_version(
+                svc, parts[1], parts[3], image, svc.conda_files.get((parts[1], parts[3]))))
         if kind == "computes" and len(parts) == 2 and method == "GET":
             found = svc.computes.get(parts[1])
             if found is None:
                 raise not_found(f"Compute {parts[1]}")
             return self._send(200, payloads.compute(svc, parts[1], *found))
         if kind == "data" and len(parts) == 4 and method == "GET":
-            data_kind = svc.data.get((parts[1], parts[3]))
-            if data_kind is None:
+            if (parts[1], parts[3]) not in svc.data:
                 raise not_found(f"Data {parts[1]}:{parts[3]}")
-            uri = (f"azureml://subscriptions/{svc.subscription_id}/resourcegroups/"
-                   f"{svc.resource_group}/workspaces/{svc.workspace_name}/datastores/"
-                   f"workspaceblobstore/paths/data/{parts[1]}/{parts[3]}/")
-            return self._send(200, payloads.data_version(svc, parts[1], parts[3], data_kind, uri))
+            return self._send(200, self._data_version(parts[1], parts[3]))
         if kind == "jobs":
             return self._jobs(parts[1:], query, sent)
         raise Answer(404, "NoRoute", f"The loopback service has no route for {method} {rest}.")
+
+    def _data_version(self, name: str, version: str) -> dict[str, Any]:
+        svc = self.service
+        uri = (f"azureml://subscriptions/{svc.subscription_id}/resourcegroups/"
+               f"{svc.resource_group}/workspaces/{svc.workspace_name}/datastores/"
+               f"workspaceblobstore/paths/data/{name}/{version}/")
+        return payloads.data_version(svc, name, version, svc.data[(name, version)], uri)
 
     def _asset(self, kind: str, parts: list[str], query: dict[str, list[str]],
                sent: dict[str, Any]) -> None:

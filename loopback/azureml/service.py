@@ -73,6 +73,19 @@ DEFAULT_ENVIRONMENTS = {
     ("defect-gpu", "7"): "mcr.microsoft.com/azureml/curated/acpt-pytorch-2.2-cuda12.1"}
 DEFAULT_DATA = {("defect-images", "1"): "uri_folder", ("defect-split", "1"): "uri_file",
                 ("defect-split", "2"): "uri_file"}
+#: The region's VM sizes (``.../locations/LOC/vmSizes``): name -> (family, vCPUs, GPUs).
+DEFAULT_VM_SIZES = {
+    "Standard_DS3_v2": ("standardDSv2Family", 4, 0),
+    "Standard_D4s_v3": ("standardDSv3Family", 4, 0),
+    "Standard_E4ds_v4": ("standardEDSv4Family", 4, 0),
+    "Standard_NC6s_v3": ("standardNCSv3Family", 6, 1),
+    "Standard_NC24rs_v3": ("standardNCSv3Family", 24, 4),
+    "Standard_ND96asr_v4": ("standardNDASv4_A100Family", 96, 8)}
+#: The subscription's quota in the region (``.../locations/LOC/usages``): family -> (vCPUs in
+#: use, limit).
+DEFAULT_USAGES = {"standardDSv2Family": (8, 100), "standardDSv3Family": (0, 100),
+                  "standardEDSv4Family": (0, 100), "standardNCSv3Family": (24, 48),
+                  "standardNDASv4_A100Family": (0, 0)}
 
 
 class AzureMLLoopback:
@@ -263,6 +276,10 @@ class AzureMLLoopback:
             self.computes: dict[str, tuple[str, int]] = dict(DEFAULT_COMPUTES)
             self.environments: dict[tuple[str, str], str] = dict(DEFAULT_ENVIRONMENTS)
             self.data: dict[tuple[str, str], str] = dict(DEFAULT_DATA)
+            #: conda specifications of environment versions (YAML text), by (name, version)
+            self.conda_files: dict[tuple[str, str], str] = {}
+            self.vm_sizes: dict[str, tuple[str, int, int]] = dict(DEFAULT_VM_SIZES)
+            self.usages: dict[str, tuple[int, int]] = dict(DEFAULT_USAGES)
 
     def request_kinds(self) -> dict[str, int]:
         """How many requests of each kind were answered (``PUT components``, ``PUT blob`` ...)."""
@@ -284,8 +301,24 @@ class AzureMLLoopback:
         self.computes[name] = (vm_size, max_nodes)
 
     def add_environment(self, name: str, version: str,
-                        image: str = "mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu22.04") -> None:
+                        image: str = "mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu22.04",
+                        conda_file: str | None = None) -> None:
+        """An environment version: its image and, optionally, its conda specification."""
         self.environments[(name, version)] = image
+        if conda_file is not None:
+            self.conda_files[(name, version)] = conda_file
+
+    def add_component(self, name: str, version: str) -> None:
+        """A registered command component version (as ``az ml component create`` leaves it)."""
+        body = {"properties": {"componentSpec": {
+            "$schema": "https://azuremlschemas.azureedge.net/latest/commandComponent.schema.json",
+            "name": name, "version": version, "type": "command", "command": "echo hello",
+            "environment": "azureml:defect-cpu:4"}}}
+        self.assets[("components", name, version)] = Asset("components", name, version, body)
+
+    def set_usage(self, family: str, current: int, limit: int) -> None:
+        """The quota of VM family ``family`` in the region: vCPUs in use and the limit."""
+        self.usages[family] = (current, limit)
 
     def add_data(self, name: str, version: str, kind: str = "uri_folder") -> None:
         self.data[(name, version)] = kind

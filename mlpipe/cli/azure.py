@@ -23,6 +23,7 @@ from mlpipe.cli.base import (
     ignore_option,
     load_graph,
     main,
+    workspace_options,
 )
 
 
@@ -96,27 +97,36 @@ def compile_(target: str, out_dir: str, inputs: tuple[str, ...], default_compute
     click.echo(f"submit with: az ml job create --file {written[0]}")
 
 
-def _workspace_options(fn):
-    """The options that name an Azure ML workspace (flags, a config.json, or the environment)."""
-    for option in reversed([
-        click.option("--workspace", "workspace_name", metavar="NAME", help="Azure ML workspace."),
-        click.option("--resource-group", metavar="NAME", help="Its resource group."),
-        click.option("--subscription", "subscription_id", metavar="ID", help="Its subscription."),
-        click.option("--config", "config", type=click.Path(dir_okay=False),
-                     help="A config.json as Azure ML writes it (else searched upwards)."),
-    ]):
-        fn = option(fn)
-    return fn
+_workspace_options = workspace_options
+
+
+def workspace_preflight(spec, values: dict[str, str], *, default_compute: str | None,
+                        workspace_name: str | None, resource_group: str | None,
+                        subscription_id: str | None, config: str | None):
+    """``mlpipe check --workspace``: the pre-flight of ``spec`` against the workspace (its
+    ``Preflight``: diagnostics, resolved references, requests)."""
+    from mlpipe.backends.azure.preflight import run_preflight
+    from mlpipe.backends.azure.service import MLClientService
+    from mlpipe.backends.azure.workspace import resolve_workspace
+
+    workspace = resolve_workspace(subscription_id=subscription_id, resource_group=resource_group,
+                                  workspace_name=workspace_name, config=config)
+    service = _service(MLClientService, workspace)
+    return run_preflight(spec, workspace, service.client, inputs=values,
+                         default_compute=default_compute)
 
 
 def submit_to_workspace(target: str, values: dict[str, str], *, experiment: str | None,
                         default_compute: str | None, workspace_name: str | None,
                         resource_group: str | None, subscription_id: str | None,
                         config: str | None, wait: bool = False, poll_interval: float = 15.0,
-                        fmt: str = "text", ignore: set[str] | None = None) -> None:
-    """``mlpipe submit --target azure``: check, record, submit; print the run, job and URL.
+                        fmt: str = "text", ignore: set[str] | None = None,
+                        offline: bool = False) -> None:
+    """``mlpipe submit --target azure``: check, pre-flight against the workspace (unless
+    ``offline``), record, submit; print the run, job and URL.
     With ``wait``, follow the job until Azure ML ends it, sync it into the store, and exit 0
     (completed) or 1 (failed or canceled, naming the steps). ``ignore``: codes not reported."""
+    from mlpipe.backends.azure.preflight import run_preflight
     from mlpipe.backends.azure.service import MLClientService
     from mlpipe.backends.azure.submit import ChecksFailed, submit_to_azure
     from mlpipe.backends.azure.workspace import resolve_workspace
@@ -130,11 +140,16 @@ def submit_to_workspace(target: str, values: dict[str, str], *, experiment: str 
         workspace = resolve_workspace(subscription_id=subscription_id,
                                       resource_group=resource_group,
                                       workspace_name=workspace_name, config=config)
-        store = open_store()
         service = _service(MLClientService, workspace)
+        preflight = None
+        if not offline:
+            preflight = run_preflight(spec, workspace, service.client, inputs=values,
+                                      default_compute=default_compute)
+            found = [*found, *preflight.diagnostics]
+        store = open_store()
         run = submit_to_azure(spec, workspace, service, inputs=values, experiment=experiment,
                               default_compute=default_compute, extra_diagnostics=found,
-                              store=store, ignore=ignore or ())
+                              store=store, ignore=ignore or (), preflight=preflight)
     except ChecksFailed as err:
         click.echo(render_text(err.diagnostics), err=True)
         raise
@@ -313,7 +328,7 @@ def sync(run: str, fmt: str, workspace_name: str | None, resource_group: str | N
 AZURE_FLAGS = {"experiment": "--experiment", "default_compute": "--compute",
                "workspace_name": "--workspace", "resource_group": "--resource-group",
                "subscription_id": "--subscription", "config": "--config", "wait": "--wait",
-               "poll_interval": "--poll-interval"}
+               "poll_interval": "--poll-interval", "offline": "--offline"}
 
 
 def azure_options(fn):
@@ -326,6 +341,9 @@ def azure_options(fn):
                       help="Azure: follow the job until Azure ML ends it (a live view of its "
                            "steps), sync it, exit 0 if it completed, 1 if it failed or was "
                            "canceled.")(fn)
+    fn = click.option("--offline", is_flag=True, default=None,
+                      help="Azure: skip the pre-flight against the workspace (computes, "
+                           "quota, asset versions, environments: docs/azure.md).")(fn)
     fn = _workspace_options(fn)
     fn = click.option("--compute", "default_compute", metavar="NAME",
                       help="Azure: the default compute.")(fn)

@@ -100,6 +100,19 @@ def assignments(values: tuple[str, ...], flag: str) -> dict[str, str]:
     return split_assignments(values, flag)
 
 
+def workspace_options(fn):
+    """The options that name an Azure ML workspace (flags, a config.json, or the environment)."""
+    for option in reversed([
+        click.option("--workspace", "workspace_name", metavar="NAME", help="Azure ML workspace."),
+        click.option("--resource-group", metavar="NAME", help="Its resource group."),
+        click.option("--subscription", "subscription_id", metavar="ID", help="Its subscription."),
+        click.option("--config", "config", type=click.Path(dir_okay=False),
+                     help="A config.json as Azure ML writes it (else searched upwards)."),
+    ]):
+        fn = option(fn)
+    return fn
+
+
 @click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="mlpipe")
 def main() -> None:

@@ -5,7 +5,16 @@ import sys
 
 import click
 
-from mlpipe.cli.base import EXIT_CLEAN, EXIT_PROBLEMS, TARGET, code_set, load_graph, main
+from mlpipe.cli.base import (
+    EXIT_CLEAN,
+    EXIT_PROBLEMS,
+    TARGET,
+    assignments,
+    code_set,
+    load_graph,
+    main,
+    workspace_options,
+)
 from mlpipe.errors import UsageError
 
 
@@ -21,10 +30,19 @@ from mlpipe.errors import UsageError
 @click.option("--explain", metavar="CODE",
               help="Print what a code checks, why it matters, an example and the fix "
                    "(MP301 or artifact-kind-mismatch), and check nothing.")
+@click.option("--input", "inputs", multiple=True, metavar="NAME=VALUE",
+              help="With --workspace: a pipeline input's value (azureml:NAME:VERSION is "
+                   "looked up); repeatable.")
+@click.option("--compute", "default_compute", metavar="NAME",
+              help="With --workspace: the default compute.")
+@workspace_options
 def check(target: str | None, fmt: str, select: str | None, ignore: str | None,
-          fail_on: str, explain: str | None) -> None:
+          fail_on: str, explain: str | None, inputs: tuple[str, ...],
+          default_compute: str | None, workspace_name: str | None, resource_group: str | None,
+          subscription_id: str | None, config: str | None) -> None:
     """Compile a pipeline and run every check; exit 1 if any error (or, with --fail-on, any
-    warning or info) is found."""
+    warning or info) is found. With --workspace (or --resource-group, --subscription,
+    --config), also the pre-flight against that Azure ML workspace."""
     from mlpipe.diagnostics import Severity, render_json, render_text
 
     if explain is not None:
@@ -34,7 +52,18 @@ def check(target: str | None, fmt: str, select: str | None, ignore: str | None,
         raise UsageError("check needs a TARGET (FILE.py[:function] or pipeline.yml)",
                          hint="give the pipeline to check, or --explain CODE")
     selected, ignored = code_set(select), code_set(ignore)
-    _, diagnostics = load_graph(target)
+    graph, diagnostics = load_graph(target)
+    if workspace_name or resource_group or subscription_id or config:
+        from mlpipe.cli.azure import workspace_preflight
+
+        diagnostics = [*diagnostics, *workspace_preflight(
+            graph.spec, assignments(inputs, "--input"), default_compute=default_compute,
+            workspace_name=workspace_name, resource_group=resource_group,
+            subscription_id=subscription_id, config=config).diagnostics]
+    elif inputs or default_compute:
+        raise UsageError("--input and --compute apply to the pre-flight only",
+                         hint="add --workspace NAME (with --resource-group and --subscription, "
+                              "or --config), or drop them")
     diagnostics = [d for d in diagnostics if (not selected or d.code in selected)
                    and d.code not in ignored]
     click.echo(render_json(diagnostics) if fmt == "json" else render_text(diagnostics))

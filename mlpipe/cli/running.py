@@ -77,6 +77,7 @@ def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...],
             raise UsageError("--poll-interval applies to --wait only",
                              hint="add --wait, or drop --poll-interval")
         azure["wait"] = bool(azure.get("wait"))
+        azure["offline"] = bool(azure.get("offline"))
         azure["poll_interval"] = (15.0 if azure.get("poll_interval") is None
                                   else azure["poll_interval"])
         submit_to_workspace(target, {**assignments(inputs, "--input"),

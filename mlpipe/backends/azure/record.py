@@ -108,7 +108,8 @@ def _step_params(node: Any, values: dict[str, Any]) -> dict[str, Any]:
 def begin_azure_run(store: Store, graph: Graph, *, run_id: str, workspace: Workspace,
                     experiment: str, inputs: Mapping[str, Any] | None = None,
                     default_compute: str | None = None,
-                    ci: Mapping[str, str | None] | None = None) -> str:
+                    ci: Mapping[str, str | None] | None = None,
+                    preflight: Mapping[str, Any] | None = None) -> str:
     """Record a run about to be submitted to Azure ML, as ``running`` by this process.
 
     Records the pipeline spec, every step's component version and environment, the code
@@ -171,6 +172,8 @@ def begin_azure_run(store: Store, graph: Graph, *, run_id: str, workspace: Works
         "job_name": None, "studio_url": None, "azure_status": None, "synced_at": None,
         "inputs": planned_inputs, "outputs": {}, "steps": steps, "candidate": candidate,
         "ci": None if ci is None else dict(ci),
+        # what the pre-flight's moving references (@latest) named when the job was sent
+        **({"preflight": dict(preflight)} if preflight is not None else {}),
     }
     return store.begin_run(pipeline=pipeline, target="azure", params=params, inputs=snaps,
                            code=code, options=options, run_id=run_id)

@@ -17,6 +17,7 @@ from mlpipe.backends.azure.validate import load_export
 from mlpipe.backends.azure.workspace import Workspace
 from mlpipe.checks import check_pipeline
 from mlpipe.diagnostics import ChecksFailed, Diagnostic, has_errors
+from mlpipe.digests import canonical_json
 from mlpipe.errors import MlpipeError
 from mlpipe.evidence.ci import ci_provenance, ci_tags
 from mlpipe.evidence.store import Store, new_id
@@ -48,7 +49,8 @@ def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsServi
                     inputs: Mapping[str, Any] | None = None, experiment: str | None = None,
                     default_compute: str | None = None, run_id: str | None = None,
                     extra_diagnostics: list[Diagnostic] | None = None,
-                    store: Store | None = None, ignore: Collection[str] = ()) -> SubmittedRun:
+                    store: Store | None = None, ignore: Collection[str] = (),
+                    preflight: Any = None) -> SubmittedRun:
     """Check ``spec``, export it, load it with azure-ai-ml, record it and submit it.
 
     Checks run first and credentials/network are checked before anything is recorded or
@@ -65,6 +67,9 @@ def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsServi
         run_id: mlpipe's run id (a new one by default), recorded in the job's tags.
         store: the evidence store to record the run in (None records nothing).
         ignore: diagnostic codes the caller has reviewed: not reported, never stopping it.
+        preflight: the ``preflight.Preflight`` run before (its diagnostics are among
+            ``extra_diagnostics``): the versions its moving references named are written in
+            the job's tags (``mlpipe.resolved``) and recorded with the run.
 
     Returns:
         The submitted run's record.
@@ -86,10 +91,14 @@ def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsServi
     run_id = run_id or new_id("r", 5)
     experiment = experiment or spec.name
     ci = ci_provenance()
+    tags = ci_tags(ci)
+    resolved = dict(getattr(preflight, "resolved", None) or {})
+    if resolved:
+        tags["mlpipe.resolved"] = canonical_json(resolved)
     with tempfile.TemporaryDirectory(prefix="mlpipe-azure-") as tmp:
         export = write_export(spec, tmp, inputs=inputs, default_compute=default_compute,
                               run_id=run_id, experiment=experiment, check=False,  # checked above
-                              tags=ci_tags(ci))
+                              tags=tags)
         job = load_export(tmp, export.job_file)
         service.check_access()
         if store is None:
@@ -99,7 +108,9 @@ def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsServi
 
             record.begin_azure_run(store, graph, run_id=run_id, workspace=workspace,
                                    experiment=experiment, inputs=inputs,
-                                   default_compute=default_compute, ci=ci)
+                                   default_compute=default_compute, ci=ci,
+                                   preflight=None if preflight is None else {
+                                       "resolved": resolved, "requests": preflight.requests})
             try:
                 created = parse_job(service.create(job, experiment))
             except BaseException as exc:

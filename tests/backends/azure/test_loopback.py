@@ -48,7 +48,9 @@ def test_submit_creates_the_job_through_the_real_mlclient_and_sync_records_it(cl
     assert sorted(job.nodes()) == ["evaluate", "fit", "prepare"]
     # azure-ai-ml registered the three components and uploaded the project's code once
     assert sorted(a.name for a in azureml.assets.values() if a.kind == "codes").__len__() == 1
-    assert {b for (_, b) in azureml.blobs if b.endswith("lbflow.py")}
+    # only what the steps import (the .amlignore mlpipe wrote): lbsteps.py, not the pipeline
+    uploaded = {b.rsplit("/", 1)[-1] for (_, b) in azureml.blobs}
+    assert "lbsteps.py" in uploaded and "lbflow.py" not in uploaded
 
     job.child("prepare").start()
     job.child("prepare").log_metric("images", 300).complete()

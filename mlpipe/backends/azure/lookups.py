@@ -1,0 +1,114 @@
+"""The pre-flight's questions to the workspace, each one azure-ai-ml ``MLClient`` call.
+
+An answer is the entity, ``None`` for "not found", or the ``AzureError`` line of any other
+failure (kept, not raised, so the other lookups in flight finish; the caller raises the first).
+Counts the requests it makes, and knows nothing of diagnostics.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from mlpipe.backends.azure.workspace import Workspace
+from mlpipe.errors import AzureError
+
+
+class Lookups:
+    """Lookups through ``client`` for ``workspace``; ``requests`` counts the HTTP requests
+    made (a label costs two: the container's latest version, then that version)."""
+
+    def __init__(self, client: Any, workspace: Workspace) -> None:
+        self.client, self.workspace = client, workspace
+        self.requests = 0
+        self._lock = threading.Lock()
+        self._location: str | None = None
+
+    def _count(self, n: int = 1) -> None:
+        with self._lock:
+            self.requests += n
+
+    def get(self, kind: str, key: Any) -> Any:
+        """The answer to one question: ``compute`` NAME, ``environment``/``component``/
+        ``data`` (NAME, VERSION, LABEL), ``sizes`` or ``usages`` (the region's), or the
+        ``workspace`` (its region; a missing workspace is an ``AzureError``)."""
+        from azure.core.exceptions import ResourceNotFoundError
+
+        from mlpipe.backends.azure.service import azure_failure
+
+        try:
+            return getattr(self, f"_{kind}")(key)
+        except ResourceNotFoundError as exc:
+            if kind == "workspace":  # "no workspace", never "no compute"
+                return azure_failure(exc, self.workspace, "read the workspace")
+            return None
+        except AzureError as err:
+            return err
+        except Exception as exc:
+            if _not_found(exc) and kind != "workspace":
+                return None
+            return azure_failure(exc, self.workspace, f"look up the {kind} the job names")
+
+    def _workspace(self, _: Any) -> str:
+        """The workspace itself (asked first: a missing one is one line, and its region is
+        where VM sizes and quota are asked)."""
+        return self.location()
+
+    def _compute(self, name: str) -> Any:
+        self._count()
+        return self.client.compute.get(name)
+
+    def _asset(self, operations: Any, key: tuple[str, str | None, str | None]) -> Any:
+        name, version, label = key
+        self._count(1 if version else 2)
+        if version:
+            return operations.get(name, version=version)
+        return operations.get(name, label=label)
+
+    def _environment(self, key):
+        return self._asset(self.client.environments, key)
+
+    def _component(self, key):
+        return self._asset(self.client.components, key)
+
+    def _data(self, key):
+        return self._asset(self.client.data, key)
+
+    def location(self) -> str:
+        with self._lock:
+            if self._location is None:
+                self.requests += 1
+                ws = self.client.workspaces.get(self.workspace.workspace_name)
+                self._location = str(ws.location)
+            return self._location
+
+    def _sizes(self, _: Any) -> list[Any]:
+        location = self.location()
+        self._count()
+        return list(self.client.compute.list_sizes(location=location))
+
+    def _usages(self, _: Any) -> list[Any]:
+        location = self.location()
+        self._count()
+        return list(self.client.compute.list_usage(location=location))
+
+
+def _not_found(exc: BaseException) -> bool:
+    """azure-ai-ml's own "does not exist" (a label on a name with no versions)."""
+    text = str(getattr(exc, "message", None) or exc)
+    return type(exc).__name__ == "ValidationException" and (
+        "does not exist" in text or "not found" in text.lower())
+
+
+def field_of(entity: Any, *names: str) -> Any:
+    """A field of an azure-ai-ml entity under any of its names: ``VmSize`` and ``Usage`` keep
+    their REST body's keys (``vCPUs``, ``currentValue``) as attributes."""
+    for name in names:
+        value = getattr(entity, name, None)
+        if value is None:
+            value = getattr(entity, "__dict__", {}).get(name)
+        if value is not None:
+            return value
+    return None
+
+
+__all__ = ["Lookups", "field_of"]

@@ -1,0 +1,174 @@
+"""Pre-flight against the workspace: what a job names, asked of Azure ML before it is sent.
+
+Each compute exists, has the declared VM size and enough max nodes; each serverless VM size is
+offered in the workspace's region and its family's quota has room; each registered
+environment, component and data asset version exists (``@latest`` resolved to the version it
+names today); each registered environment holds mlpipe and an MLflow client the tracking server
+accepts, judged from its conda specification. Every finding is a coded diagnostic. Requests
+go through azure-ai-ml's ``MLClient`` (its retry policy waits out 429 Retry-After), one per
+distinct name, at most ``WORKERS`` at once; a failure that is not "not found" is one
+``AzureError`` line (``service.azure_failure``).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from mlpipe.backends.azure.workspace import Workspace
+from mlpipe.diagnostics import Diagnostic
+from mlpipe.errors import AzureError
+from mlpipe.spec import ComponentSpec, InputRole, Literal, PipelineSpec, StepSpec
+
+#: Lookups in flight at once (each a distinct compute, environment, component or data asset).
+WORKERS = 8
+#: The first MLflow release the Azure ML tracking server rejected (azureml-examples PR #3888:
+#: training with MLflow >= 2.19 failed against it); a client that may resolve to it or later
+#: is MP860.
+MLFLOW_REJECTED_FROM = "2.19"
+_REGISTERED = re.compile(r"^azureml:(?!//)(?P<name>[A-Za-z0-9_.-]+)(?::(?P<version>[^:@/]+)|"
+                         r"@(?P<label>[A-Za-z0-9_.-]+))?$")
+_COMPONENT_REF = re.compile(r"a registered component \((?P<ref>[^)]*)\)")
+
+
+@dataclass(slots=True)
+class Needs:
+    """What a pipeline names in the workspace, each with the steps (or inputs) that name it."""
+
+    computes: dict[str, list[tuple[StepSpec, ComponentSpec]]] = field(default_factory=dict)
+    serverless: dict[str, list[tuple[StepSpec, ComponentSpec]]] = field(default_factory=dict)
+    environments: dict[tuple[str, str | None, str | None], list[tuple[StepSpec, ComponentSpec]]] \
+        = field(default_factory=dict)
+    components: dict[tuple[str, str | None, str | None], list[tuple[StepSpec, ComponentSpec]]] \
+        = field(default_factory=dict)
+    data: dict[tuple[str, str | None, str | None], list[str]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Preflight:
+    """The pre-flight's findings, what each moving reference names today (``resolved``:
+    ``"azureml:defect-cpu@latest" -> "azureml:defect-cpu:5"``, recorded with the run) and the
+    number of requests it made."""
+
+    diagnostics: list[Diagnostic]
+    resolved: dict[str, str]
+    requests: int
+
+
+def registered(ref: Any) -> tuple[str, str | None, str | None] | None:
+    """``(name, version, label)`` of ``azureml:NAME:VERSION`` / ``azureml:NAME@LABEL`` (a bare
+    ``azureml:NAME`` is ``@latest``); None for anything else (paths, URIs, registries).
+
+    Example:
+        >>> registered("azureml:defect-cpu@latest"), registered("azureml://datastores/x")
+        (('defect-cpu', None, 'latest'), None)
+    """
+    m = _REGISTERED.match(str(ref).strip()) if isinstance(ref, str) else None
+    if m is None:
+        return None
+    if m["version"] is None and m["label"] is None:
+        return m["name"], None, "latest"
+    return m["name"], m["version"], m["label"]
+
+
+def spelled(key: tuple[str, str | None, str | None]) -> str:
+    name, version, label = key
+    return f"azureml:{name}:{version}" if version else f"azureml:{name}@{label}"
+
+
+def _leaf_steps(spec: PipelineSpec) -> Iterable[StepSpec]:
+    for step in spec.steps:
+        if isinstance(step.target, PipelineSpec):
+            yield from _leaf_steps(step.target)
+        else:
+            yield step
+
+
+def needs_of(spec: PipelineSpec, inputs: Mapping[str, Any] | None = None,
+             default_compute: str | None = None) -> Needs:
+    """What ``spec`` (with these input values and default compute) names in the workspace."""
+    needs = Needs()
+    given = dict(inputs or {})
+    default = (default_compute or "").removeprefix("azureml:")
+    if default and default != "serverless":
+        needs.computes[default] = []  # the job's default compute must exist too
+    for step in _leaf_steps(spec):
+        comp = step.target
+        assert isinstance(comp, ComponentSpec)
+        at = (step, comp)
+        compute = comp.compute
+        # as the export writes it: a step without a compute name runs serverless
+        name = (compute.name or "") if compute is not None and compute.input is None else ""
+        name = name.removeprefix("azureml:")
+        if name and name != "serverless" and "${{" not in name:
+            needs.computes.setdefault(name, []).append(at)
+        elif compute is not None and compute.sku:
+            needs.serverless.setdefault(compute.sku, []).append(at)
+        env = comp.environment
+        if env is not None and env.image is None and env.conda_file is None and env.name:
+            key = (env.name, env.version, None if env.version else "latest")
+            needs.environments.setdefault(key, []).append(at)
+        m = _COMPONENT_REF.search(comp.azure_only or "")
+        ref = registered(m["ref"]) if m else None
+        if ref is not None:
+            needs.components.setdefault(ref, []).append(at)
+        for _, binding in step.bindings:
+            if isinstance(binding, Literal) and (ref := registered(binding.value)) is not None:
+                needs.data.setdefault(ref, []).append(f"{step.name} (a literal input)")
+    for inp in spec.inputs:
+        if inp.role is not InputRole.ARTIFACT:
+            continue
+        ref = registered(given.get(inp.name, inp.default))
+        if ref is not None:
+            needs.data.setdefault(ref, []).append(f"pipeline input {inp.name!r}")
+    return needs
+
+
+def run_preflight(spec: PipelineSpec, workspace: Workspace, client: Any, *,
+                  inputs: Mapping[str, Any] | None = None,
+                  default_compute: str | None = None) -> Preflight:
+    """Ask the workspace about everything ``spec`` names, through ``client`` (an
+    ``azure.ai.ml.MLClient``); the findings, the resolved references, the request count.
+
+    Raises:
+        AzureError: the workspace cannot be reached or refused a request (one line: no
+            network, not authenticated, throttled past the retries, ...).
+
+    Example:
+        >>> run_preflight(spec, ws, MLClientService(ws).client).diagnostics
+        [Diagnostic(code='MP851', ...)]   # compute 'gpu-clustr' does not exist
+    """
+    from mlpipe.backends.azure import lookups
+
+    needs = needs_of(spec, inputs, default_compute)
+    ask = lookups.Lookups(client, workspace)
+    jobs: list[tuple[str, Any, Any]] = []
+    jobs += [("compute", name, name) for name in needs.computes]
+    jobs += [("environment", key, key) for key in needs.environments]
+    jobs += [("component", key, key) for key in needs.components]
+    jobs += [("data", key, key) for key in needs.data]
+    if needs.serverless:  # the region's VM sizes and the subscription's quota in it
+        jobs += [("sizes", None, None), ("usages", None, None)]
+    found: dict[tuple[str, Any], Any] = {}
+    where = ask.get("workspace", None)
+    if isinstance(where, AzureError):
+        raise where
+    if jobs:
+        with ThreadPoolExecutor(max_workers=min(WORKERS, len(jobs))) as pool:
+            answers = pool.map(lambda job: ask.get(job[0], job[2]), jobs)
+            for (kind, key, _), answer in zip(jobs, answers, strict=True):
+                found[(kind, key)] = answer
+    failures = [a for a in found.values() if isinstance(a, AzureError)]
+    if failures:
+        raise failures[0]
+    from mlpipe.backends.azure import verdicts
+
+    diagnostics, resolved = verdicts.judge(needs, found)
+    return Preflight(diagnostics, resolved, ask.requests)
+
+
+__all__ = ["MLFLOW_REJECTED_FROM", "WORKERS", "Needs", "Preflight", "needs_of", "registered",
+           "run_preflight", "spelled"]
+

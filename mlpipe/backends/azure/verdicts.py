@@ -1,0 +1,287 @@
+"""The pre-flight's verdicts: what the workspace answered, judged against what the job names.
+
+Pure: entities in (azure-ai-ml's ``Compute``, ``VmSize``, ``Usage``, ``Environment``,
+``Component``, ``Data``; ``None`` for "not found"), diagnostics out. An environment's contents
+are judged from its conda specification only: an image or a build context mlpipe cannot read
+is said to be unknown (MP861), never guessed.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mlpipe.backends.azure.lookups import field_of
+from mlpipe.backends.azure.preflight import MLFLOW_REJECTED_FROM, Needs, spelled
+from mlpipe.codes import (
+    ASSET_VERSION_NOT_FOUND,
+    COMPUTE_MAX_NODES_TOO_FEW,
+    COMPUTE_NOT_FOUND,
+    COMPUTE_SIZE_DIFFERS,
+    ENVIRONMENT_CONTENTS_UNKNOWN,
+    MLFLOW_CLIENT_REJECTED,
+    QUOTA_BELOW_DEMAND,
+    QUOTA_IN_USE,
+    REFERENCE_RESOLVED,
+    REGISTERED_ENVIRONMENT_WITHOUT_MLPIPE,
+    VM_SIZE_NOT_OFFERED,
+)
+from mlpipe.diagnostics import Diagnostic
+from mlpipe.spec import ComponentSpec, StepSpec
+
+_PROBES = ("2.19.0", "2.19.1", "2.20.0", "2.21.3", "2.22.0", "3.0.0", "3.5.0", "99.0")
+
+
+def _where(step: StepSpec, comp: ComponentSpec) -> dict[str, Any]:
+    loc = comp.location
+    return {"step": step.name, "file": loc.file if loc else None, "line": loc.line if loc else None}
+
+
+def _steps(uses: list[tuple[StepSpec, ComponentSpec]]) -> str:
+    names = [f"'{s.name}'" for s, _ in uses]
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
+def judge(needs: Needs, found: dict[tuple[str, Any], Any]
+          ) -> tuple[list[Diagnostic], dict[str, str]]:
+    """The diagnostics of one pre-flight and the references it resolved."""
+    out: list[Diagnostic] = []
+    resolved: dict[str, str] = {}
+    for name, uses in needs.computes.items():
+        out += _compute(name, uses, found[("compute", name)])
+    if needs.serverless:
+        out += _serverless(needs, found[("sizes", None)], found[("usages", None)])
+    for key, uses in needs.environments.items():
+        env = found[("environment", key)]
+        step, comp = uses[0]
+        if env is None:
+            out.append(_missing("environment", key, f"steps {_steps(uses)}", _where(step, comp),
+                                "register it (`az ml environment create --file env.yml`) or "
+                                "name a version that exists (`az ml environment list`)"))
+            continue
+        out += _resolved("environment", key, env, resolved, _where(step, comp))
+        out += _contents(key, env, uses)
+    for key, uses in needs.components.items():
+        component = found[("component", key)]
+        step, comp = uses[0]
+        if component is None:
+            out.append(_missing("component", key, f"steps {_steps(uses)}", _where(step, comp),
+                                "register it (`az ml component create`) or name a version that "
+                                "exists (`az ml component list`)"))
+            continue
+        out += _resolved("component", key, component, resolved, _where(step, comp))
+    for key, uses in needs.data.items():
+        data = found[("data", key)]
+        if data is None:
+            out.append(_missing("data asset", key, ", ".join(uses), {},
+                                "register the data asset version (`az ml data create`), or pass "
+                                "--input NAME=azureml:NAME:VERSION of one that exists"))
+            continue
+        out += _resolved("data asset", key, data, resolved, {})
+    return out, resolved
+
+
+def _compute(name: str, uses: list[tuple[StepSpec, ComponentSpec]], compute: Any
+             ) -> list[Diagnostic]:
+    if compute is None:
+        who = f"which steps {_steps(uses)} run on" if uses else "the job's default compute"
+        return [Diagnostic.of(
+            COMPUTE_NOT_FOUND,
+            f"compute {name!r}, {who}, does not exist in the workspace",
+            hint=f"create it (`az ml compute create --type amlcompute --name {name} ...`), "
+                 f"or name one that exists (`az ml compute list`)",
+            **(_where(*uses[0]) if uses else {}))]
+    out = []
+    size = str(field_of(compute, "size", "vm_size") or "")
+    for step, comp in uses:
+        declared = comp.compute.sku if comp.compute is not None else None
+        if declared and size and declared.lower() != size.lower():
+            out.append(Diagnostic.of(
+                COMPUTE_SIZE_DIFFERS,
+                f"step '{step.name}' declares compute {name!r} as {declared}, but the "
+                f"workspace's {name!r} is {size}", hint=f"declare Compute({name!r}, "
+                f"sku={size!r}) (the launch checks judge the declared size), or run the step "
+                f"on a cluster of {declared}", **_where(step, comp)))
+    max_nodes = field_of(compute, "max_instances", "max_node_count")
+    if isinstance(max_nodes, int):
+        for step, comp in uses:
+            if comp.instances > max_nodes:
+                out.append(Diagnostic.of(
+                    COMPUTE_MAX_NODES_TOO_FEW,
+                    f"step '{step.name}' asks for {comp.instances} instances, but compute "
+                    f"{name!r} scales to at most {max_nodes} node(s): the job would wait in "
+                    f"the queue for nodes it can never get",
+                    hint=f"raise the cluster's max nodes (`az ml compute update --name {name} "
+                         f"--max-instances {comp.instances}`) or ask for {max_nodes} "
+                         f"instance(s)", **_where(step, comp)))
+    return out
+
+
+def _serverless(needs: Needs, sizes: Any, usages: Any) -> list[Diagnostic]:
+    offered = {str(field_of(s, "name")).lower(): s for s in sizes or []}
+    quota = {}
+    for usage in usages or []:
+        name = field_of(usage, "name")
+        value = name.get("value") if isinstance(name, dict) else field_of(name, "value")
+        if value:
+            quota[str(value).lower()] = usage
+    out = []
+    for sku, uses in needs.serverless.items():
+        size = offered.get(sku.lower())
+        step, comp = uses[0]
+        if size is None:
+            out.append(Diagnostic.of(
+                VM_SIZE_NOT_OFFERED,
+                f"serverless steps {_steps(uses)} ask for VM size {sku}, which the workspace's "
+                f"region does not offer", hint="pick a size from `az ml compute list-sizes` "
+                "(the region's), or run on a cluster", **_where(step, comp)))
+            continue
+        family = str(field_of(size, "family") or "")
+        vcpus = field_of(size, "v_cp_us", "vCPUs")
+        usage = quota.get(family.lower())
+        if not isinstance(vcpus, int) or usage is None:
+            continue
+        limit = field_of(usage, "limit")
+        current = field_of(usage, "current_value", "currentValue") or 0
+        if not isinstance(limit, int):
+            continue
+        step, comp = max(uses, key=lambda u: u[1].instances)
+        demand = vcpus * comp.instances
+        if demand > limit:
+            out.append(Diagnostic.of(
+                QUOTA_BELOW_DEMAND,
+                f"step '{step.name}' needs {demand} vCPUs of {family} ({comp.instances} x "
+                f"{sku}, {vcpus} vCPUs each), but the subscription's quota for the family in "
+                f"this region is {limit}: the job can never start",
+                hint="request more quota for the family (Azure portal: Quotas), or choose a "
+                     "smaller size or fewer instances", **_where(step, comp)))
+        elif demand > limit - current:
+            out.append(Diagnostic.of(
+                QUOTA_IN_USE,
+                f"step '{step.name}' needs {demand} vCPUs of {family} ({comp.instances} x "
+                f"{sku}), and {current} of the family's {limit} are in use now: the job waits "
+                f"until {demand - (limit - current)} more are free",
+                hint="submit later, or free the family's vCPUs (other jobs, idle clusters with "
+                     "min nodes above 0)", **_where(step, comp)))
+    return out
+
+
+def _missing(what: str, key: tuple[str, str | None, str | None], named_by: str,
+             where: dict[str, Any], hint: str) -> Diagnostic:
+    name, version, label = key
+    said = f"version {version}" if version else f"a version labelled {label!r}"
+    return Diagnostic.of(ASSET_VERSION_NOT_FOUND,
+                         f"{what} {spelled(key)} ({named_by}) does not exist in the workspace: "
+                         f"it has no {name!r} with {said}", hint=hint, **where)
+
+
+def _resolved(what: str, key: tuple[str, str | None, str | None], entity: Any,
+              resolved: dict[str, str], where: dict[str, Any]) -> list[Diagnostic]:
+    name, version, _ = key
+    if version:
+        return []
+    today = str(field_of(entity, "version") or "?")
+    resolved[spelled(key)] = f"azureml:{name}:{today}"
+    return [Diagnostic.of(
+        REFERENCE_RESOLVED,
+        f"{what} {spelled(key)} names version {today} today (recorded with the run); a "
+        f"later submission may get another", hint=f"pin it: azureml:{name}:{today}", **where)]
+
+
+def _contents(key: tuple[str, str | None, str | None], env: Any,
+              uses: list[tuple[StepSpec, ComponentSpec]]) -> list[Diagnostic]:
+    functions = [(s, c) for s, c in uses if c.function is not None]
+    if not functions:
+        return []  # a script component's command needs neither mlpipe nor its MLflow
+    step, comp = functions[0]
+    where = _where(step, comp)
+    label = spelled(key)
+    conda = field_of(env, "conda_file")
+    if not isinstance(conda, dict):
+        build = field_of(env, "build")
+        source = (f"built from a Docker context ({field_of(build, 'path') or 'in the workspace'})"
+                  if build is not None else f"image {field_of(env, 'image') or '?'} only")
+        return [Diagnostic.of(
+            ENVIRONMENT_CONTENTS_UNKNOWN,
+            f"environment {label} (steps {_steps(functions)}) is {source}: mlpipe cannot see "
+            f"whether it has mlpipe or which MLflow client it holds",
+            hint="give the environment a conda file that lists mlpipe (docs/azure.md, \"An "
+                 "environment with the mlpipe runtime\"); a step record from a run there "
+                 "settles it too", **where)]
+    requirements = _requirements(conda)
+    out = []
+    if not any(_is_mlpipe(r) for r in requirements):
+        out.append(Diagnostic.of(
+            REGISTERED_ENVIRONMENT_WITHOUT_MLPIPE,
+            f"environment {label}, which steps {_steps(functions)} run their bodies in with "
+            f"`python -m mlpipe.runtime.step`, has a conda file that lists no mlpipe: the job "
+            f"would fail with 'No module named mlpipe'",
+            hint="register a version whose conda file installs mlpipe (docs/azure.md, \"An "
+                 "environment with the mlpipe runtime\")", **where))
+    out += _mlflow(label, requirements, functions, where)
+    return out
+
+
+def _requirements(conda: dict[str, Any]) -> list[str]:
+    found = []
+    for dep in conda.get("dependencies") or []:
+        if isinstance(dep, str):
+            found.append(dep.strip())
+        elif isinstance(dep, dict):
+            found += [p.strip() for p in dep.get("pip") or [] if isinstance(p, str)]
+    return found
+
+
+def _name(requirement: str) -> str:
+    base = requirement.split("::")[-1].strip().lower().replace("_", "-")
+    for sep in ("=", "<", ">", "!", "~", "[", " ", "@", ";"):
+        base = base.split(sep, 1)[0]
+    return base
+
+
+def _is_mlpipe(requirement: str) -> bool:
+    low = requirement.lower()
+    return _name(requirement) == "mlpipe" or (
+        "mlpipe-" in low and low.endswith((".whl", ".tar.gz")))
+
+
+def _mlflow(label: str, requirements: list[str], uses: list[tuple[StepSpec, ComponentSpec]],
+            where: dict[str, Any]) -> list[Diagnostic]:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import Version
+
+    clients = [r for r in requirements if _name(r) in ("mlflow", "mlflow-skinny")]
+    if not clients:
+        return []  # no MLflow: metrics stay in the step record (docs/azure.md)
+    out = []
+    for req in clients:
+        text = req.split("::")[-1]
+        spec = text[len(_name(req)):].split(";", 1)[0].strip()
+        if spec.startswith("=") and not spec.startswith("=="):  # conda's "mlflow=2.21"
+            spec = "==" + spec[1:].split("=", 1)[0] + ".*"
+        try:
+            allowed = SpecifierSet(spec.replace(" ", ""))
+        except InvalidSpecifier:
+            continue
+        named = re.findall(r"\d+(?:\.\d+)+", spec)  # a pin is its own probe
+        reaching = [v for v in (*named, *_PROBES) if Version(v) >= Version(MLFLOW_REJECTED_FROM)
+                    and allowed.contains(v, prereleases=False)]
+        if reaching:
+            pinned = f"allows MLflow {reaching[0]}" if spec else "leaves MLflow unpinned"
+            out.append(Diagnostic.of(
+                MLFLOW_CLIENT_REJECTED,
+                f"environment {label} (steps {_steps(uses)}) lists {req!r}, which {pinned}: "
+                f"the Azure ML tracking server rejected MLflow {MLFLOW_REJECTED_FROM} and later "
+                f"(azureml-examples PR #3888), so the steps' metrics would not reach the "
+                f"workspace", hint=f"pin the client below it: \"mlflow-skinny<"
+                f"{MLFLOW_REJECTED_FROM}\" with azureml-mlflow", **where))
+    if not any(_name(r) == "azureml-mlflow" for r in requirements):
+        out.append(Diagnostic.of(
+            MLFLOW_CLIENT_REJECTED,
+            f"environment {label} (steps {_steps(uses)}) lists an MLflow client but not "
+            f"azureml-mlflow: MLflow cannot open the workspace's azureml:// tracking URI "
+            f"without that plugin, so the steps' metrics would not reach the workspace",
+            hint="add azureml-mlflow to the conda file's pip dependencies", **where))
+    return out
+
+
+__all__ = ["judge"]
