@@ -5,11 +5,12 @@ azure-ai-ml uploads a component's ``code`` folder whole, minus what the folder's
 ``.amlignore`` (else ``.gitignore``) excludes. The code root of a function component is the
 folder its module is imported from, often the project itself: the evidence store, every
 artifact, a virtual environment. The ``.amlignore`` written here is an allow list: every
-top-level entry out, then back in only the module files the components import (found by
-``source.local_module_files``, without importing them; and those an earlier compile from the
-same root let in, while they exist: its job files may still be submitted), the non-Python
-files beside them in their packages (package data), and, wherever they are, never the store,
-the artifacts, virtual environments or caches. Knows files, not Azure ML's API: never
+top-level entry out, then back in only the top-level packages (whole: a module may open a
+sibling file by path, as the example's serving code does) and modules that hold what the
+components import (found by ``source.local_module_files``, without importing them; and those
+an earlier compile from the same root let in, while they exist: its job files may still be
+submitted), and, wherever they are, never the store, the artifacts, virtual environments or
+caches. Knows files, not Azure ML's API: never
 imports azure-ai-ml.
 """
 from __future__ import annotations
@@ -38,14 +39,17 @@ LARGE_FILE_BYTES = 10 * 1024 * 1024
 
 @dataclass(slots=True)
 class Upload:
-    """The code upload of one code root: the module files that are kept (relative POSIX
-    paths), the folders never uploaded (the store, artifacts, virtual environments found
-    there), and the ``.amlignore`` text (None when the root has the user's own file)."""
+    """The code upload of one code root: the module files the steps import (relative POSIX
+    paths; their top-level packages are uploaded whole, as a module may open another by
+    path), the top-level entries an earlier compile let in (``kept``), the folders never
+    uploaded (the store, artifacts, virtual environments found there), and whether the root
+    has the user's own ``.amlignore`` (then mlpipe writes none)."""
 
     root: Path
     modules: set[str] = field(default_factory=set)
     excluded: set[str] = field(default_factory=set)
     own_ignore: bool = False
+    kept: set[str] = field(default_factory=set)
 
     def add_module(self, file: str | os.PathLike[str]) -> bool:
         """Keep ``file`` (a module a step imports); False when it lies outside the root."""
@@ -69,6 +73,12 @@ class Upload:
         if rel != Path("."):
             self.excluded.add(rel.as_posix())
 
+    def tops(self) -> list[str]:
+        """The top-level entries uploaded: each imported module's top-level package (a
+        folder, uploaded whole) or top-level module file."""
+        return sorted({m.split("/", 1)[0] + ("/" if "/" in m else "") for m in self.modules}
+                      | self.kept)
+
     def ignore_text(self) -> str | None:
         """The ``.amlignore`` mlpipe writes at the root, or None to keep the user's own."""
         if self.own_ignore:
@@ -76,17 +86,9 @@ class Upload:
         lines = [MARK,
                  "# Azure ML uploads this folder as the code of the pipeline's function "
                  "components;",
-                 "# only the modules they import go up (and files beside them in their "
-                 "packages).",
+                 "# only the packages and modules they import go up.",
                  "/*"]
-        packages = sorted({posixdir(m) for m in self.modules if "/" in m})
-        for top in sorted({m.split("/", 1)[0] for m in self.modules}):
-            lines.append(f"!/{top}" if "/" not in top and top.endswith(".py") else f"!/{top}/")
-        for package in packages:
-            lines.append(f"/{package}/**/*.py")
-        for module in sorted(self.modules):
-            if "/" in module:
-                lines.append(f"!/{module}")
+        lines.extend(f"!/{top}" for top in self.tops())
         lines.append("# never uploaded: the evidence store, artifacts, virtual environments, "
                      "caches")
         lines.extend(f"/{rel}/" for rel in sorted(self.excluded))
@@ -95,15 +97,18 @@ class Upload:
 
     def files(self) -> list[str]:
         """The files azure-ai-ml uploads with mlpipe's ``.amlignore`` (relative, sorted)."""
-        packages = {posixdir(m) for m in self.modules if "/" in m}
-        out = set(self.modules)
+        out = set()
         excluded = {self.root / rel for rel in self.excluded}
-        for package in sorted(packages):
-            for file in _walk(self.root / package, excluded):
-                rel = file.relative_to(self.root).as_posix()
-                if not rel.endswith(".py") and not _never_file(file.name):
-                    out.add(rel)
-        return sorted(m for m in out if (self.root / m).is_file())
+        for top in self.tops():
+            path = self.root / top
+            if not top.endswith("/"):
+                if path.is_file():
+                    out.add(top)
+                continue
+            for file in _walk(path, excluded):
+                if not _never_file(file.name):
+                    out.add(file.relative_to(self.root).as_posix())
+        return sorted(out)
 
     def large(self) -> list[tuple[str, int]]:
         """Files of the upload at least ``LARGE_FILE_BYTES`` long, largest first."""
@@ -145,9 +150,11 @@ def plan(root: str | os.PathLike[str], modules: Iterable[str | os.PathLike[str]]
             # another pipeline's job files written from this root may still be submitted
             # with `az ml job create`: the modules it needs stay in while they exist
             for line in lines:
-                if line.startswith("!/") and line.endswith(".py") and \
-                        (up.root / line[2:]).is_file():
-                    up.modules.add(line[2:])
+                entry = line[2:]
+                if line.startswith("!/") and "/" not in entry.rstrip("/") and (
+                        (up.root / entry).is_dir() if entry.endswith("/")
+                        else (up.root / entry).is_file()):
+                    up.kept.add(entry)
     for module in modules:
         up.add_module(module)
     for folder in never:
@@ -213,8 +220,10 @@ def _never_folders(root: Path) -> list[Path]:
 
 
 def _drop_environments(up: Upload) -> None:
-    for package in {posixdir(m) for m in up.modules if "/" in m}:
-        for dirpath, dirnames, _ in os.walk(up.root / package):
+    for top in up.tops():
+        if not top.endswith("/"):
+            continue
+        for dirpath, dirnames, _ in os.walk(up.root / top):
             for name in list(dirnames):
                 here = Path(dirpath) / name
                 if (here / "pyvenv.cfg").is_file() or (here / "conda-meta").is_dir():

@@ -41,7 +41,10 @@ def test_the_example_uploads_only_the_modules_its_steps_import(tmp_path):
     export = export_pipeline(spec, out_dir=tmp_path, inputs=EXAMPLE_INPUTS)
     export.write(tmp_path)
     assert [u.root for u in export.uploads] == [ROOT]
-    expected = ["components/__init__.py", "components/defect.py", "components/images.py"]
+    expected = ["components/__init__.py", "components/defect.py", "components/defect_ddp.py",
+                "components/images.py", "components/serving/__init__.py",
+                "components/serving/defect_cnn.py", "components/serving/defect_softmax.py",
+                "components/synthetic.py"]
     assert export.uploads[0].files() == expected
     assert azure_ml_upload(ROOT) == expected
     text = (ROOT / ".amlignore").read_text()
@@ -52,21 +55,22 @@ def test_the_distributed_example_uploads_its_module_and_what_it_imports(tmp_path
     fresh_example_amlignore()
     spec, _ = load_spec(str(ROOT / "pipelines" / "defect_classifier_ddp.py"))
     export = export_pipeline(spec, out_dir=tmp_path, inputs=EXAMPLE_INPUTS)
-    assert export.uploads[0].files() == ["components/__init__.py", "components/defect.py",
-                                         "components/defect_ddp.py", "components/images.py"]
+    assert [u.tops() for u in export.uploads] == [["components/"]]
 
 
 def test_a_second_pipeline_from_one_root_keeps_what_the_first_one_uploads(tmp_path):
     """Both job folders stay submittable with `az ml job create`: the .amlignore of the code
-    root they share lets in the modules of both (while those files exist)."""
-    fresh_example_amlignore()
-    ddp, _ = load_spec(str(ROOT / "pipelines" / "defect_classifier_ddp.py"))
-    export_pipeline(ddp, out_dir=tmp_path / "a", inputs=EXAMPLE_INPUTS).write(tmp_path / "a")
-    single, _ = load_spec(str(ROOT / "pipelines" / "defect_classifier.py"))
-    export = export_pipeline(single, out_dir=tmp_path / "b", inputs=EXAMPLE_INPUTS)
-    export.write(tmp_path / "b")
-    assert "components/defect_ddp.py" in azure_ml_upload(ROOT)
-    fresh_example_amlignore()
+    root they share lets in the packages of both (while they exist)."""
+    for rel in ("kit/steps.py", "other/__init__.py", "solo.py"):
+        (tmp_path / rel).parent.mkdir(exist_ok=True)
+        (tmp_path / rel).write_text("")
+    upload.plan(tmp_path, [tmp_path / "other" / "__init__.py", tmp_path / "solo.py"]).write()
+    second = upload.plan(tmp_path, [tmp_path / "kit" / "steps.py"])
+    assert second.tops() == ["kit/", "other/", "solo.py"]
+    second.write()
+    assert azure_ml_upload(tmp_path) == ["kit/steps.py", "other/__init__.py", "solo.py"]
+    (tmp_path / "solo.py").unlink()
+    assert upload.plan(tmp_path, [tmp_path / "kit" / "steps.py"]).tops() == ["kit/", "other/"]
 
 
 PROJECT = {
@@ -138,7 +142,7 @@ def test_a_project_uploads_its_imports_and_package_data_never_the_store_or_envir
     done = compile_in(root)
     assert done.returncode == 0, done.stderr
     expected = ["kit/__init__.py", "kit/helpers.py", "kit/lookup.json", "kit/steps.py",
-                "kit/sub/__init__.py", "kit/sub/table.py"]
+                "kit/sub/__init__.py", "kit/sub/table.py", "kit/unused.py"]
     assert azure_ml_upload(root) == expected
     text = (root / ".amlignore").read_text()
     assert "/evidence/" in text and "/kit/env2/" in text and "MP850" not in done.stderr
