@@ -416,6 +416,10 @@ def _facts_of(path: str, tree: ast.Module, roots: list[ast.AST], package: str | 
     nodes = [*roots, *_top_level(tree)]
     aliases = _aliases([*nodes, *helpers.values()], package)
     scan = _Scan(package)
+    # a body's own parameters shadow the module's functions of the same name (an output
+    # port called `train` is no call of the module's `train` step)
+    shadowed = {a.arg for r in roots if isinstance(r, (ast.FunctionDef, ast.AsyncFunctionDef))
+                for a in [*r.args.posonlyargs, *r.args.args, *r.args.kwonlyargs]}
     pending, seen = list(nodes), set()
     while pending:
         node = pending.pop()
@@ -423,8 +427,8 @@ def _facts_of(path: str, tree: ast.Module, roots: list[ast.AST], package: str | 
             continue
         seen.add(id(node))
         scan.run([node], aliases)
-        pending += [h for n in scan.called
-                    if (h := helpers.get(n)) is not None and id(h) not in seen]
+        pending += [h for n in scan.called if n not in shadowed
+                    and (h := helpers.get(n)) is not None and id(h) not in seen]
     names = tuple(sorted(scan.names.items(), key=lambda e: (e[1], e[0])))
     checked = any(n == g or n.startswith(g + ".") for n, _ in names for g in _GPU_GUARDS) or \
         any(i.split(".")[0] in _GPU_GUARDS for i in scan.imports)
