@@ -28,6 +28,11 @@ def _device(port) -> str | None:
     return getattr(port.contract, "device", None) if port is not None else None
 
 
+#: What writes a torch pickle (CUDA tensors stay CUDA tensors in it).
+_TORCH_SAVES = ("torch.save", "torch.jit.save", "mlflow.pytorch.save_model",
+                "mlflow.pytorch.log_model")
+
+
 def _tops(facts: BodyFacts) -> set[str]:
     return {name.split(".")[0] for name in facts.imports}
 
@@ -45,7 +50,11 @@ def _placement(facts: BodyFacts | None) -> tuple[str, str, int | None] | None:
     placing = sorted(tops & PLACING_MODULES)
     if facts.devices:
         what, line = facts.devices[0]
-        return ("observed", f"its code puts tensors on the GPU ({what} at line {line})", line)
+        placed = f"its code puts tensors on the GPU ({what} at line {line})"
+        if facts.uses(*_TORCH_SAVES) is None:
+            return ("unsaved", f"{placed} but saves nothing through torch that its code shows "
+                               f"(torch.save, mlflow.pytorch)", line)
+        return ("observed", placed, line)
     if placing:
         return ("observed", f"it trains with {placing[0]}, which puts the model on the GPU by "
                             f"itself", None)
@@ -95,6 +104,13 @@ def model_device(graph: Graph) -> Iterator[Diagnostic]:
                     f"'{endpoint.node}' trains it on {there.describe()} and {basis}: torch "
                     f"saves such tensors as CUDA tensors, and torch.load of them fails without "
                     f"a GPU", hint=hint, **where)
+            elif how == "unsaved":
+                yield Diagnostic.of(
+                    MODEL_DEVICE_CROSSES_COMPUTE,
+                    f"step '{node.id}' loads model '{source}' on {here.describe()}; "
+                    f"'{endpoint.node}' trains it on {there.describe()} and {basis}: whether "
+                    f"what it saved holds CUDA tensors cannot be told from its code", hint=hint,
+                    severity=Severity.INFO, **where)
             else:
                 yield Diagnostic.of(
                     MODEL_DEVICE_CROSSES_COMPUTE,
