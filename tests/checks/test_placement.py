@@ -26,6 +26,10 @@ def _mp630(target):
     ("moves_back", "info", r"and its code puts tensors on the GPU \('cuda' at line \d+\), and "
                            r"also moves something to the CPU \(\.cpu\(\) at line \d+\): whether "
                            r"what it saved holds CUDA tensors cannot be told from its code$"),
+    ("saves_json", "info", r"and its code puts tensors on the GPU \(\.cuda\(\) at line \d+\) "
+                           r"but saves nothing through torch that its code shows \(torch\.save, "
+                           r"mlflow\.pytorch\): whether what it saved holds CUDA tensors cannot "
+                           r"be told from its code$"),
 ])
 def test_what_the_producer_code_shows_decides_the_claim(name, severity, message):
     [(found_severity, text)] = _mp630(getattr(CASES, name))
