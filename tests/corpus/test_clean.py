@@ -24,6 +24,10 @@ import generate  # noqa: E402  (the corpus's generator, beside its pipelines)
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGETS = {v.name: f"{CLEAN / 'pipelines' / v.name}.py:{v.name}" for v in generate.VARIANTS}
+#: Azure ML pipeline jobs (CLI v2 YAML) written by hand: checked, not run (their scripts need
+#: GPUs, torch with NCCL, TensorFlow or Horovod).
+TARGETS.update({f"yaml/{p.parent.name}": str(p)
+                for p in sorted((CLEAN / "yaml").glob("*/pipeline.yml"))})
 
 
 def _findings(target: str) -> list[str]:
@@ -33,7 +37,7 @@ def _findings(target: str) -> list[str]:
 
 
 def test_the_corpus_is_large_and_varied_and_what_its_generator_writes(tmp_path):
-    assert len(generate.VARIANTS) >= 40
+    assert len(generate.VARIANTS) >= 40 and len(TARGETS) - len(generate.VARIANTS) >= 4
     kinds = {(v.framework, v.split) for v in generate.VARIANTS}
     assert {f for f, _ in kinds} == set(generate.FRAMEWORKS)
     assert {s for _, s in kinds} == set(generate.SPLITS)
@@ -53,6 +57,7 @@ def test_a_correct_pipeline_gets_no_diagnostic(name):
 
 
 @pytest.mark.parametrize("name", ["cpu_column_folder_conda", "ddp_2x4_manifest_kind",
+                                  "yaml/ddp_manifest", "yaml/nested_ddp",
                                   "tf_2worker_conda", "mpi_2x4_conda_nested",
                                   "cpu_layout_copied_nested"])
 def test_check_fail_on_warning_passes(name):

@@ -53,11 +53,22 @@ def _write_table(path, rows):
         w.writerows(rows)
 
 
+LOADER = (
+    "import json\nfrom pathlib import Path\n\n\nclass Threshold:\n"
+    "    def __init__(self, value):\n        self.value = value\n\n"
+    "    def predict(self, rows):\n        return [float(x) > self.value for x in rows]\n\n\n"
+    "def _load_pyfunc(path):\n"
+    "    return Threshold(json.loads(Path(path, 'threshold.json').read_text())['threshold'])\n")
+
+
 def _save(model, threshold):
+    """An MLflow model mlflow.pyfunc.load_model loads (its loader in code/), saved on the CPU."""
     out = Path(model)
-    out.mkdir(parents=True, exist_ok=True)
+    (out / "code").mkdir(parents=True, exist_ok=True)
     (out / "threshold.json").write_text(json.dumps({"threshold": threshold}))
-    (out / "MLmodel").write_text("flavors:\n  python_function:\n    loader_module: corpus\n"
+    (out / "code" / "corpus_threshold.py").write_text(LOADER)
+    (out / "MLmodel").write_text("flavors:\n  python_function:\n"
+                                 "    loader_module: corpus_threshold\n    code: code\n"
                                  "metadata:\n  saved_device: cpu\n")
 
 
