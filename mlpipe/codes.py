@@ -541,6 +541,13 @@ RUNTIME_FAILED = _code(
     "MP928", "runtime-failed", ERROR,
     "The step runtime of mlpipe itself failed around the step's body.")
 
+# --- MP930-MP939: what the screens say (issue 23)
+#     MP930 a failed step's contract mismatch that its wiring caused (mlpipe.checks.diagnosis)
+CONTRACT_MISMATCH_FROM_WIRING = _code(
+    "MP930", "contract-mismatch-from-wiring", ERROR,
+    "A step's contract rejected what it was given because of its wiring: an evaluation's input "
+    "is bound to the artifact its model was trained on.")
+
 # --- MP960-MP989: hostile input and definitions that cannot run (issue 14)
 COMPONENT_BODY_NEVER_RUNS = _code(
     "MP960", "component-body-never-runs", ERROR,

@@ -64,16 +64,19 @@ class ContractError(MlpipeError, ValueError):
     """An artifact on disk that does not match its contract.
 
     ``file`` is the file at fault and ``line`` its row (1-based, header included) where one
-    row is at fault; ``column`` and ``key`` name the column or key when one is.
+    row is at fault; ``column`` and ``key`` name the column or key when one is. ``mismatch``
+    names what differs where a contract says (a metrics report: ``missing``, ``value``,
+    ``scope`` or ``population``), so a diagnosis reads it rather than the message.
     """
 
     exit_code = 1
 
     def __init__(self, message: str, *, hint: str | None = None, file: str | None = None,
                  line: int | None = None, column: str | None = None,
-                 key: str | None = None) -> None:
+                 key: str | None = None, mismatch: str | None = None) -> None:
         self.column = column
         self.key = key
+        self.mismatch = mismatch
         super().__init__(message, hint=hint, file=file, line=line)
 
 

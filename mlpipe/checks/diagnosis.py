@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlpipe.codes import (
+    CONTRACT_MISMATCH_FROM_WIRING,
     DATA_NOT_DIVIDED,
     LAUNCH_REFUSED,
     METRIC_MISSING_FROM_REPORT,
@@ -30,6 +31,9 @@ from mlpipe.codes import (
     UNDECLARED_INPUT_FAILED,
 )
 from mlpipe.diagnostics import Code
+from mlpipe.graph import FromInput, FromStep, Graph
+
+_MODEL_KINDS = ("mlflow_model", "custom_model")
 
 #: layer id -> what the guide calls it ("diagnose at the layer that failed"), in its order;
 #: then the two layers of a failure that is no wiring's fault: the step's code, mlpipe's own.
@@ -77,10 +81,12 @@ class StepFailure:
         coordination: the coordination check's findings (``Diagnostic.to_json()`` dicts).
         missing_outputs: outputs not written (found by the backend, without a record).
         rejected_output: ``(port, message)`` of an output the backend validated and rejected.
+        mismatch: what differed in that output (``ContractError.mismatch``).
         not_started: the step could not be started (its command or code is unusable).
         metric_reports: the output ports whose contract is a metrics report.
         logs: ``{"step": path, "ranks": {"0": path, ...}}``.
         hint: the launcher's own hint, where it gave one (a refusal's fix).
+        wiring: where each input of the step is bound from (``wiring(graph, step)``).
     """
 
     step: str
@@ -92,10 +98,71 @@ class StepFailure:
     coordination: Sequence[Mapping[str, Any]] = ()
     missing_outputs: Sequence[str] = ()
     rejected_output: tuple[str, str] | None = None
+    mismatch: str | None = None
     not_started: bool = False
     metric_reports: frozenset[str] = frozenset()
     logs: Mapping[str, Any] | None = None
     hint: str | None = None
+    wiring: Sequence[Wire] = ()
+
+
+@dataclass(frozen=True)
+class Wire:
+    """One input edge of a step, as its graph wires it.
+
+    Args:
+        port: the step's input port.
+        source: what it is bound to: ``prepare.table`` (a step's output) or ``inputs.raw``.
+        trained_on: ``train.table`` for each step that trains a model this step reads, on
+            the very artifact bound here.
+    """
+
+    port: str
+    source: str
+    trained_on: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"port": self.port, "source": self.source, "trained_on": list(self.trained_on)}
+
+    @classmethod
+    def read(cls, value: Any) -> Wire | None:
+        """A wire as ``to_dict`` wrote it (a run's stored plan); None if it is not one."""
+        if not isinstance(value, Mapping) or not isinstance(value.get("port"), str) \
+                or not isinstance(value.get("source"), str):
+            return None
+        trained = value.get("trained_on")
+        return cls(value["port"], value["source"], tuple(
+            t for t in trained if isinstance(t, str)) if isinstance(trained, list) else ())
+
+
+def wiring(graph: Graph, step: str) -> tuple[Wire, ...]:
+    """The input edges of ``step`` (data inputs only, not the models it reads), each with the
+    training steps of those models that read the same artifact.
+
+    Example:
+        >>> [w.source for w in wiring(graph, "evaluate")]   # doctest: +SKIP
+        ['prepare.train_table']
+    """
+    node = graph.steps.get(step)
+    if node is None:
+        return ()
+    trainers: list[tuple[str, str, object]] = []
+    for port in node.component.inputs:
+        bound = node.bindings.get(port.name)
+        if port.kind.value not in _MODEL_KINDS or not isinstance(bound, FromStep) \
+                or bound.node not in graph.steps:
+            continue
+        trainer = graph.steps[bound.node]
+        trainers += [(trainer.id, tport.name, trainer.bindings.get(tport.name))
+                     for tport in trainer.component.inputs if tport.kind.value not in _MODEL_KINDS]
+    wires = []
+    for port in node.component.inputs:
+        bound = node.bindings.get(port.name)
+        if port.kind.value in _MODEL_KINDS or not isinstance(bound, (FromStep, FromInput)):
+            continue
+        wires.append(Wire(port.name, str(bound),
+                          tuple(f"{t}.{tp}" for t, tp, tb in trainers if tb == bound)))
+    return tuple(wires)
 
 
 @dataclass(frozen=True)
@@ -202,10 +269,8 @@ def diagnose(failure: StepFailure) -> Diagnosis:
         return made(STEP_OUTPUT_NOT_WRITTEN, "contract", _missing_hint(f.missing_outputs[0]),
                     port=f.missing_outputs[0])
     if f.rejected_output is not None:
-        port = f.rejected_output[0]
-        if port in _metric_reports(f):
-            return made(METRIC_MISSING_FROM_REPORT, "logging", _METRIC_HINT, port=port)
-        return made(STEP_OUTPUT_REJECTED, "contract", _rejected_hint(port), port=port)
+        return _from_record(f, {"layer": "output-contract", "port": f.rejected_output[0],
+                                "mismatch": f.mismatch, "rank": None}, made)
     if f.returncode is not None and f.returncode < 0:
         sig = -f.returncode
         return made(RANK_DIED, "launch",
@@ -227,6 +292,10 @@ def _from_record(f: StepFailure, recorded: dict[str, Any], made) -> Diagnosis:
     port = recorded.get("port") if isinstance(recorded.get("port"), str) else None
     rank = recorded.get("rank")
     rank = rank if isinstance(rank, int) and not isinstance(rank, bool) else f.rank
+    if layer in ("input-contract", "output-contract"):
+        wired = _wired_cause(f, layer, port, recorded.get("mismatch"), rank)
+        if wired is not None:
+            return wired
     if layer == "input-contract":
         return made(STEP_INPUT_REJECTED, "contract",
                     f"fix the data bound to input {port!r} or the step that produced it; "
@@ -234,8 +303,11 @@ def _from_record(f: StepFailure, recorded: dict[str, Any], made) -> Diagnosis:
     if layer == "output-completeness":
         return made(STEP_OUTPUT_NOT_WRITTEN, "contract", _missing_hint(port), rank=rank, port=port)
     if layer == "output-contract":
-        if port in _metric_reports(f):
+        if port in _metric_reports(f) and recorded.get("mismatch") != "population":
             return made(METRIC_MISSING_FROM_REPORT, "logging", _METRIC_HINT, rank=rank, port=port)
+        if port in _metric_reports(f):
+            return made(STEP_OUTPUT_REJECTED, "contract", _population_hint(f, port), rank=rank,
+                        port=port)
         return made(STEP_OUTPUT_REJECTED, "contract", _rejected_hint(port), rank=rank, port=port)
     if layer == "launch":
         return made(PROCESS_GROUP_INIT_FAILED, "launch",
@@ -274,6 +346,38 @@ _COORDINATION_HINTS = {
 }
 
 
+def _wired_cause(f: StepFailure, layer: str, port: str | None, mismatch: Any,
+                 rank: int | None) -> Diagnosis | None:
+    """MP930 where the step's contract caught data its wiring gave it: an input bound to the
+    very artifact the model it evaluates was trained on, and the contract rejecting either
+    that input or a report computed on the wrong population (not a missing metric)."""
+    if layer == "output-contract" and not (port in _metric_reports(f)
+                                           and mismatch == "population"):
+        return None
+    shared = [w for w in f.wiring if w.trained_on
+              and (layer == "output-contract" or w.port == port)]
+    if not shared:
+        return None
+    w = shared[0]
+    caught = (f"its output {port!r} was computed on the wrong population"
+              if layer == "output-contract" else f"its input {port!r} was rejected")
+    message = (f"{_sentence(f.message)}; {caught} because input {w.port!r} is wired to "
+               f"'{w.source}', the artifact {' and '.join(repr(t) for t in w.trained_on)} "
+               f"trains on (edge '{w.source}' -> '{f.step}.{w.port}')")
+    return Diagnosis(CONTRACT_MISMATCH_FROM_WIRING, "contract", message,
+                     f"wire '{f.step}.{w.port}' to the held-out artifact (the test part of a "
+                     f"recorded split), not to '{w.source}'; the metric itself was computed and "
+                     f"reported", rank, port, (), dict(f.logs or {}))
+
+
+def _population_hint(f: StepFailure, port: str | None) -> str:
+    data = ", ".join(f"'{f.step}.{w.port}' <- '{w.source}'" for w in f.wiring)
+    return (f"the report {port!r} holds the metric, computed on a population its contract does "
+            f"not name: compute it on the population the contract requires"
+            + (f"; the population comes from the step's inputs ({data}): check that they are "
+               f"wired to that population" if data else ""))
+
+
 def _missing_hint(port: str | None) -> str:
     return (f"write output {port!r} on every path through the body before it returns (an "
             f"empty folder is an output; a missing one is not)")
@@ -289,4 +393,5 @@ def _sentence(message: str) -> str:
     return message.strip().splitlines()[0] if message.strip() else message
 
 
-__all__ = ["LAYERS", "Diagnosis", "StepFailure", "diagnose", "recorded_failure"]
+__all__ = ["LAYERS", "Diagnosis", "StepFailure", "Wire", "diagnose", "recorded_failure",
+           "wiring"]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mlpipe.artifacts import AssetType
-from mlpipe.contracts.base import Contract, Difference, check_exists
+from mlpipe.contracts.base import Contract, Difference, Reading, check_exists
 from mlpipe.errors import ContractError, DefinitionError
 
 SCOPES = ("global", "partial")
@@ -120,8 +120,9 @@ class MetricsReport(Contract):
         path = Path(path)
         check_exists(self, path)
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            with Reading(self.label, path):
+                doc = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
             raise ContractError(f"the report is not JSON ({exc}); {self.label} expects "
                                 f'{{"metrics": {{...}}}}', hint="write the report as JSON",
                                 file=str(path), line=getattr(exc, "lineno", None)) from None
@@ -132,32 +133,44 @@ class MetricsReport(Contract):
                                 hint="write the metrics under a \"metrics\" key",
                                 file=str(path), key="metrics")
         common = doc.get("population") or {}
+        if not isinstance(common, dict):
+            raise ContractError(f"the report's \"population\" is {type(common).__name__}, not "
+                                f"an object; {self.label} reads the split and snapshot there",
+                                hint='write "population": {"split": ..., "snapshot": ...}',
+                                file=str(path), key="population")
         for want in self.metrics:
             self._check_metric(path, want, metrics.get(want.name), common)
 
     def _check_metric(self, path: Path, want: Metric, entry: Any, common: dict) -> None:
-        def fail(message: str, hint: str) -> ContractError:
+        def fail(message: str, hint: str, mismatch: str) -> ContractError:
             return ContractError(f"metric {want.name!r} {message}", hint=hint, file=str(path),
-                                 key=f"metrics.{want.name}")
+                                 key=f"metrics.{want.name}", mismatch=mismatch)
 
         if entry is None:
-            raise fail(f"is missing; {self.label} requires it", f"report {want.name!r}")
+            raise fail(f"is missing; {self.label} requires it", f"report {want.name!r}",
+                       "missing")
         if not isinstance(entry, dict):
             entry = {"value": entry}
         value = entry.get("value")
         if (isinstance(value, bool) or not isinstance(value, (int, float))
                 or not math.isfinite(value)):
             raise fail(f"has value {value!r}; {self.label} expects a finite number",
-                       "report a number")
+                       "report a number", "value")
         scope = entry.get("scope")
         if scope != want.scope:
             raise fail(f"has scope {scope!r} but {self.label} requires {want.scope!r}",
                        "aggregate the value across workers and mark it global"
-                       if want.scope == "global" else f"mark it {want.scope!r}")
-        population = {**common, **(entry.get("population") or {})}
+                       if want.scope == "global" else f"mark it {want.scope!r}", "scope")
+        own = entry.get("population") or {}
+        if not isinstance(own, dict):
+            raise fail(f"has \"population\" {own!r}, not an object; {self.label} reads the "
+                       f"split and snapshot there",
+                       'write "population": {"split": ..., "snapshot": ...}', "value")
+        population = {**common, **own}
         for attr in ("split", "snapshot"):
             expected = getattr(want, attr)
             if expected is not None and population.get(attr) != expected:
                 raise fail(f"was computed on {attr} {population.get(attr)!r} but {self.label} "
                            f"requires {attr} {expected!r}",
-                           f"compute it on {attr} {expected!r} and record the population")
+                           f"compute it on {attr} {expected!r} and record the population",
+                           "population")

@@ -48,21 +48,24 @@ class Failure(Exception):
     layer: str
     message: str
     port: str | None = None
+    #: what differs, where the contract says (ContractError.mismatch)
+    mismatch: str | None = None
 
     def to_json(self, rank: int | None = None) -> dict[str, Any]:
-        return {"layer": self.layer, "type": None, "message": self.message, "port": self.port,
-                "rank": rank}
+        found = {"layer": self.layer, "type": None, "message": self.message, "port": self.port,
+                 "rank": rank}
+        return {**found, "mismatch": self.mismatch} if self.mismatch else found
 
 
-def _validate(port: Port, path: str) -> str | None:
-    """The contract's complaint about ``path``, or None when it matches."""
+def _validate(port: Port, path: str) -> tuple[str, str | None] | None:
+    """The contract's complaint about ``path`` and what differs, or None when it matches."""
     from mlpipe.contracts import validate
     from mlpipe.errors import MlpipeError
 
     try:
         validate(port.contract, path)
     except MlpipeError as exc:
-        return exc.message
+        return exc.message, getattr(exc, "mismatch", None)
     return None
 
 
@@ -84,12 +87,13 @@ def check_inputs(ports: list[Port], paths: dict[str, str]) -> dict[str, dict[str
             continue
         entry = {"path": path, "contract": port.contract_label, "valid": None, "message": None}
         if port.contract is not None:
-            problem = _validate(port, path)
+            found = _validate(port, path)
+            problem = found[0] if found else None
             entry["valid"] = problem is None
             entry["message"] = problem
-            if problem is not None and first is None:
+            if found is not None and first is None:
                 first = Failure("input-contract", f"input {port.name!r} does not match its "
-                                                  f"contract: {problem}", port.name)
+                                                  f"contract: {problem}", port.name, found[1])
         results[port.name] = entry
     if first is not None:
         raise _WithResults(first, results)
@@ -321,13 +325,14 @@ def finish(where: str | None, *, me: dict[str, Any], outputs: list[Port], paths:
             entry = out.get(port.name)
             if entry is None or port.contract is None:
                 continue
-            problem = _validate(port, entry["path"])
+            found = _validate(port, entry["path"])
+            problem = found[0] if found else None
             entry["valid"] = problem is None
             entry["message"] = problem
-            if problem is not None and failure is None:
+            if found is not None and failure is None:
                 failure = Failure("output-contract", f"output {port.name!r} does not match its "
                                                      f"contract: {problem}",
-                                  port.name).to_json(me["rank"])
+                                  port.name, found[1]).to_json(me["rank"])
     for entry in out.values():
         if entry["exists"] and where is not None:
             try:

@@ -8,14 +8,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlpipe.checks.diagnosis import LAYERS, StepFailure, diagnose
+from mlpipe.checks.diagnosis import LAYERS, StepFailure, Wire, diagnose
 from mlpipe.codes import CODES
 from mlpipe.runtime.record import schema
 
 
-def _record(layer=None, *, rank=0, type_=None, port=None, reads=None, ranks=1):
+def _record(layer=None, *, rank=0, type_=None, port=None, reads=None, ranks=1, mismatch=None):
     failure = None if layer is None else {"layer": layer, "type": type_, "message": "m",
                                           "port": port, "rank": rank}
+    if mismatch is not None:
+        failure["mismatch"] = mismatch
     parts = [{"rank": r, "role": "worker", "failure": failure if r == rank else None,
               "reads_outside_inputs": reads if r == rank else []} for r in range(ranks)]
     return {"format": "mlpipe.step-record", "version": 1, "step": None, "ranks": parts}
@@ -47,6 +49,13 @@ CASES = [
      "MP917", "logging", None, None),
     (dict(record=_record("output-contract", port="report"), metric_reports=frozenset({"report"})),
      "MP918", "logging", 0, "report"),
+    (dict(record=_record("output-contract", port="report", mismatch="population"),
+          metric_reports=frozenset({"report"}),
+          wiring=(Wire("table", "prepare.train_table", ("train.table",)),)),
+     "MP930", "contract", 0, "report"),
+    (dict(record=_record("input-contract", port="table"),
+          wiring=(Wire("table", "prepare.train_table", ("train.table",)),)),
+     "MP930", "contract", 0, "table"),
     (dict(record=_record("step-code", type_="FileNotFoundError", reads=["/home/u/cfg.yml"])),
      "MP921", "dependencies", 0, None),
     (dict(record=_record("step-code", type_="ValueError", reads=["/home/u/cfg.yml"])),
@@ -78,7 +87,7 @@ def test_each_failure_is_diagnosed_at_its_layer(facts, code, layer, rank, port):
 
 def test_every_diagnosis_code_is_reachable_from_the_table():
     reached = {c[1] for c in CASES}
-    assert reached == {c for c in CODES if "MP900" <= c <= "MP929"}  # the diagnosis range
+    assert reached == {c for c in CODES if "MP900" <= c <= "MP930"}  # the diagnosis range
 
 
 def test_a_reading_failure_names_the_undeclared_files():
@@ -106,3 +115,59 @@ def test_diagnose_never_raises_on_what_a_record_may_hold(record, launch, returnc
     found = diagnose(StepFailure("s", "step 's' failed", record=record, launch=launch,
                                  returncode=returncode))
     assert found.code.code.startswith("MP9") and found.layer in LAYERS
+
+
+_SHARED = (Wire("table", "prepare.train_table", ("train.table",)),)
+_OWN = (Wire("table", "prepare.test_table"),)
+
+
+@pytest.mark.parametrize("mismatch, wires, code", [
+    ("population", _SHARED, "MP930"),   # the wiring: evaluated on the training table
+    ("population", _OWN, "MP902"),      # the metric is there; the hint names the edges
+    ("population", (), "MP902"),
+    ("missing", _SHARED, "MP918"),      # a metric really missing stays MP918, whatever the wiring
+    ("scope", _SHARED, "MP918"),
+    (None, _SHARED, "MP918"),
+])
+def test_a_report_on_the_wrong_population_is_not_a_missing_metric(mismatch, wires, code):
+    found = diagnose(StepFailure(
+        "evaluate", "step 'evaluate' failed: output 'report' does not match its contract: metric "
+        "'accuracy' was computed on split 'train' but ...", metric_reports=frozenset({"report"}),
+        record=_record("output-contract", port="report", mismatch=mismatch), wiring=wires))
+    assert found.code.code == code
+    if code == "MP930":
+        assert found.message.endswith(
+            "; its output 'report' was computed on the wrong population because input 'table' "
+            "is wired to 'prepare.train_table', the artifact 'train.table' trains on (edge "
+            "'prepare.train_table' -> 'evaluate.table')")
+        assert found.hint.startswith("wire 'evaluate.table' to the held-out artifact")
+    if code == "MP902":
+        assert "compute it on the population the contract requires" in found.hint
+        assert ("'evaluate.table' <- 'prepare.test_table'" in found.hint) == bool(wires)
+    if code == "MP918":
+        assert found.hint.startswith("compute and log the metric")
+
+
+def test_an_input_rejected_on_another_port_than_the_shared_one_is_not_the_wiring():
+    found = diagnose(StepFailure("evaluate", "step 'evaluate' failed: input 'labels' ...",
+                                 record=_record("input-contract", port="labels"),
+                                 wiring=_SHARED))
+    assert found.code.code == "MP900"
+
+
+def test_a_backend_validated_report_keeps_its_mismatch():
+    found = diagnose(StepFailure("evaluate", "step 'evaluate': output 'report' ...",
+                                 rejected_output=("report", "..."), mismatch="population",
+                                 metric_reports=frozenset({"report"}), wiring=_SHARED))
+    assert (found.code.code, found.port, found.rank) == ("MP930", "report", None)
+
+
+def test_an_azure_step_is_diagnosed_with_the_wiring_its_plan_recorded():
+    from mlpipe.backends.azure.ingest import _diagnosed
+
+    planned = [w.to_dict() for w in _SHARED] + [{"port": 3}, "junk"]  # a hand-edited plan
+    record = _record("output-contract", port="report", mismatch="population")
+    record["step"] = {"outputs": {"report": {"contract": "metrics-report:held-out"}}}
+    found = _diagnosed("evaluate", "step 'evaluate' failed: ...", record, None, planned)
+    assert found["diagnosis"]["code"] == "MP930"
+    assert _diagnosed("evaluate", "m", record, None, None)["diagnosis"]["code"] == "MP902"

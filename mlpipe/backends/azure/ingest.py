@@ -214,7 +214,8 @@ class _Ingest:
                                          f"{self.failed_coordination[sid]}")
         record = step_record.stored(job.record)
         if status == m.FAILED and (record is not None or coordination):
-            record = _diagnosed(sid, message or "", record, coordination)
+            record = _diagnosed(sid, message or "", record, coordination,
+                                planned.get("wiring"))
         fields = dict(
             component_version_id=planned["component_version_id"],
             environment_id=planned["environment_id"],
@@ -382,16 +383,19 @@ def _interpreter(s: Session, planned: dict[str, Any], job: JobRecord) -> dict[st
 
 
 def _diagnosed(sid: str, message: str, record: dict[str, Any] | None,
-               coordination: dict[str, Any] | None) -> dict[str, Any]:
+               coordination: dict[str, Any] | None, planned_wiring: Any = None) -> dict[str, Any]:
     """The failed step's record with its diagnosis, judged as a local run's is (its logs are
-    Azure ML's: the job's studio page, not a path here)."""
-    from mlpipe.checks.diagnosis import StepFailure, diagnose
+    Azure ML's: the job's studio page, not a path here; its wiring the submitted plan's)."""
+    from mlpipe.checks.diagnosis import StepFailure, Wire, diagnose
+
+    wires = tuple(w for v in (planned_wiring if isinstance(planned_wiring, list) else ())
+                  if (w := Wire.read(v)) is not None)
 
     failed = coordination is not None and not coordination.get("ok", True)
     found = diagnose(StepFailure(
         sid, message, record=record, launch="coordination" if failed else None,
         coordination=(coordination or {}).get("findings") or () if failed else (),
-        logs={"step": None, "ranks": {}}))
+        logs={"step": None, "ranks": {}}, wiring=wires))
     base = dict(record) if record is not None else {
         "format": step_record.FORMAT, "version": step_record.VERSION, "stored": True,
         "step": None, "ranks": []}

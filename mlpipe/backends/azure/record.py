@@ -14,6 +14,7 @@ from sqlalchemy import update
 
 from mlpipe.backends.azure.sync import JobRecord
 from mlpipe.backends.azure.workspace import Workspace
+from mlpipe.checks.diagnosis import wiring
 from mlpipe.digests import REFERENCE, reference_digest
 from mlpipe.digests.snapshot import snapshot
 from mlpipe.environments import environment_identity
@@ -153,6 +154,7 @@ def begin_azure_run(store: Store, graph: Graph, *, run_id: str, workspace: Works
             "inputs": {port: ref for port, e in sorted(node.bindings.items())
                        if (ref := _endpoint(e)) is not None and comp.input(port) is not None},
             "params": _step_params(node, params),
+            "wiring": [w.to_dict() for w in wiring(graph, sid)],
             "job_name": None, "studio_url": None, "azure_status": None,
         }
     cand = spec.candidate

@@ -31,6 +31,7 @@ from mlpipe.backends.local.stepproc import (
     tail,
 )
 from mlpipe.checks import run_checks
+from mlpipe.checks.diagnosis import wiring
 from mlpipe.checks.reads import check_reads
 from mlpipe.diagnostics import ChecksFailed, Diagnostic, has_errors
 from mlpipe.digests.snapshot import StatCache, snapshot
@@ -494,7 +495,8 @@ class _Run:
                       run_id=run_id, bin_folder=self.interpreters.bin_folder(node.id),
                       secrets=secrets, masked={name: value for name in self.secret_inputs
                                                if isinstance(value := self.values.get(name),
-                                                             str)})
+                                                             str)},
+                      wiring=wiring(self.graph, node.id))
         return step_run_id, job
 
     def _start_fork_server(self, run_id: str) -> None:

@@ -58,6 +58,8 @@ class StepJob:
     secrets: frozenset[str] = frozenset()
     #: every secret value of the run (name -> value), masked in this step's log too
     masked: dict[str, str] = field(default_factory=dict)
+    #: where each input is wired from (checks.diagnosis.wiring), for a failure's diagnosis
+    wiring: tuple[Any, ...] = ()
 
 
 @dataclass(slots=True)
@@ -463,7 +465,7 @@ def _execute(job: StepJob, cas: ArtifactStore, cache: StatCache, procs: Processe
         rejected = _validate(comp, outputs)
         if rejected:
             return _failed(job, seconds, f"step {job.node_id!r}: {rejected[1]}", topology,
-                           stored, rejected_output=rejected)
+                           stored, rejected_output=rejected[:2], mismatch=rejected[2])
     snaps = {name: _recorded(step, name, path) or snapshot(path)
              for name, path in outputs.items()}
     not_cached = _inputs_changed(job, cache) or code_note
@@ -582,7 +584,8 @@ def _failure(job: StepJob, returncode: int) -> str:
     return f"step {job.node_id!r} failed: {what}"
 
 
-def _validate(comp: ComponentSpec, outputs: dict[str, str]) -> tuple[str, str] | None:
+def _validate(comp: ComponentSpec, outputs: dict[str, str]) -> tuple[str, str, str | None] | None:
+    """``(port, message, mismatch)`` of the first output that does not match its contract."""
     from mlpipe.contracts import validate
     from mlpipe.errors import MlpipeError
 
@@ -592,7 +595,8 @@ def _validate(comp: ComponentSpec, outputs: dict[str, str]) -> tuple[str, str] |
         try:
             validate(port.contract, outputs[port.name])
         except MlpipeError as exc:
-            return port.name, f"output {port.name!r} does not match its contract: {exc.message}"
+            return (port.name, f"output {port.name!r} does not match its contract: "
+                               f"{exc.message}", getattr(exc, "mismatch", None))
     return None
 
 
@@ -614,7 +618,7 @@ def _failed(job: StepJob, seconds: float, message: str, topology: dict[str, Any]
                         if isinstance(port.contract, MetricsReport))
     found = diagnose(StepFailure(
         job.node_id, message, record=stored, metric_reports=reports,
-        logs={"step": str(job.log), "ranks": ranks}, **seen))
+        logs={"step": str(job.log), "ranks": ranks}, wiring=job.wiring, **seen))
     record = dict(stored) if stored is not None else {
         "format": step_record.FORMAT, "version": step_record.VERSION, "stored": True,
         "step": None, "ranks": []}

@@ -69,6 +69,22 @@ def test_a_failed_step_is_diagnosed_at_its_layer_and_shown_with_its_log(proj, pi
     assert {s["step"]: s["diagnosis"] for s in as_json["steps"]}[step] == found
 
 
+def test_an_evaluation_wired_to_the_training_table_is_diagnosed_as_the_wiring(proj):
+    done = _submit(proj, "diagnosed.py:miswired")
+    assert done.returncode == 1, done.stderr
+    found = _diagnosis(proj, _run_id(done), "scores")
+    assert (found["code"], found["layer"], found["port"]) == ("MP930", "contract", "report")
+    assert found["message"].endswith(
+        "its output 'report' was computed on the wrong population because input 'table' is "
+        "wired to 'cut.train_table', the artifact 'fits.table' trains on (edge "
+        "'cut.train_table' -> 'scores.table')")
+    assert "split 'train'" in found["message"] and "MP918" not in done.stderr
+    assert "(MP930 contract-mismatch-from-wiring, at the layer of contract and output " \
+        "completeness)" in done.stderr
+    clean = _submit(proj, "diagnosed.py:wired")
+    assert clean.returncode == 0, clean.stderr
+
+
 def test_reading_an_undeclared_file_names_it(proj):
     rid = _run_id(_submit(proj, "diagnosed.py:undeclared"))
     found = _diagnosis(proj, rid, "configured")
