@@ -4,6 +4,8 @@ Knows nothing of specs, graphs, checks or backends; imports only errors and arti
 """
 from __future__ import annotations
 
+import codecs
+import csv
 import dataclasses
 import re
 from collections.abc import Iterator
@@ -179,6 +181,87 @@ def check_exists(contract: Contract, path: Path) -> None:
     if not wants_file and not path.is_dir():
         raise ContractError(f"this is a file; {contract.label} expects a folder",
                             hint="write a folder", file=str(path))
+
+
+class Reading:
+    """A contract reading one file: what a hostile file makes the reader raise (bytes that are
+    not UTF-8, a row the csv module refuses, a structure nested past the interpreter's depth)
+    leaves it as one ContractError naming the file and where, never as a traceback.
+
+    Example:
+        >>> with Reading(self.label, path) as r, path.open(encoding="utf-8") as fh:
+        ...     r.csv = reader = csv.reader(fh)
+    """
+
+    def __init__(self, label: str, file: Path) -> None:
+        self.label, self.file = label, Path(file)
+        self.csv: Any = None  # the csv reader, whose line_num says where a csv.Error is
+
+    def __enter__(self) -> Reading:
+        return self
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+        if isinstance(exc, UnicodeDecodeError):
+            raise not_utf8(self.label, self.file) from None
+        if isinstance(exc, csv.Error):
+            line = getattr(self.csv, "line_num", None) or None
+            raise ContractError(f"the file is not CSV that can be read ({exc}); {self.label} "
+                                f"reads it as CSV", hint="fix the row, or rewrite the file as "
+                                "CSV", file=str(self.file), line=line) from None
+        if isinstance(exc, RecursionError):
+            raise ContractError(f"the file nests its values deeper than can be read; "
+                                f"{self.label} does not describe such a structure",
+                                hint="rewrite the file in the structure its contract "
+                                     "describes", file=str(self.file)) from None
+
+
+def excerpt(text: str, limit: int = 80) -> str:
+    """``text`` as one line a message can quote: as is when short and printable, else its
+    ``repr`` cut at ``limit`` characters (a quote in a hostile header can swallow the file)."""
+    if len(text) <= limit and text.isprintable():
+        return text
+    shown = repr(text[:limit])
+    return shown + ("..." if len(text) > limit else "")
+
+
+def not_utf8(label: str, file: Path) -> ContractError:
+    """The error for a file that is not UTF-8 text, naming its first bad byte, the offset and
+    the line (the file is read again, in binary, to find it)."""
+    where = first_bad_utf8(file)
+    if where is None:  # changed since it was read: say so without a position
+        return ContractError(f"the file is not UTF-8 text; {label} reads it as UTF-8",
+                             hint="save the file as UTF-8 text", file=str(file))
+    offset, line, byte = where
+    shown = f"byte 0x{byte:02x}" if byte is not None else "a truncated character"
+    return ContractError(f"{shown} at offset {offset} is not UTF-8; {label} reads the file "
+                         f"as UTF-8 text",
+                         hint="save the file as UTF-8 text (or fix that byte)", file=str(file),
+                         line=line)
+
+
+def first_bad_utf8(file: Path, chunk: int = 1 << 20) -> tuple[int, int, int | None] | None:
+    """``(offset, line, byte)`` of the first byte of ``file`` that is not UTF-8 (byte None: the
+    file ends inside a character), or None when it all decodes."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset, lines = 0, 0
+    try:
+        with open(file, "rb") as fh:
+            while True:
+                data = fh.read(chunk)
+                pending = decoder.getstate()[0]
+                try:
+                    decoder.decode(data, final=not data)
+                except UnicodeDecodeError as exc:
+                    seen = pending + data
+                    start = offset - len(pending) + exc.start
+                    byte = seen[exc.start] if exc.start < len(seen) and data else None
+                    return start, lines + seen[:exc.start].count(b"\n") + 1, byte
+                if not data:
+                    return None
+                lines += data.count(b"\n")
+                offset += len(data)
+    except OSError:
+        return None
 
 
 def _is_contract_class(value: object) -> bool:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mlpipe.artifacts import AssetType
-from mlpipe.contracts.base import Contract, Difference, check_exists
+from mlpipe.contracts.base import Contract, Difference, Reading, check_exists
 from mlpipe.errors import ContractError, DefinitionError
 
 #: file kind -> (suffixes, the bytes its files start with)
@@ -180,8 +180,9 @@ class ImageFolder(Contract):
             raise ContractError(f"the folder has no manifest {self.manifest!r}; {self.label} "
                                 f"lists its images there", hint="write the manifest CSV",
                                 file=str(manifest))
-        with manifest.open(newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh)
+        with Reading(self.label, manifest) as reading, \
+                manifest.open(newline="", encoding="utf-8-sig") as fh:
+            reading.csv = reader = csv.DictReader(fh)
             if "file" not in (reader.fieldnames or []):
                 raise ContractError("the manifest has no 'file' column", file=str(manifest),
                                     line=1, hint="write a header row with 'file'",

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mlpipe.artifacts import AssetType
-from mlpipe.contracts.base import Contract, Difference, check_exists
+from mlpipe.contracts.base import Contract, Difference, Reading, check_exists
 from mlpipe.contracts.labels import LabelMap, check_encoding, encoding_differences
 from mlpipe.contracts.tabular import Column
 from mlpipe.errors import ContractError, DefinitionError, UsageError
@@ -359,8 +359,9 @@ def _read_mlmodel(mlmodel: Path, label: str) -> dict[str, Any]:
     import yaml
 
     try:
-        doc = yaml.safe_load(mlmodel.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+        with Reading(label, mlmodel):
+            doc = yaml.safe_load(mlmodel.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise ContractError(f"MLmodel is not YAML ({exc.__class__.__name__}); {label} reads "
                             f"the model's signature there", hint="rewrite the MLmodel file",
@@ -368,6 +369,11 @@ def _read_mlmodel(mlmodel: Path, label: str) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise ContractError(f"MLmodel holds no mapping; {label} reads the model's signature "
                             f"there", hint="rewrite the MLmodel file", file=str(mlmodel))
+    for key in ("signature", "metadata"):
+        if doc.get(key) is not None and not isinstance(doc[key], dict):
+            raise ContractError(f"MLmodel's {key} is a {type(doc[key]).__name__}, not a "
+                                f"mapping; {label} reads the model's {key} there",
+                                hint="rewrite the MLmodel file", file=str(mlmodel), key=key)
     return doc
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mlpipe.artifacts import AssetType
-from mlpipe.contracts.base import Contract, Difference, check_exists
+from mlpipe.contracts.base import Contract, Difference, Reading, check_exists, excerpt
 from mlpipe.errors import ContractError, DefinitionError
 
 
@@ -108,12 +108,14 @@ class SplitManifest(Contract):
         """
         path = Path(path)
         check_exists(self, path)
-        with path.open(newline="", encoding="utf-8") as fh:
-            reader = csv.reader(fh)
+        with Reading(self.label, path) as reading, \
+                path.open(newline="", encoding="utf-8-sig") as fh:
+            reading.csv = reader = csv.reader(fh)
             header = next(reader, None) or []
             for col in (self.id_column, self.split_column):
                 if col not in header:
-                    raise ContractError(f"the header {','.join(header) or '(empty)'} has no "
+                    raise ContractError(f"the header {excerpt(','.join(header)) or '(empty)'} "
+                                        f"has no "
                                         f"column {col!r}; {self.label} expects "
                                         f"{self.id_column},{self.split_column}",
                                         hint=f"write a header row naming {col!r}",
@@ -148,8 +150,9 @@ class SplitManifest(Contract):
 
     def _scan(self, path: Path, id_at: int, split_at: int) -> dict[str, int]:
         """Row by row, tracking lines, to raise at the first row at fault."""
-        with path.open(newline="", encoding="utf-8") as fh:
-            reader = csv.reader(fh)
+        with Reading(self.label, path) as reading, \
+                path.open(newline="", encoding="utf-8-sig") as fh:
+            reading.csv = reader = csv.reader(fh)
             next(reader, None)
             width = max(id_at, split_at)
             allowed = None if self.splits is None else frozenset(self.splits)

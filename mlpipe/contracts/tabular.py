@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from mlpipe.artifacts import AssetType
-from mlpipe.contracts.base import Contract, Difference, check_exists
+from mlpipe.contracts.base import (
+    Contract,
+    Difference,
+    Reading,
+    check_exists,
+    first_bad_utf8,
+    not_utf8,
+)
 from mlpipe.contracts.units import compare_units
 from mlpipe.errors import ContractError, DefinitionError, UsageError
 
@@ -257,7 +264,8 @@ class TabularSchema(Contract):
             with path.open("rb") as fh:
                 suffix = ".parquet" if fh.read(4) == b"PAR1" else ".csv"
         if suffix == ".csv":
-            _validate_csv(self, path)
+            with Reading(self.label, path):
+                _validate_csv(self, path)
         elif suffix in (".parquet", ".pq"):
             _validate_parquet(self, path)
         else:
@@ -366,7 +374,7 @@ def _validate_csv(schema: TabularSchema, path: Path) -> None:
     pa = _pyarrow()
     from pyarrow import csv as pacsv
 
-    with path.open(newline="", encoding="utf-8") as fh:
+    with path.open(newline="", encoding="utf-8-sig") as fh:
         header = next(csv.reader(fh), None)
     if not header:
         raise ContractError(f"the file is empty; {schema.label} expects a header row",
@@ -392,6 +400,8 @@ def _validate_csv(schema: TabularSchema, path: Path) -> None:
     try:
         table = pacsv.read_csv(path, convert_options=options)
     except pa.ArrowInvalid as exc:
+        if first_bad_utf8(path) is not None:  # Arrow's "invalid UTF8 data" names no row
+            raise not_utf8(schema.label, path) from None
         raise _conversion_error(schema, path, header, raw_name, str(exc)) from None
     for col in schema.columns:
         if col.nullable:
@@ -450,7 +460,7 @@ def _first_null(values) -> int:
 
 def _csv_line(path: Path, row: int) -> int:
     """The file line on which data row ``row`` (0-based) starts, fields spanning lines included."""
-    with path.open(newline="", encoding="utf-8") as fh:
+    with path.open(newline="", encoding="utf-8-sig") as fh:
         reader = csv.reader(fh)
         next(reader, None)
         line = reader.line_num
@@ -461,16 +471,33 @@ def _csv_line(path: Path, row: int) -> int:
     return line
 
 
+def _ragged_line(path: Path, width: int) -> int | None:
+    """The line on which the first row without ``width`` fields starts, if one does."""
+    with path.open(newline="", encoding="utf-8-sig") as fh:
+        reader = csv.reader(fh)
+        next(reader, None)
+        line = reader.line_num
+        for fields in reader:
+            if fields and len(fields) != width:
+                return line + 1
+            line = reader.line_num
+    return None
+
+
 def _conversion_error(schema: TabularSchema, path: Path, header: list[str],
                       raw_name: dict[str, str], text: str) -> ContractError:
     m = re.search(r"CSV column #(\d+).*invalid value '(.*)'", text, re.S)
-    if m is None:
-        return ContractError(f"the file cannot be read as CSV: {text}",
-                             hint="fix the file so it is well-formed CSV", file=str(path))
+    if m is None:  # Arrow quotes the rows after its sentence: keep the sentence, find the row
+        shown = text.split(": ", 2)[:2] if text.startswith("CSV parse error") else [text]
+        return ContractError(f"the file cannot be read as CSV: "
+                             f"{' '.join(': '.join(shown).split())}",
+                             hint="fix the file so it is well-formed CSV (every row with the "
+                                  "header's fields)", file=str(path),
+                             line=_ragged_line(path, len(header)))
     index, bad = int(m.group(1)), m.group(2)
     cell = header[index]
     col = next(c for c in schema.columns if raw_name[c.name] == cell)
-    with path.open(newline="", encoding="utf-8") as fh:
+    with path.open(newline="", encoding="utf-8-sig") as fh:
         reader = csv.reader(fh)
         next(reader)
         start, row = 2, 0
@@ -490,14 +517,27 @@ def _validate_parquet(schema: TabularSchema, path: Path) -> None:
 
     try:
         meta = pq.ParquetFile(path)
+        meta.schema_arrow  # noqa: B018  (decoded here: a name that is not UTF-8 raises)
+    except UnicodeDecodeError:
+        raise ContractError("the file cannot be read as Parquet: its schema holds a name that "
+                            "is not UTF-8", hint="write a valid Parquet file",
+                            file=str(path)) from None
     except (pa.ArrowInvalid, OSError) as exc:
-        raise ContractError(f"the file cannot be read as Parquet: {exc}",
+        shown = " ".join(str(exc).split())  # Arrow's messages end in newlines
+        raise ContractError(f"the file cannot be read as Parquet: {shown}",
                             hint="write a valid Parquet file", file=str(path)) from None
     arrow = meta.schema_arrow
     found: dict[str, str | None] = {}
     for field in arrow:
         unit = (field.metadata or {}).get(b"unit")
-        found[field.name] = unit.decode() if unit else None
+        try:
+            found[field.name] = unit.decode() if unit else None
+        except UnicodeDecodeError:
+            raw = bytes(unit or b"")[:20]
+            raise ContractError(f"column {field.name!r} has a 'unit' metadata value that is "
+                                f"not UTF-8 ({raw!r}); {schema.label} reads units there",
+                                hint="write the unit as UTF-8 text", file=str(path),
+                                column=field.name) from None
     _check_columns(schema, path, found, list(arrow.names), "as the field's 'unit' metadata")
     for col in schema.columns:
         actual = arrow.field(col.name).type
@@ -511,6 +551,7 @@ def _validate_parquet(schema: TabularSchema, path: Path) -> None:
 
 def _check_parquet_nulls(schema: TabularSchema, path: Path, meta) -> None:
     """Nulls from the row-group statistics; a column is read only where they are missing."""
+    pa = _pyarrow()
     index = {name: i for i, name in enumerate(meta.schema_arrow.names)}
     for col in schema.columns:
         if col.nullable:
@@ -518,9 +559,23 @@ def _check_parquet_nulls(schema: TabularSchema, path: Path, meta) -> None:
         offset = 0
         for g in range(meta.metadata.num_row_groups):
             group = meta.metadata.row_group(g)
-            stats = group.column(index[col.name]).statistics
+            chunk = group.column(index[col.name])
+            declared = meta.schema.column(index[col.name]).physical_type
+            if chunk.physical_type != declared:
+                # pyarrow aborts the process reading such a chunk's statistics: refuse first
+                raise ContractError(f"the file is corrupt: row group {g} stores column "
+                                    f"{col.name!r} as {chunk.physical_type} where its schema "
+                                    f"says {declared}", hint="write a valid Parquet file",
+                                    file=str(path), column=col.name)
+            stats = chunk.statistics
             if stats is None or not stats.has_null_count or stats.null_count:
-                values = meta.read_row_group(g, columns=[col.name]).column(0)
+                try:
+                    values = meta.read_row_group(g, columns=[col.name]).column(0)
+                except (pa.ArrowException, OSError) as exc:
+                    shown = " ".join(str(exc).split())
+                    raise ContractError(f"the file cannot be read as Parquet: {shown}",
+                                        hint="write a valid Parquet file", file=str(path),
+                                        column=col.name) from None
                 if values.null_count:
                     row = offset + _first_null(values)
                     raise ContractError(

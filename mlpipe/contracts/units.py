@@ -74,8 +74,8 @@ def compare_units(have: str | None, want: str | None) -> UnitComparison:
     ureg = _registry()
     try:
         qa, qb = ureg.Quantity(1, a), ureg.Quantity(1, b)
-    except (pint.errors.PintError, AttributeError, TypeError, ValueError, SyntaxError,
-            KeyError, AssertionError):
+    except (pint.errors.PintError, Exception):  # pint's parser raises many kinds on text
+        # that is no unit: PintError, SyntaxError, tokenize.TokenError, KeyError, ...
         unknown = []
         for unit in (a, b):
             try:

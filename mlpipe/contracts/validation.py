@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from mlpipe.contracts.base import Contract, as_instance, is_contract
+from mlpipe.contracts.base import Contract, as_instance, is_contract, not_utf8
 from mlpipe.errors import ContractError, UsageError
 
 
@@ -30,8 +30,15 @@ def validate(contract: Contract | type[Contract], path: str | os.PathLike) -> No
     if not is_contract(contract):
         raise UsageError(f"{contract!r} is not a contract",
                          hint="pass a contract class or instance from mlpipe.contracts")
+    instance = as_instance(contract)
     try:
-        as_instance(contract).validate(Path(path))
+        instance.validate(Path(path))
+    except UnicodeDecodeError:  # a contract of the user's own that reads text as UTF-8
+        if Path(path).is_file():
+            raise not_utf8(instance.label, Path(path)) from None
+        raise ContractError(f"a file under it is not UTF-8 text; {instance.label} reads it as "
+                            f"UTF-8", hint="save the folder's text files as UTF-8",
+                            file=str(path)) from None
     except OSError as exc:
         raise ContractError(f"cannot be read: {exc.strerror or exc}",
                             hint="check the path and its permissions",
