@@ -1,7 +1,7 @@
 """A failed step, diagnosed at the layer that failed: from what its runtime recorded and what
 its launcher saw, the guide's layer (contract and output completeness; launch topology and
 framework initialization; model output ownership; application logging and worker aggregation;
-declared dependencies and reuse), a code MP900-MP928, the concrete message, a fix and the logs.
+declared dependencies and reuse), a code MP900-MP930, the concrete message, a fix and the logs.
 
 Pure: it reads the facts a backend hands it and never opens a file or a store. Shared by every
 backend that runs steps, so a diagnosis means the same thing wherever the step failed.
