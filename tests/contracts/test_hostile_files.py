@@ -22,7 +22,7 @@ from mlpipe.contracts import (
     LabelMap,
     Metric,
     MetricsReport,
-    MLflowModel,
+    ModelSignature,
     SplitManifest,
     TabularSchema,
     Tensor,
@@ -35,8 +35,9 @@ LABELS = LabelMap("labels", classes=["ok", "scratch", "dent"])
 PARTS = TabularSchema("parts", columns=[Column("id", "string", role="key"),
                                         Column("length", "float64", unit="mm"),
                                         Column("defect", "bool", role="label")])
-MODEL = MLflowModel("clf", inputs=[Column("length", "float64")],
-                    outputs=Tensor("float64", (-1, 3)), labels=LABELS)
+#: the MLmodel reader (an MLflowModel also loads the model with MLflow, after this reader)
+MODEL = ModelSignature("clf", inputs=[Column("length", "float64")],
+                       outputs=Tensor("float64", (-1, 3)), labels=LABELS)
 PGM = b"P5\n1 1\n255\n\x00"
 FLAT = ImageFolder("flat", layout="{file}", classes=LABELS, file_kinds=["pgm"],
                    manifest="manifest.csv")

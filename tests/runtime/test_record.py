@@ -137,7 +137,7 @@ def test_output_contracts_are_checked_by_the_runtime(tmp_path, split, code, mess
         return
     assert done.stderr == f"mlpipe: {message}\n"
     assert step["failure"] == {"layer": "output-contract", "type": None, "message": message,
-                               "port": "report", "rank": 0}
+                               "port": "report", "rank": 0, "mismatch": "population"}
     assert step["outputs"]["report"]["valid"] is False
 
 
