@@ -167,6 +167,7 @@ class Observer:
         self.filter = flt
         self.reads: set[str] = set()
         self.input_reads: dict[str, set[str]] = {port: set() for _, port in flt.input_ports}
+        self.input_seen: set[str] = set()
         self.writes: dict[str, set[str]] = {port: set() for port in flt.outputs}
         self.elsewhere: set[str] = set()
         self.created: set[str] = set()
@@ -226,9 +227,11 @@ class Observer:
         self.events += 1
         flt = self.filter
         if flt.is_input(path):
-            hit = flt.input_of(path)
-            if hit is not None and not os.path.isdir(path):
-                self._add(self.input_reads[hit[0]], hit[1])
+            if path not in self.input_seen:   # each path looked at once (a stat for folders)
+                self.input_seen.add(path)
+                hit = flt.input_of(path)
+                if hit is not None and not os.path.isdir(path):
+                    self._add(self.input_reads[hit[0]], hit[1])
             return
         if flt.output_of(path) is not None or flt.is_ignored(path):
             return
@@ -310,6 +313,7 @@ def _forked() -> None:
         return
     observer.reads = set()
     observer.input_reads = {port: set() for port in observer.input_reads}
+    observer.input_seen = set()
     observer.writes = {port: set() for port in observer.writes}
     observer.elsewhere = set()
     observer.events = observer.lost = 0
