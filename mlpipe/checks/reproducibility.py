@@ -14,7 +14,7 @@ from typing import Any
 from mlpipe import codes
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_pipeline, at_step
-from mlpipe.diagnostics import Diagnostic
+from mlpipe.diagnostics import Diagnostic, Severity
 from mlpipe.graph import FromInput, FromLiteral, Graph, StepNode
 from mlpipe.paths import display_path
 from mlpipe.references import data_reference_moves, environment_text, image_moves, is_url
@@ -41,6 +41,12 @@ def _names_data(value: Any) -> str | None:
     except (OSError, ValueError):  # a value too long or with NUL is no path
         return None
     return None
+
+
+def _bare_name(value: Any) -> bool:
+    """A value with no folder and no file suffix (``"train"``), as opposed to a path."""
+    text = str(value).strip()
+    return "/" not in text and os.sep not in text and "." not in text
 
 
 def _param_values(graph: Graph, node: StepNode) -> Iterator[tuple[str, Any, str]]:
@@ -72,11 +78,23 @@ def parameters_naming_data(graph: Graph) -> Iterator[Diagnostic]:
             what = _names_data(value)
             if what is None:
                 continue
+            if what.startswith("an existing") and _bare_name(value):
+                # a bare word ("train", "test") that happens to name something in the folder
+                # check runs in: a weak sign that the step reads it, said as such
+                yield Diagnostic.of(
+                    codes.PARAM_NAMES_DATA,
+                    f"parameter '{node.id}.{name}' {how} {value!r}, which is also the name of "
+                    f"{what} in the current folder: if the step reads it, its cache key and "
+                    f"evidence do not cover that data", severity=Severity.INFO,
+                    hint=f"if it is data, declare it as an input ({name}: Input['uri_"
+                         f"{'folder' if what == 'an existing folder' else 'file'}'])",
+                    **at_step(node, name))
+                continue
             yield Diagnostic.of(
                 codes.PARAM_NAMES_DATA,
-                f"parameter '{node.id}.{name}' {how} {value!r}, {what}: the step reads data "
-                f"its cache key and evidence do not cover, so a change there goes unseen and "
-                f"the step is reused with stale content",
+                f"parameter '{node.id}.{name}' {how} {value!r}, {what}: data the step can read "
+                f"that its cache key and evidence do not cover, so a change there goes unseen "
+                f"and the step is reused with stale content",
                 hint=f"declare it as an input ({name}: Input['uri_"
                      f"{'folder' if what == 'an existing folder' else 'file'}']) so its content "
                      f"is snapshotted, recorded and part of the reuse key",
