@@ -273,8 +273,11 @@ def read_environment(where: Where, problems: Problems, doc: Any, base: Path,
 
 def read_command_component(doc: Any, path: str | os.PathLike[str], *, field_prefix: str = "",
                            name: str | None = None, problems: Problems | None = None,
-                           keep_origin: bool = True) -> ComponentSpec:
+                           keep_origin: bool = True, job: bool = False) -> ComponentSpec:
     """A ComponentSpec for a CLI v2 command component document read from ``path``.
+
+    ``job``: the document is a command job's, whose distribution block azure-ai-ml reads by
+    the stricter job schema (no field its type does not have).
 
     ``keep_origin`` (for a component file) keeps the document as the spec's origin; an inline
     component lives in its pipeline's document instead.
@@ -298,7 +301,7 @@ def read_command_component(doc: Any, path: str | os.PathLike[str], *, field_pref
     env = read_environment(where, problems, doc, base, f"{field_prefix}environment")
     distribution, azure_only = None, None
     if doc.get("distribution") is not None:
-        parsed = vocabulary.parse_distribution(doc["distribution"])
+        parsed = vocabulary.parse_distribution(doc["distribution"], job=job)
         kind = doc["distribution"].get("type") if isinstance(doc["distribution"], dict) else None
         if isinstance(parsed, str) and str(kind).lower() not in ("none", "pytorch", "mpi",
                                                                  "tensorflow"):

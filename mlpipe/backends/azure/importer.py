@@ -516,7 +516,7 @@ class _Reader:
         if launched and instances is not None and instances != spec.instances:
             changes["instances"] = instances
         if launched and node.get("distribution") is not None and node.get("component") is not None:
-            dist = vocabulary.parse_distribution(node["distribution"])
+            dist = vocabulary.parse_distribution(node["distribution"], job=True)
             if isinstance(dist, str):
                 self.problems.add(where, node, "distribution", dist,
                                   field=f"{field}.distribution")

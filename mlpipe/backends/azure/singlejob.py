@@ -93,7 +93,7 @@ def single_job_pipeline(doc: Any, path: Path, problems: Problems) -> PipelineSpe
         "command", "code", "environment", "distribution", "resources", "is_deterministic",
         "display_name", "description", "tags", "environment_variables")}
     component = read_command_component(component_doc, path, name=name, problems=problems,
-                                       keep_origin=False)
+                                       keep_origin=False, job=True)
     compute = vocabulary.parse_compute(doc.get("compute"))
     _, sku = read_resources(where, problems, doc, "resources")
     if compute is not None or sku is not None:

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mlpipe.artifacts import AssetType
-from mlpipe.distribution import Distribution, Mpi, PyTorch, TensorFlow
+from mlpipe.distribution import LIBRARIES, Distribution, Mpi, NotAJobType, PyTorch, TensorFlow
 from mlpipe.params import azure_value  # noqa: F401  (re-exported: the YAML reader's)
 from mlpipe.references import environment_text
 from mlpipe.spec import Compute, Environment, ParamSpec, ParamType
@@ -194,15 +194,33 @@ def distribution_block(dist: Distribution) -> dict[str, Any]:
     return out
 
 
-def parse_distribution(value: Any) -> Distribution | str:
+#: The fields azure-ai-ml's schema gives each distribution type (a job refuses any other).
+DISTRIBUTION_FIELDS = {"pytorch": ("process_count_per_instance",),
+                       "mpi": ("process_count_per_instance",),
+                       "tensorflow": ("worker_count", "parameter_server_count")}
+
+
+def parse_distribution(value: Any, *, job: bool = False) -> Distribution | str:
     """A Distribution from a ``distribution`` block, or the text of what is wrong with it.
 
-    Fields mlpipe does not read stay in the document, as Azure ML keeps them."""
+    A library named as the type (``deepspeed``, ``horovod``, ``fsdp``) becomes
+    ``NotAJobType``, which check MP510 reports. On a job (``job=True``) a field the type does
+    not have is wrong, as azure-ai-ml's job schema says; a component's extra fields stay in
+    the document, as Azure ML keeps them."""
     if not isinstance(value, dict):
         return f"is {value!r}, not a mapping with a type"
     kind = value.get("type")
     # azure-ai-ml lower-cases a distribution's type before it compares it (``Pytorch``)
     kind = kind.lower() if isinstance(kind, str) else kind
+    if isinstance(kind, str) and kind not in DISTRIBUTION_FIELDS and kind != "ray" and (
+            kind in LIBRARIES or any(lib in kind for lib in LIBRARIES)):
+        return NotAJobType(requested=value["type"])
+    if job and kind in DISTRIBUTION_FIELDS:
+        extra = sorted(str(k) for k in value if k != "type" and k not in DISTRIBUTION_FIELDS[kind])
+        if extra:
+            return (f"has field(s) {', '.join(repr(e) for e in extra)}, which a {kind} "
+                    f"distribution does not have (azure-ai-ml refuses the job); its fields are "
+                    f"type and {' and '.join(DISTRIBUTION_FIELDS[kind])}")
     try:
         if kind == "pytorch":
             return PyTorch(value.get("process_count_per_instance"))
