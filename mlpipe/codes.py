@@ -4,8 +4,10 @@ findings and ``--verify`` import their codes from here; nothing else registers o
 
 Adding a code: take the next free number of your range (never reuse one), name the constant
 after the kebab-case name (``artifact-kind-mismatch`` -> ``ARTIFACT_KIND_MISMATCH``), keep the
-table in code order, and write its ``docs/checks.md`` section (What / Why / Fix / Example);
-tests/test_codes.py and tests/checks/test_docs.py hold all of that to account. The why of each
+table in code order, write its ``docs/checks.md`` section (What / Why / Fix / Example) and
+place it in ``docs/rules.md`` (beside the guide rule it enforces, or in its list of codes that
+enforce none); tests/test_codes.py, tests/checks/test_docs.py and tests/test_rules.py hold all
+of that to account. The why of each
 code lives in docs/checks.md, not here. Imports only ``mlpipe.diagnostics``.
 """
 from __future__ import annotations
