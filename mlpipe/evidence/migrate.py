@@ -14,6 +14,7 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from mlpipe.errors import StoreError
+from mlpipe.evidence.room import want_of_room
 
 #: The newest migration in ``migrations/versions`` (a test keeps the two in step).
 HEAD = "0008_secret_key"
@@ -92,8 +93,13 @@ def ensure_schema(engine: Engine, *, auto_upgrade: bool = True) -> None:
             if current_revision(engine) != HEAD:
                 upgrade(engine)
     except SQLAlchemyError as exc:
-        raise StoreError(f"cannot open the evidence store {_shown(engine)}: "
-                         f"{_why(engine, exc)}",
+        why = _why(engine, exc)
+        room = want_of_room(engine.url.database if engine.dialect.name == "sqlite" else None,
+                            why)
+        if room is not None:
+            raise StoreError(f"cannot open the evidence store {_shown(engine)}: {why}: "
+                             f"{room[0]}", hint=room[1]) from exc
+        raise StoreError(f"cannot open the evidence store {_shown(engine)}: {why}",
                          hint="check MLPIPE_STORE_URL and that the database is reachable"
                          ) from exc
     except OSError as exc:

@@ -28,6 +28,7 @@ from mlpipe.evidence.liveness import alive as _alive
 from mlpipe.evidence.liveness import process_token
 from mlpipe.evidence.migrate import auto_upgrade_enabled, ensure_schema
 from mlpipe.evidence.roots import KEY
+from mlpipe.evidence.room import want_of_room
 
 BUSY_TIMEOUT_MS = 60_000
 T = TypeVar("T")
@@ -139,8 +140,18 @@ class Store:
             with self._sessions.begin() as session:
                 yield session
         except SQLAlchemyError as exc:
-            raise StoreError(f"the evidence store {self.url!r} failed: {self._why(exc)}",
-                             hint="check that the database is reachable and writable") from exc
+            raise self._failed(exc) from exc
+
+    def _failed(self, exc: BaseException) -> StoreError:
+        """The store's error, naming want of room where the system shows it (evidence.room)."""
+        why = self._why(exc)
+        sqlite = self.engine.dialect.name == "sqlite"
+        room = want_of_room(self.engine.url.database if sqlite else None, why)
+        if room is not None:
+            return StoreError(f"the evidence store {self.url!r} failed: {why}: {room[0]}",
+                              hint=room[1])
+        return StoreError(f"the evidence store {self.url!r} failed: {why}",
+                          hint="check that the database is reachable and writable")
 
     def _write(self, work: Callable[[Connection], T]) -> T:
         """Run ``work`` in one committed Core transaction; again (up to three times) when it
@@ -152,9 +163,7 @@ class Store:
             except SQLAlchemyError as exc:
                 if isinstance(exc, IntegrityError) and attempt < 2:
                     continue
-                raise StoreError(f"the evidence store {self.url!r} failed: {self._why(exc)}",
-                                 hint="check that the database is reachable and writable"
-                                 ) from exc
+                raise self._failed(exc) from exc
         raise AssertionError("unreachable")
 
     # --- interrupted runs -------------------------------------------------------------------
