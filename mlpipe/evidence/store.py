@@ -27,8 +27,8 @@ from mlpipe.evidence.config import missing_store, redact, scrub
 from mlpipe.evidence.liveness import alive as _alive
 from mlpipe.evidence.liveness import process_token
 from mlpipe.evidence.migrate import auto_upgrade_enabled, ensure_schema
-from mlpipe.evidence.roots import KEY
 from mlpipe.evidence.room import want_of_room
+from mlpipe.evidence.roots import KEY
 
 BUSY_TIMEOUT_MS = 60_000
 T = TypeVar("T")

@@ -11,7 +11,6 @@ import shutil
 import subprocess
 import sys
 import uuid
-from pathlib import Path
 
 import pytest
 
