@@ -28,6 +28,9 @@ TARGETS = {v.name: f"{CLEAN / 'pipelines' / v.name}.py:{v.name}" for v in genera
 #: GPUs, torch with NCCL, TensorFlow or Horovod).
 TARGETS.update({f"yaml/{p.parent.name}": str(p)
                 for p in sorted((CLEAN / "yaml").glob("*/pipeline.yml"))})
+#: The project's own example (images: a reviewed manifest, a {split} folder layout shared by
+#: training and evaluation, GPU DDP training and CPU evaluation): correct by the same guides.
+TARGETS.update({f"example/{p.stem}": str(p) for p in sorted((ROOT / "pipelines").glob("d*.py"))})
 
 
 def _findings(target: str) -> list[str]:
@@ -37,7 +40,7 @@ def _findings(target: str) -> list[str]:
 
 
 def test_the_corpus_is_large_and_varied_and_what_its_generator_writes(tmp_path):
-    assert len(generate.VARIANTS) >= 40 and len(TARGETS) - len(generate.VARIANTS) >= 4
+    assert len(generate.VARIANTS) >= 40 and len(TARGETS) - len(generate.VARIANTS) >= 6
     kinds = {(v.framework, v.split) for v in generate.VARIANTS}
     assert {f for f, _ in kinds} == set(generate.FRAMEWORKS)
     assert {s for _, s in kinds} == set(generate.SPLITS)

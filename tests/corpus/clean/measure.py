@@ -42,6 +42,7 @@ def corpus_targets() -> list[str]:
 
     out = [f"{HERE / 'pipelines' / v.name}.py:{v.name}" for v in VARIANTS]
     out += [str(p) for p in sorted((HERE / "yaml").glob("*/pipeline.yml"))]
+    out += [str(p) for p in sorted((ROOT / "pipelines").glob("d*.py"))]   # the example
     return out
 
 
