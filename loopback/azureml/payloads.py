@@ -142,9 +142,16 @@ def component_version(svc: Any, name: str, version: str, body: dict[str, Any]) -
 
 def environment_version(svc: Any, name: str, version: str, image: str,
                         conda_file: str | None = None) -> dict[str, Any]:
-    props = arm.EnvironmentVersionProperties(image=image, os_type="Linux", is_anonymous=False,
+    extras = getattr(svc, "environment_extras", {}).get((name, version)) or {}
+    more: dict[str, Any] = {"conda_file": conda_file} if conda_file else {}
+    if extras.get("build"):
+        more["build"] = arm.BuildContext(context_uri=extras["build"],
+                                         dockerfile_path="Dockerfile")
+    else:
+        more["image"] = image
+    props = arm.EnvironmentVersionProperties(os_type="Linux", is_anonymous=False,
                                              description=f"environment {name}:{version}",
-                                             **({"conda_file": conda_file} if conda_file else {}))
+                                             tags=dict(extras.get("tags") or {}), **more)
     props.environment_type = "UserCreated"
     props.provisioning_state = "Succeeded"
     return _resource(arm.EnvironmentVersion(properties=props),

@@ -385,7 +385,7 @@ class Handler(BaseHTTPRequestHandler):
         for arm_id in computes:
             if isinstance(arm_id, str) and arm_id:
                 name = arm_id.rstrip("/").rsplit("/", 1)[-1].removeprefix("azureml:")
-                if name not in svc.computes:
+                if name not in svc.computes and name != "serverless":  # serverless: no cluster
                     raise Answer(400, "UserError", f"Compute {name} was not found in "
                                                    f"workspace {svc.workspace_name}.")
         for node in (props.get("jobs") or {}).values():

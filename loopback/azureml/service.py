@@ -278,6 +278,7 @@ class AzureMLLoopback:
             self.data: dict[tuple[str, str], str] = dict(DEFAULT_DATA)
             #: conda specifications of environment versions (YAML text), by (name, version)
             self.conda_files: dict[tuple[str, str], str] = {}
+            self.environment_extras: dict[tuple[str, str], dict[str, Any]] = {}
             self.vm_sizes: dict[str, tuple[str, int, int]] = dict(DEFAULT_VM_SIZES)
             self.usages: dict[str, tuple[int, int]] = dict(DEFAULT_USAGES)
 
@@ -302,11 +303,15 @@ class AzureMLLoopback:
 
     def add_environment(self, name: str, version: str,
                         image: str = "mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu22.04",
-                        conda_file: str | None = None) -> None:
-        """An environment version: its image and, optionally, its conda specification."""
+                        conda_file: str | None = None, build: str | None = None,
+                        tags: dict[str, str] | None = None) -> None:
+        """An environment version: its image, or the URI of its Docker build context
+        (``build``), and optionally its conda specification and tags."""
         self.environments[(name, version)] = image
         if conda_file is not None:
             self.conda_files[(name, version)] = conda_file
+        if build is not None or tags:
+            self.environment_extras[(name, version)] = {"build": build, "tags": dict(tags or {})}
 
     def add_component(self, name: str, version: str) -> None:
         """A registered command component version (as ``az ml component create`` leaves it)."""

@@ -97,6 +97,29 @@ def compile_(target: str, out_dir: str, inputs: tuple[str, ...], default_compute
     click.echo(f"submit with: az ml job create --file {written[0]}")
 
 
+@main.command("environment")
+@click.argument("name")
+@click.option("--version", "version", required=True, help="The environment's version.")
+@click.option("-o", "--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Folder to write environment.yml and its build context into.")
+@click.option("--image", default=None, metavar="IMAGE",
+              help="The base image [default: Azure ML's openmpi4.1.0-ubuntu22.04].")
+@click.option("--wheel", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="An mlpipe wheel to install (else built from this checkout).")
+def environment(name: str, version: str, out_dir: str, image: str | None,
+                wheel: str | None) -> None:
+    """Write an Azure ML environment with this exact mlpipe runtime (a Docker build context
+    installing the wheel built from this checkout, and an MLflow client the tracking server
+    accepts); register it with `az ml environment create --file OUT/environment.yml`."""
+    from mlpipe.backends.azure.runtime_env import DEFAULT_IMAGE, write_runtime_environment
+
+    path = write_runtime_environment(out_dir, name, version, image=image or DEFAULT_IMAGE,
+                                     wheel=wheel)
+    click.echo(f"wrote {path} and its build context {path.parent / 'context'}")
+    click.echo(f"register it with: az ml environment create --file {path}")
+    click.echo(f'then use it: Environment("{name}", version="{version}")')
+
+
 _workspace_options = workspace_options
 
 

@@ -3,7 +3,8 @@
 Pure: entities in (azure-ai-ml's ``Compute``, ``VmSize``, ``Usage``, ``Environment``,
 ``Component``, ``Data``; ``None`` for "not found"), diagnostics out. An environment's contents
 are judged from its conda specification only: an image or a build context mlpipe cannot read
-is said to be unknown (MP861), never guessed.
+is said to be unknown (MP861), never guessed, unless ``mlpipe environment`` built it (its
+``mlpipe.runtime`` tag: the builder's word, which the step record of a run confirms).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 from mlpipe.backends.azure.lookups import field_of
 from mlpipe.backends.azure.preflight import MLFLOW_REJECTED_FROM, Needs, spelled
+from mlpipe.backends.azure.runtime_env import RUNTIME_TAG
 from mlpipe.codes import (
     ASSET_VERSION_NOT_FOUND,
     COMPUTE_MAX_NODES_TOO_FEW,
@@ -196,6 +198,9 @@ def _contents(key: tuple[str, str | None, str | None], env: Any,
     where = _where(step, comp)
     label = spelled(key)
     conda = field_of(env, "conda_file")
+    tags = field_of(env, "tags") or {}
+    if isinstance(tags, dict) and tags.get(RUNTIME_TAG) and not isinstance(conda, dict):
+        return []  # built by `mlpipe environment`: its tags say the runtime and MLflow pin
     if not isinstance(conda, dict):
         build = field_of(env, "build")
         source = (f"built from a Docker context ({field_of(build, 'path') or 'in the workspace'})"
