@@ -160,7 +160,8 @@ YAML_SUFFIXES = (".yml", ".yaml")
 
 
 def load_spec(target: str) -> tuple[PipelineSpec, list[Diagnostic]]:
-    """The PipelineSpec named by ``FILE.py[:function]`` or an Azure ML ``pipeline.yml``.
+    """The PipelineSpec named by ``FILE.py[:function]`` (an mlpipe ``@pipeline``, or an
+    azure-ai-ml ``@dsl.pipeline`` read as its job YAML) or an Azure ML ``pipeline.yml``.
 
     Returns:
         The spec and the diagnostics found while reading it (only a YAML import has any:
@@ -174,6 +175,13 @@ def load_spec(target: str) -> tuple[PipelineSpec, list[Diagnostic]]:
 
         imported = load_pipeline_yaml(target)
         return imported.spec, imported.diagnostics
+    path, func = split_target(target)
+    if func is not None and path.endswith(".py"):
+        found = getattr(import_file(path), func, None)
+        if getattr(found, "_is_dsl_func", False) is True:  # an azure-ai-ml @dsl.pipeline
+            from mlpipe.backends.azure.sdk import load_sdk_pipeline
+
+            return load_sdk_pipeline(found, path, func)
     return load_pipeline(target).spec, []
 
 

@@ -1,0 +1,275 @@
+"""azure-ai-ml Python pipelines: ``FILE.py:FUNCTION`` where FUNCTION is an azure-ai-ml
+``@dsl.pipeline``, read as mlpipe reads the same job in YAML.
+
+azure-ai-ml builds the ``PipelineJob`` offline (calling the function, as ``ml_client.jobs.
+create_or_update(fn())`` would, contacting nothing); its own ``_to_dict()`` — the document
+``az ml job create`` would be given, every component inline and every code folder absolute —
+is written to a cache folder and read by the YAML importer, so every check, the export and the
+local launcher treat it as they treat a job file. What mlpipe reports points back at the
+user's Python file: a step's line is the line that assigns the node azure-ai-ml names after
+(``train = fit(data=...)`` names the node ``train``), anything else the function's ``def``.
+
+Imports azure-ai-ml only through the user's own module and inside the functions.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import hashlib
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from mlpipe.diagnostics import Diagnostic
+from mlpipe.errors import LoadError, MlpipeError
+from mlpipe.paths import display_path
+from mlpipe.spec import Location, PipelineSpec, StepSpec
+
+#: ``azureml:NAME:VERSION`` / ``azureml:NAME@LABEL``: an asset, not a local path.
+_ASSET = re.compile(r"^[A-Za-z0-9_][\w.-]*(:[\w.-]+|@[\w.-]+)$")
+
+
+def is_sdk_pipeline(value: Any) -> bool:
+    """Whether ``value`` is a function decorated with azure-ai-ml's ``@dsl.pipeline``."""
+    return callable(value) and getattr(value, "_is_dsl_func", False) is True
+
+
+def load_sdk_pipeline(fn: Any, path: str, name: str) -> tuple[PipelineSpec, list[Diagnostic]]:
+    """The spec of the azure-ai-ml pipeline function ``fn`` (``name`` in the file ``path``),
+    and the diagnostics its import found, located in ``path``.
+
+    Raises:
+        LoadError: the function raises while azure-ai-ml builds the job, builds something
+            other than a pipeline job, or mlpipe cannot read what it built; located in
+            ``path`` (the line of the node or of the function).
+    """
+    from mlpipe.backends.azure import yamlfile
+    from mlpipe.backends.azure.importer import load_pipeline_yaml
+    from mlpipe.backends.azure.validate import quiet_azure_ai_ml
+
+    quiet_azure_ai_ml()
+    lines = _node_lines(path)
+    def_line = lines.get(("", name))
+    try:
+        job = fn()
+    except MlpipeError:
+        raise
+    except Exception as exc:  # what the user's function or azure-ai-ml raised while building
+        from mlpipe.backends.azure.reasons import refusal_reason
+
+        file, line = _frame_in(exc, path)
+        raise LoadError(f"azure-ai-ml could not build the pipeline job of {name}(): "
+                        f"{type(exc).__name__}: {refusal_reason(exc)}",
+                        hint=f"fix {name} (or what it calls) so that {name}() builds a "
+                             f"PipelineJob, as ml_client.jobs.create_or_update({name}()) "
+                             f"would", file=display_path(file), line=line or def_line) from exc
+    if type(job).__name__ != "PipelineJob":
+        raise LoadError(f"{name}() built a {type(job).__name__}, not an azure-ai-ml pipeline "
+                        f"job", hint="give a function decorated with @dsl.pipeline",
+                        file=display_path(path), line=def_line)
+    try:
+        doc = _plain(job._to_dict())
+    except Exception as exc:
+        raise LoadError(f"azure-ai-ml cannot write the pipeline job of {name}() as YAML: "
+                        f"{type(exc).__name__}: {exc}", file=display_path(path),
+                        line=def_line) from exc
+    _absolute_local_paths(doc, Path.cwd())
+    doc.setdefault("display_name", name)
+    _declare_untyped_inputs(doc, doc.get("inputs") or {})
+    # a nested pipeline is a component file, as azure-ai-ml loads it back (not inline)
+    files: dict[str, Any] = {}
+    _externalize(doc, files)
+    text = yamlfile.dump(doc)
+    folder = Path(tempfile.gettempdir()) / "mlpipe-sdk" / hashlib.sha256(
+        f"{os.path.abspath(path)}:{name}\n{text}\n{sorted(files)}".encode()).hexdigest()[:16]
+    written = folder / f"{Path(path).stem}.{name}.yml"
+    for rel, content in [*files.items(), (written.name, doc)]:
+        target = folder / rel
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = target.with_suffix(f".{os.getpid()}.tmp")
+            partial.write_text(yamlfile.dump(content), encoding="utf-8")
+            os.replace(partial, target)
+    try:
+        imported = load_pipeline_yaml(str(written))
+    except LoadError as err:
+        err.message = err.message.replace(str(written), display_path(path))
+        err.file, err.line = display_path(path), def_line
+        err.args = (err.render(),)
+        raise
+    where = _Where(str(written), display_path(path), lines, name, def_line)
+    spec = where.spec(imported.spec, name)
+    return spec, [where.diagnostic(d) for d in imported.diagnostics]
+
+
+class _Where:
+    """Maps locations in the written YAML to the user's Python file."""
+
+    def __init__(self, written: str, path: str, lines: dict[tuple[str, str], int],
+                 function: str, def_line: int | None) -> None:
+        self.written, self.path, self.lines = written, path, lines
+        self.function, self.def_line = function, def_line
+
+    def mine(self, file: str | None) -> bool:
+        """Whether ``file`` is one of the YAML files written for the pipeline."""
+        return file is not None and os.path.abspath(file).startswith(
+            os.path.dirname(os.path.abspath(self.written)) + os.sep)
+
+    def line(self, step: str | None, function: str | None = None) -> int | None:
+        step = step.rsplit(".", 1)[-1] if step else step  # a nested node: its own name
+        if step:
+            for key in ((function or self.function, step), *[
+                    k for k in self.lines if k[1] == step]):
+                if key in self.lines:
+                    return self.lines[key]
+        return self.def_line
+
+    def diagnostic(self, d: Diagnostic) -> Diagnostic:
+        if not self.mine(d.file):
+            return d
+        return dataclasses.replace(d, file=self.path, line=self.line(d.step))
+
+    def location(self, loc: Location | None, step: str | None,
+                 function: str | None) -> Location | None:
+        if loc is None or not self.mine(loc.file):
+            return loc
+        return Location(self.path, self.line(step, function) or 1)
+
+    def spec(self, spec: PipelineSpec, function: str) -> PipelineSpec:
+        steps = tuple(self.step(s, function) for s in spec.steps)
+        return dataclasses.replace(
+            spec, steps=steps, location=Location(self.path, self.line(None) or 1),
+            inputs=tuple(dataclasses.replace(i, location=self.location(
+                i.location, None, function)) for i in spec.inputs))
+
+    def step(self, step: StepSpec, function: str) -> StepSpec:
+        target = step.target
+        if isinstance(target, PipelineSpec):
+            # a sub-pipeline's nodes are assigned in its own function (named like it)
+            target = self.spec(target, target.name)
+        else:
+            target = dataclasses.replace(target, location=self.location(
+                target.location, step.name, function))
+        return dataclasses.replace(step, target=target,
+                                   location=self.location(step.location, step.name, function))
+
+
+def _node_lines(path: str) -> dict[tuple[str, str], int]:
+    """``(function, variable) -> line`` of each assignment in each function of ``path``, and
+    ``("", function) -> line`` of each function's ``def`` (azure-ai-ml names a node after the
+    variable it is assigned to)."""
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    found: dict[tuple[str, str], int] = {}
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        first = min([d.lineno for d in fn.decorator_list] + [fn.lineno])
+        found.setdefault(("", fn.name), first)
+        for node in ast.walk(fn):
+            targets = node.targets if isinstance(node, ast.Assign) else (
+                [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    found.setdefault((fn.name, target.id), node.lineno)
+    return found
+
+
+def _frame_in(exc: BaseException, path: str) -> tuple[str, int | None]:
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if os.path.abspath(f.filename) == os.path.abspath(path)]
+    return (path, frames[-1].lineno) if frames else (path, None)
+
+
+def _plain(value: Any) -> Any:
+    """azure-ai-ml's dict (OrderedDicts, enums) as plain YAML values."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def _externalize(pipeline: Any, files: dict[str, Any], depth: int = 0) -> None:
+    """Each inline pipeline component of ``pipeline`` moved to ``components/NAME.yml`` (its
+    own nested ones beside it) and referenced there."""
+    for node in (pipeline.get("jobs") or {}).values():
+        comp = node.get("component") if isinstance(node, dict) else None
+        if not isinstance(comp, dict) or comp.get("type") != "pipeline":
+            continue
+        _externalize(comp, files, depth + 1)
+        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", str(comp.get("name") or "pipeline"))
+        rel, n = f"components/{stem}.yml", 2
+        while rel in files and files[rel] != comp:
+            rel, n = f"components/{stem}-{n}.yml", n + 1
+        files[rel] = comp
+        node["component"] = f"./{rel}" if depth == 0 else f"./{rel.split('/', 1)[1]}"
+
+
+def _declare_untyped_inputs(pipeline: Any, scope: Any) -> None:
+    """An inline pipeline component's inputs that azure-ai-ml leaves out of its dict (an
+    unannotated parameter of a nested ``@dsl.pipeline`` has no type), declared with the type
+    of what its node binds to them, so that the import reads the nesting as azure-ai-ml built
+    it."""
+    for node in (pipeline.get("jobs") or {}).values():
+        comp = node.get("component") if isinstance(node, dict) else None
+        if not isinstance(comp, dict) or comp.get("type") != "pipeline":
+            continue
+        declared = comp.get("inputs") or {}
+        for key, given in (node.get("inputs") or {}).items():
+            if key not in declared:
+                declared[key] = {"type": _bound_type(given, scope)}
+        if declared:
+            comp["inputs"] = declared
+        _declare_untyped_inputs(comp, declared)
+
+
+def _bound_type(given: Any, scope: Any) -> str:
+    value = given.get("path", given.get("value")) if isinstance(given, dict) else given
+    if isinstance(given, dict) and given.get("type"):
+        return str(given["type"])
+    m = re.fullmatch(r"\$\{\{\s*parent\.inputs\.(\w+)\s*\}\}", str(value))
+    if m is not None:
+        entry = scope.get(m[1]) if isinstance(scope, dict) else None
+        if isinstance(entry, dict) and entry.get("type"):
+            return str(entry["type"])
+        if isinstance(entry, dict) and "path" in entry:
+            return "uri_folder"
+        value = entry.get("default", entry.get("value")) if isinstance(entry, dict) else entry
+    elif "${{" in str(value):
+        return "uri_folder"  # a sibling's output
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    return "string"
+
+
+def _absolute_local_paths(doc: Any, base: Path) -> None:
+    """azure-ai-ml's ``_to_dict()`` writes a local data path as ``azureml:./data`` (relative to
+    the folder the function was called from): the path, made absolute, as a job file gives it."""
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            if key == "path" and isinstance(value, str) and value.startswith("azureml:") \
+                    and not value.startswith("azureml://"):
+                rest = value[len("azureml:"):]
+                if not _ASSET.match(rest) and not rest.startswith("/subscriptions/"):
+                    doc[key] = os.path.normpath(base / rest)
+            else:
+                _absolute_local_paths(value, base)
+    elif isinstance(doc, list):
+        for value in doc:
+            _absolute_local_paths(value, base)
+
+
+__all__ = ["is_sdk_pipeline", "load_sdk_pipeline"]
