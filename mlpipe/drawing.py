@@ -1,4 +1,6 @@
-"""Drawing a compiled pipeline: plain text, Graphviz DOT and Mermaid.
+"""Drawing a compiled pipeline: plain text, Graphviz DOT and Mermaid, each port with its
+contract (the transport kind only where a port declares none) and each distributed step with
+its topology.
 
 Reads a Graph; knows nothing of checks, backends or the store.
 """
@@ -8,8 +10,10 @@ import re
 
 import networkx as nx
 
+from mlpipe.artifacts import AssetType
+from mlpipe.contracts.base import contract_label
 from mlpipe.graph import Graph, StepNode, input_node, output_node
-from mlpipe.spec import InputRole, PipelineInputSpec
+from mlpipe.spec import ComponentSpec, InputRole, PipelineInputSpec, PortSpec
 
 
 def _order(graph: Graph) -> list[StepNode]:
@@ -29,6 +33,51 @@ def _input_label(inp: PipelineInputSpec) -> str:
     return f"{kind}{default}"
 
 
+_KINDS = tuple(kind.value for kind in AssetType)
+
+
+def _topology(comp: ComponentSpec) -> str | None:
+    """``2x4 pytorch``: instances x processes per instance and the launcher, if distributed."""
+    if comp.instances <= 1 and comp.distribution is None:
+        return None
+    dist = comp.distribution
+    per = dist.processes_per_instance() if dist else 1
+    return f"{comp.instances}x{per} {dist.type if dist else 'nodes'}"
+
+
+def _port_type(port: PortSpec | None) -> str | None:
+    """A port's contract label, else its transport kind (None: not an artifact port)."""
+    if port is None:
+        return None
+    return contract_label(port.contract) if port.contract is not None else port.kind.value
+
+
+def _ends(graph: Graph, u: str, src_port: str, v: str, dst_port: str
+          ) -> tuple[str | None, str | None]:
+    """What the edge's producer promises and its consumer requires (contract or kind)."""
+    if u in graph.steps:
+        made = _port_type(graph.steps[u].component.output(src_port))
+    else:
+        inp = graph.input(u.removeprefix("in:")) if u.startswith("in:") else None
+        made = _port_type(inp.port) if inp is not None and inp.role is not InputRole.PARAM \
+            else None
+    wanted = _port_type(graph.steps[v].component.input(dst_port)) if v in graph.steps else None
+    return made, wanted
+
+
+def _edge_contract(made: str | None, wanted: str | None, kinds: tuple[str, ...] = ()
+                   ) -> str | None:
+    """Both sides where two contracts differ; else the contract (a bare kind only where
+    neither side declares one)."""
+    if made in kinds and wanted is not None:
+        return wanted
+    if wanted in kinds and made is not None:
+        return made
+    if made and wanted and made != wanted:
+        return f"{made} → {wanted}"
+    return made or wanted
+
+
 def render_text(graph: Graph) -> str:
     """A readable listing: inputs, steps in topological order with their bindings, outputs."""
     spec = graph.spec
@@ -42,17 +91,17 @@ def render_text(graph: Graph) -> str:
     width = max((len(n.id) for n in nodes), default=0)
     for node in nodes:
         comp = node.component
-        extra = []
-        if comp.instances > 1 or comp.distribution is not None:
-            dist = comp.distribution
-            per = dist.processes_per_instance() if dist else 1
-            extra.append(f"{comp.instances}x{per} {dist.type if dist else 'nodes'}")
+        topology = _topology(comp)
         head = f"  {node.id:<{width}}  {comp.name} {comp.version}"
-        if extra:
-            head += f"  [{', '.join(extra)}]"
+        if topology:
+            head += f"  [{topology}]"
         lines.append(head)
         for key, endpoint in node.bindings.items():
-            lines.append(f"  {'':<{width}}    {key} <- {endpoint}")
+            port = comp.input(key)
+            shown = f"  {_port_type(port)}" if port is not None else ""
+            lines.append(f"  {'':<{width}}    {key} <- {endpoint}{shown}")
+        for port in comp.outputs:
+            lines.append(f"  {'':<{width}}    {port.name} -> {_port_type(port)}")
     if graph.outputs:
         lines.append("outputs:")
         width = max(len(k) for k in graph.outputs)
@@ -77,6 +126,17 @@ def _edge_label(src_port: str, dst_port: str) -> str:
     return src_port or dst_port
 
 
+def _step_label(node: StepNode) -> str:
+    """The step's id, component and version, and its topology where it is distributed."""
+    comp = node.component
+    topology = _topology(comp)
+    return f"{node.id}\n{comp.name} {comp.version}" + (f"\n[{topology}]" if topology else "")
+
+
+def _with_contract(ports: str, contract: str | None) -> str:
+    return f"{ports}\n{contract}" if contract else ports
+
+
 def render_dot(graph: Graph) -> str:
     """Graphviz DOT; nested pipelines are drawn as clusters."""
     spec = graph.spec
@@ -96,16 +156,17 @@ def render_dot(graph: Graph) -> str:
             out.append(f"    label={_dot_quote('.'.join(scope))}; style=dashed;")
             indent = "    "
         for node in nodes:
-            label = f"{node.id}\n{node.component.name} {node.component.version}"
-            out.append(f"{indent}{_dot_quote(node.id)} [label={_dot_quote(label)}];")
+            out.append(f"{indent}{_dot_quote(node.id)} [label={_dot_quote(_step_label(node))}"
+                       f"{', peripheries=2' if _topology(node.component) else ''}];")
         if scope:
             out.append("  }")
     for name in graph.outputs:
         out.append(f"  {_dot_quote(output_node(name))} [label={_dot_quote(name)}, shape=ellipse, "
                    f"style=bold];")
     for u, src_port, v, dst_port in graph.edges():
-        out.append(f"  {_dot_quote(u)} -> {_dot_quote(v)} "
-                   f"[label={_dot_quote(_edge_label(src_port, dst_port))}];")
+        label = _with_contract(_edge_label(src_port, dst_port),
+                               _edge_contract(*_ends(graph, u, src_port, v, dst_port), _KINDS))
+        out.append(f"  {_dot_quote(u)} -> {_dot_quote(v)} [label={_dot_quote(label)}];")
     out.append("}")
     return "\n".join(out)
 
@@ -145,15 +206,18 @@ def render_mermaid(graph: Graph) -> str:
                        f"[\"{_mermaid_text('.'.join(scope))}\"]")
             indent = "    "
         for node in nodes:
-            label = _mermaid_text(f"{node.id}\n{node.component.name} {node.component.version}")
-            out.append(f'{indent}{ids[node.id]}["{label}"]')
+            label = _mermaid_text(_step_label(node))
+            # a distributed step keeps its marker in the shape too: a subroutine box [[...]]
+            shape = ('[["', '"]]') if _topology(node.component) else ('["', '"]')
+            out.append(f'{indent}{ids[node.id]}{shape[0]}{label}{shape[1]}')
         if scope:
             out.append("  end")
     for name in graph.outputs:
         out.append(f'  {ids[output_node(name)]}(["{_mermaid_text(name)}"])')
     for u, src_port, v, dst_port in graph.edges():
-        label = _edge_label(src_port, dst_port)
-        arrow = f"-->|{_mermaid_text(label)}|" if label else "-->"
+        label = _with_contract(_edge_label(src_port, dst_port),
+                               _edge_contract(*_ends(graph, u, src_port, v, dst_port), _KINDS))
+        arrow = f'-->|"{_mermaid_text(label)}"|' if label else "-->"
         out.append(f"  {ids[u]} {arrow} {ids[v]}")
     return "\n".join(out)
 
