@@ -445,6 +445,10 @@ READ_OUTSIDE_INPUTS = _code(
     "MP804", "read-outside-inputs", WARNING,
     "A step read files that are none of its declared inputs, so its cache key cannot see them "
     "change.")
+COMPONENT_VERSION_REUSED = _code(
+    "MP805", "component-version-reused", WARNING,
+    "A component's name and version are recorded in the evidence store with other code: one "
+    "version now names two codes.")
 LARGE_FILE_IN_UPLOAD = _code(
     "MP850", "large-file-in-upload", WARNING,
     "A large file is left in the code Azure ML uploads for the pipeline's function components.")
@@ -481,7 +485,6 @@ MLFLOW_CLIENT_REJECTED = _code(
 ENVIRONMENT_CONTENTS_UNKNOWN = _code(
     "MP861", "environment-contents-unknown", INFO,
     "A registered environment is an image or build context whose packages mlpipe cannot read.")
-
 # --- MP900-MP929: a failed step, diagnosed at the layer that failed (mlpipe.checks.diagnosis)
 #     MP900-MP904 contract and output completeness
 STEP_INPUT_REJECTED = _code(

@@ -53,6 +53,7 @@ def check(target: str | None, fmt: str, select: str | None, ignore: str | None,
                          hint="give the pipeline to check, or --explain CODE")
     selected, ignored = code_set(select), code_set(ignore)
     graph, diagnostics = load_graph(target)
+    diagnostics = [*diagnostics, *_recorded_versions(graph)]
     if workspace_name or resource_group or subscription_id or config:
         from mlpipe.cli.azure import workspace_preflight
 
@@ -70,6 +71,15 @@ def check(target: str | None, fmt: str, select: str | None, ignore: str | None,
     failing = {"error": {Severity.ERROR}, "warning": {Severity.ERROR, Severity.WARNING},
                "info": set(Severity)}[fail_on]
     sys.exit(EXIT_PROBLEMS if any(d.severity in failing for d in diagnostics) else EXIT_CLEAN)
+
+
+def _recorded_versions(graph) -> list:
+    """MP805 from what the configured evidence store holds (nothing when there is none)."""
+    from mlpipe.checks.versions import component_names, reused_versions
+    from mlpipe.evidence.config import locate
+    from mlpipe.evidence.versions import recorded_code_digests
+
+    return reused_versions(graph, recorded_code_digests(locate().url, component_names(graph)))
 
 
 def _explain(code: str) -> str:
