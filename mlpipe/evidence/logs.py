@@ -93,7 +93,8 @@ def step_logs(s: Reader, run: Run, step: str, rank: int | None = None) -> StepLo
             raise UsageError(f"step {step!r} of run {run.id} has no log of rank {rank} (ranks: "
                              f"{', '.join(map(str, sorted(ranks))) or 'none yet'})",
                              hint="give one of those ranks to --rank")
-        return StepLogs(shown, {f"rank {rank}": ranks[rank]}, note)
+        return StepLogs(shown, {f"rank {rank}": ranks[rank]},
+                        _silent(note, shown, ranks[rank], f"rank {rank} of step {step!r}"))
     if shown.status == RUNNING and ranks and not log.exists():
         return StepLogs(shown, {f"rank {r}": ranks[r] for r in sorted(ranks)}, note)
     if not log.exists():
@@ -101,7 +102,20 @@ def step_logs(s: Reader, run: Run, step: str, rank: int | None = None) -> StepLo
             return StepLogs(shown, {"": log}, note)
         raise UsageError(f"the log of step {step!r} of run {run.id} is gone: {log}",
                          hint="logs are kept under the store's logs folder; it was removed")
-    return StepLogs(shown, {"": log}, note)
+    return StepLogs(shown, {"": log}, _silent(note, shown, log, f"step {step!r}"))
+
+
+def _silent(note: str | None, shown: StepRun, path: Path, who: str) -> str | None:
+    """``note``, and that ``who`` printed nothing where its finished log is empty (so an
+    empty output is said, not left to look like a failure to read)."""
+    try:
+        empty = shown.status != RUNNING and path.stat().st_size == 0
+    except OSError:
+        return note
+    if not empty:
+        return note
+    said = f"{who} printed nothing: its log {path} is empty"
+    return f"{note}; {said}" if note else said
 
 
 def _running(s: Reader, step_run_id: str) -> bool:

@@ -121,6 +121,13 @@ def test_a_rank_that_never_joins_fails_the_launch_layer_in_bounded_time(proj, le
     assert f"    rank 0 log: {ranks['0']}" in shown and f"    rank 1 log: {ranks['1']}" in shown
     one = proj.cli("logs", rid, "never_joins", "--rank", "1")
     assert one.returncode == 0 and one.stdout == Path(ranks["1"]).read_text()
+    assert "printed nothing" not in one.stderr
+    # rank 0 waited in init_process_group (real gloo) and printed nothing: said, not left blank
+    assert Path(ranks["0"]).read_text() == ""
+    zero = proj.cli("logs", rid, "never_joins", "--rank", "0")
+    assert zero.returncode == 0 and zero.stdout == ""
+    assert zero.stderr == (f"note: rank 0 of step 'never_joins' printed nothing: its log "
+                           f"{ranks['0']} is empty\n")
     missing = proj.cli("logs", rid, "never_joins", "--rank", "7")
     assert missing.returncode == 2
     assert missing.stderr == (f"error: step 'never_joins' of run {rid} has no log of rank 7 "
