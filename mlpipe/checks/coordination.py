@@ -122,6 +122,35 @@ def _loader_copies(records: dict[int, dict[str, Any]], world_size: int,
              "dataset)) (or mlpipe.runtime.shard(ids))", **where)
 
 
+def _opened_copies(records: dict[int, dict[str, Any]], world_size: int,
+                   where: dict[str, Any]) -> Diagnostic | None:
+    """MP522 from the files each rank opened under its inputs (the runtime's audit hook), for
+    code that records no ids and feeds no DataLoader: every rank opened the very same files,
+    two or more, under one input, so none of them read a part of its own."""
+    if world_size <= 1 or len(records) < world_size:
+        return None
+    reads = [rec.get("reads_inputs") for rec in records.values()]
+    if any(not isinstance(r, dict) for r in reads):
+        return None  # a rank was not observed: nobody can say what it opened
+    if any((x.get("num_replicas") or 0) > 1 for rec in records.values()
+           for x in rec.get("data_loaders") or []):
+        return None  # a sampler dealt out parts: what each dataset read at start proves nothing
+    for port in sorted(set().union(*(set(r) for r in reads))):
+        files = [frozenset(str(f) for f in r.get(port) or []) for r in reads]
+        if len(files[0]) < 2 or any(f != files[0] for f in files):
+            continue
+        return Diagnostic.of(
+            INDEPENDENT_COPIES,
+            f"all {len(records)} ranks opened the same {len(files[0])} files under input "
+            f"{port!r} (every file any rank opened there, e.g. {_few(set(files[0]), 2)}) and "
+            f"recorded no division of the data: each rank read the whole input, "
+            f"{len(records)} copies, not one data-parallel run",
+            hint=f"give each rank its own files (files[rank::world_size], or "
+                 f"mlpipe.runtime.shard(files)); a rank that reads everything and keeps a part "
+                 f"says which with record_consumed(ids)", **where)
+    return None
+
+
 def _step_part(step_dir: str | Path | list[dict[str, Any]],
                given: dict[str, Any] | None) -> dict[str, Any] | None:
     if given is not None or isinstance(step_dir, list):
@@ -287,7 +316,8 @@ def check_coordination(step_dir: str | Path | list[dict[str, Any]], *, world_siz
                 hint="every rank must pass the same ids, in the same order, to shard()",
                 **where))
     if not population and not seen:
-        copies = _loader_copies(records, world_size, where)
+        copies = _loader_copies(records, world_size, where) or \
+            _opened_copies(records, world_size, where)
         if copies is not None:
             findings.append(copies)
     gap = population - seen

@@ -254,3 +254,32 @@ def test_independent_copies_from_the_ranks_data_loaders(loaders, copies):
     parts = [{**_part(r), "data_loaders": fed} for r, fed in enumerate(loaders)]
     report = check_coordination(parts, world_size=2)
     assert [d.code for d in report.findings] == (["MP522"] if copies else [])
+
+
+FILES = [f"img_{i}.pgm" for i in range(6)]
+
+
+@pytest.mark.parametrize(("reads", "copies"), [
+    ([{"examples": FILES}, {"examples": FILES}], True),                  # a plain loop, twice
+    ([{"examples": FILES[0::2]}, {"examples": FILES[1::2]}], False),     # files[rank::world]
+    ([{"examples": FILES[:4]}, {"examples": FILES[2:]}], False),         # parts that overlap
+    ([{"examples": ["train.csv"]}, {"examples": ["train.csv"]}], False),  # one file, rows shared
+    ([{"examples": FILES}, None], False),                                # rank 1 not observed
+    ([{"examples": FILES}], False),                                      # a rank left no part
+])
+def test_independent_copies_from_the_files_each_rank_opened(reads, copies):
+    parts = [{**_part(r), "reads_inputs": opened} for r, opened in enumerate(reads)]
+    report = check_coordination(parts, world_size=2)
+    found = [d for d in report.findings if d.code == "MP522"]
+    assert bool(found) is copies
+    if copies:
+        assert found[0].message.startswith(
+            "all 2 ranks opened the same 6 files under input 'examples' (every file any rank "
+            "opened there, e.g. 'img_0.pgm', 'img_1.pgm' and 4 more) and recorded no division")
+
+
+def test_opened_files_prove_nothing_when_a_sampler_dealt_out_parts():
+    ddp = [_loader("DistributedSampler", False, 2)]
+    parts = [{**_part(r), "reads_inputs": {"examples": FILES}, "data_loaders": ddp}
+             for r in range(2)]
+    assert check_coordination(parts, world_size=2).findings == ()
