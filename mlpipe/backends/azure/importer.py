@@ -172,9 +172,17 @@ class _Reader:
         kind = vocabulary.job_kind(doc)
         if kind == "pipeline" and "jobs" not in doc and doc.get("component") is not None:
             return self.job_of_component(path, doc, stack)
+        if kind not in vocabulary.JOB_KINDS and "type" in doc:
+            self.problems.add(where, doc, "type",
+                              f"{path.name} is not an Azure ML job file: its type "
+                              f"{doc.get('type')!r} is no job type azure-ai-ml reads",
+                              hint=f"give a job file of one of the types "
+                                   f"{', '.join(vocabulary.JOB_KINDS)} (a REST response of "
+                                   f"the jobs API is not one)")
+            self.problems.raise_any()
         if kind != "pipeline" or not isinstance(doc.get("jobs"), dict):
             self.problems.add(where, doc, "type" if "type" in doc else "jobs",
-                              f"{where.file} is not a pipeline job (type: {kind!r}, "
+                              f"{path.name} is not a pipeline job (type: {kind!r}, "
                               f"{'no' if 'jobs' not in doc else 'malformed'} jobs)",
                               hint="give a pipeline job YAML with type: pipeline and jobs:, a "
                                    "command job, or a Python file with a @pipeline")

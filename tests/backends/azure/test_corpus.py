@@ -192,6 +192,15 @@ def test_every_pipeline_azure_ai_ml_loads_comes_back_equal_field_by_field(path, 
     assert outcome.differences == []
 
 
+#: The corpus's folders by the kind of job file they hold (MANIFEST.tsv, README.md).
+KINDS = {"pipeline_jobs": "pipelines", "command_job": "command jobs", "sweep_job": "sweeps",
+         "automl_job": "AutoML"}
+
+
+def _kind(path: str) -> str:
+    return KINDS.get(path.split("/", 1)[0], "other")
+
+
 def figure(outcomes: dict[str, Outcome]) -> str:
     """The corpus figure docs/azure.md states, from measured outcomes."""
     from importlib.metadata import version
@@ -204,17 +213,24 @@ def figure(outcomes: dict[str, Outcome]) -> str:
     warnings = sorted(c for o in read for c in o.warnings)
     rejected = [o for o in outcomes.values() if not o.loads]
     rejected_refused = [o for o in rejected if o.refusal is not None]
+    kinds = list(KINDS.values())
+
+    def by_kind(found: list[Outcome]) -> str:
+        return " | ".join(str(sum(1 for o in found if _kind(o.path) == k)) for k in kinds)
+
     lines = [
         BEGIN,
-        f"| the corpus (`{CORPUS.name}`) | pipelines |",
-        "|---|---|",
-        f"| pipeline jobs in it | {len(outcomes)} |",
-        f"| loaded by azure-ai-ml {version('azure-ai-ml')} (the valid set) | {len(valid)} |",
-        f"| read by mlpipe | {len(read)}/{len(valid)} |",
-        f"| checked with no error | {len(clean)}/{len(valid)} |",
-        f"| exported and loaded back equal field by field | **{len(same)}/{len(valid)} round "
-        f"trip** |",
-        f"| refused by mlpipe | **{len(refused)} refusal{'s' if len(refused) != 1 else ''}** |",
+        f"| the corpus (`{CORPUS.name}`) | all | " + " | ".join(kinds) + " |",
+        "|---|---|" + "---|" * len(kinds),
+        f"| job files in it | {len(outcomes)} | {by_kind(list(outcomes.values()))} |",
+        f"| loaded by azure-ai-ml {version('azure-ai-ml')} (the valid set) | {len(valid)} | "
+        f"{by_kind(valid)} |",
+        f"| read by mlpipe | {len(read)} | {by_kind(read)} |",
+        f"| checked with no error | {len(clean)} | {by_kind(clean)} |",
+        f"| exported and loaded back equal field by field (`_to_dict()` and the REST body) | "
+        f"**{len(same)}/{len(valid)} round trip** | {by_kind(same)} |",
+        f"| refused by mlpipe | **{len(refused)} refusal{'s' if len(refused) != 1 else ''}** | "
+        f"{by_kind(refused)} |",
         "",
         f"Warnings on the valid set: {len(warnings)} ("
         + ", ".join(f"{c} x{warnings.count(c)}" for c in sorted(set(warnings)))
