@@ -145,9 +145,9 @@ def _opened_copies(records: dict[int, dict[str, Any]], world_size: int,
             f"{port!r} (every file any rank opened there, e.g. {_few(set(files[0]), 2)}) and "
             f"recorded no division of the data: each rank read the whole input, "
             f"{len(records)} copies, not one data-parallel run",
-            hint=f"give each rank its own files (files[rank::world_size], or "
-                 f"mlpipe.runtime.shard(files)); a rank that reads everything and keeps a part "
-                 f"says which with record_consumed(ids)", **where)
+            hint="give each rank its own files (files[rank::world_size], or "
+                 "mlpipe.runtime.shard(files)); a rank that reads everything and keeps a part "
+                 "says which with record_consumed(ids)", **where)
     return None
 
 
