@@ -431,6 +431,32 @@ BUNDLE_CHAIN_MISSING = _code(
     "MP720", "bundle-chain-missing", ERROR,
     "A candidate has no sealed bundle to verify against: never sealed, or its bundles removed.")
 
+# --- MP730-MP749: signatures and the trust policy (mlpipe.evidence.trust, mlpipe.evidence.signing)
+BUNDLE_UNSIGNED = _code(
+    "MP730", "bundle-unsigned", ERROR,
+    "A sealed bundle has no DSSE envelope: it was sealed without a signing key.")
+BUNDLE_SIGNATURE_INVALID = _code(
+    "MP731", "bundle-signature-invalid", ERROR,
+    "A sealed bundle's signature does not verify, or its envelope signs other bytes.")
+BUNDLE_SIGNER_UNTRUSTED = _code(
+    "MP732", "bundle-signer-untrusted", ERROR,
+    "A sealed bundle is signed by a key the trust policy does not let seal.")
+DECISION_UNSIGNED = _code(
+    "MP733", "decision-unsigned", ERROR,
+    "A recorded decision is not signed, so its reviewer is free text, not an identity.")
+DECISION_SIGNATURE_INVALID = _code(
+    "MP734", "decision-signature-invalid", ERROR,
+    "A decision's signature does not verify, or its signed statement disagrees with the store.")
+DECISION_SIGNER_UNTRUSTED = _code(
+    "MP735", "decision-signer-untrusted", ERROR,
+    "A decision is signed by a key the trust policy does not let decide.")
+DECIDER_IS_SUBMITTER = _code(
+    "MP736", "decider-is-submitter", ERROR,
+    "A decision is signed by the identity that submitted the candidate's run.")
+DECISION_CITES_UNKNOWN_BUNDLE = _code(
+    "MP737", "decision-cites-unknown-bundle", ERROR,
+    "A decision cites a bundle digest that is not in the candidate's sealed chain.")
+
 # --- MP8xx: reproducibility: references that move (mlpipe.checks.reproducibility)
 ENVIRONMENT_UNVERSIONED = _code(
     "MP801", "environment-unversioned", WARNING,

@@ -11,6 +11,7 @@ import sys
 import click
 
 from mlpipe.cli.base import EXIT_PROBLEMS, main, open_evidence_reader
+from mlpipe.cli.keys import load_configured_trust, trust_option
 
 
 @main.command()
@@ -36,9 +37,11 @@ def candidates(limit: int, fmt: str) -> None:
 
 @main.command()
 @click.argument("candidate")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "html"]),
+@click.option("--format", "fmt",
+              type=click.Choice(["text", "json", "markdown", "html", "dsse"]),
               default="text", show_default=True,
-              help="json prints the exact sealed bytes (their sha256 is the bundle digest).")
+              help="json prints the exact sealed bytes (their sha256 is the bundle digest); "
+                   "dsse the DSSE envelope that signs them (docs/signing.md).")
 @click.option("--verify", is_flag=True,
               help="Re-hash every artifact and snapshot, compare the store with the sealed "
                    "bundle, recompute its digest; exit 1 on any mismatch.")
@@ -52,12 +55,14 @@ def candidates(limit: int, fmt: str) -> None:
                    "as sealed.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write to this file instead of stdout.")
+@trust_option
 def evidence(candidate: str, fmt: str, verify: bool, fetch: bool, rebuild: bool,
-             output: str | None) -> None:
+             output: str | None, trust_file: str | None) -> None:
     """The verifiable evidence bundle of CANDIDATE (an id or an unambiguous prefix).
 
     Exit codes: 0 the bundle has no error-severity finding; 1 it has one (the bundle is still
-    shown in full), or with --verify any mismatch; 2 an unknown candidate or a usage error.
+    shown in full), or with --verify any mismatch (with a trust policy, also a signature it does
+    not accept: MP730-MP737); 2 an unknown candidate or a usage error.
 
     The first call builds the bundle from the store and seals it; later calls show that sealed
     bundle (--rebuild seals a new one if the store changed; --verify checks everything here,
@@ -65,11 +70,12 @@ def evidence(candidate: str, fmt: str, verify: bool, fetch: bool, rebuild: bool,
     """
     from mlpipe.evidence.config import locate
 
-    if fetch and not verify:
+    if (fetch or trust_file) and not verify:
         from mlpipe.errors import UsageError
 
-        raise UsageError("--fetch applies to --verify only",
-                         hint=f"run `mlpipe evidence {candidate} --verify --fetch`")
+        flag = "--fetch" if fetch else "--trust FILE"
+        raise UsageError(f"{flag.split()[0]} applies to --verify only",
+                         hint=f"run `mlpipe evidence {candidate} --verify {flag}`")
     if verify:
         import contextlib
         import json
@@ -83,13 +89,14 @@ def evidence(candidate: str, fmt: str, verify: bool, fetch: bool, rebuild: bool,
                 from mlpipe.cli.azure import output_fetcher
 
                 fetcher = stack.enter_context(output_fetcher())
-            result = verify_bundle(locate().url, candidate, fetch=fetcher).to_dict()
+            result = verify_bundle(locate().url, candidate, fetch=fetcher,
+                                   trust=load_configured_trust(trust_file)).to_dict()
         text = (json.dumps(result, indent=2, sort_keys=True) if fmt == "json"
                 else render_verification(result))
         _emit(text.encode() + b"\n", output)
         sys.exit(0 if result["ok"] else EXIT_PROBLEMS)
     url = locate().url
-    if not rebuild:
+    if not rebuild and fmt != "dsse":
         from mlpipe.evidence.fastpath import read_sealed
 
         found = read_sealed(url, candidate)  # a sealed bundle, without SQLAlchemy
@@ -99,6 +106,11 @@ def evidence(candidate: str, fmt: str, verify: bool, fetch: bool, rebuild: bool,
     from mlpipe.evidence.seal import sealed_bundle
 
     sealed = sealed_bundle(url, candidate, rebuild=rebuild)
+    if fmt == "dsse":
+        from mlpipe.evidence.signing import stored_envelope
+
+        _emit(stored_envelope(url, sealed.digest), output)
+        return
     if sealed.changes:
         click.echo(f"warning: the store no longer matches bundle {sealed.previous}; sealed "
                    f"{sealed.digest} recording it as previous. What changed:", err=True)

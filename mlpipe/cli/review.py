@@ -11,6 +11,7 @@ import sys
 import click
 
 from mlpipe.cli.base import EXIT_PROBLEMS, main
+from mlpipe.cli.keys import load_configured_trust, trust_option
 
 
 @main.command()
@@ -20,14 +21,21 @@ from mlpipe.cli.base import EXIT_PROBLEMS, main
               help="The policy YAML (docs/review.md), e.g. policies/defect-classifier.yml.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="json: for scripts.")
-def qualify(candidate: str, policy_file: str, fmt: str) -> None:
+@trust_option
+def qualify(candidate: str, policy_file: str, fmt: str, trust_file: str | None) -> None:
     """Judge CANDIDATE's newest sealed bundle against a policy: a pass/fail table per
-    criterion. Records nothing; exit 1 when a criterion is unmet."""
+    criterion. Records nothing; exit 1 when a criterion is unmet, or (with a trust policy)
+    when the candidate's evidence does not verify under it."""
     from mlpipe.evidence.config import locate
     from mlpipe.evidence.policy import load_policy, render_qualification
     from mlpipe.evidence.policy import qualify as judge
 
     policy = load_policy(policy_file)
+    trust = load_configured_trust(trust_file)
+    if trust is not None:
+        from mlpipe.evidence.review import require_trusted
+
+        require_trusted(locate().url, candidate, trust)
     result = judge(locate().url, candidate, policy)
     if fmt == "json":
         import json
@@ -42,7 +50,13 @@ def qualify(candidate: str, policy_file: str, fmt: str) -> None:
 @click.argument("candidate")
 @click.option("--accept", "verdict", flag_value="accepted", help="Accept the candidate.")
 @click.option("--reject", "verdict", flag_value="rejected", help="Reject the candidate.")
-@click.option("--by", "by", required=True, metavar="NAME", help="Who decides.")
+@click.option("--by", "by", default=None, metavar="NAME",
+              help="Who decides, in free text (an unsigned decision); with --key, the trust "
+                   "policy names the reviewer.")
+@click.option("--key", "key_file", default=None, metavar="FILE", envvar="MLPIPE_REVIEW_KEY",
+              type=click.Path(dir_okay=False),
+              help="Sign the decision with this private key (default MLPIPE_REVIEW_KEY); the "
+                   "reviewer is the key's identity in the trust policy.")
 @click.option("--note", required=True, metavar="TEXT", help="Why, in your words.")
 @click.option("--policy", "policy_file", default=None, metavar="FILE",
               type=click.Path(dir_okay=False),
@@ -50,14 +64,17 @@ def qualify(candidate: str, policy_file: str, fmt: str) -> None:
                    "--accept is refused when it is not met.")
 @click.option("--bundle", default=None, metavar="DIGEST",
               help="The bundle digest you read; refused unless it is the newest sealed one.")
-def review(candidate: str, verdict: str | None, by: str, note: str, policy_file: str | None,
-           bundle: str | None) -> None:
+@trust_option
+def review(candidate: str, verdict: str | None, by: str | None, key_file: str | None,
+           note: str, policy_file: str | None, bundle: str | None,
+           trust_file: str | None) -> None:
     """Record a decision on CANDIDATE, citing the exact bundle digest it was made on.
 
     Refused (exit 1) when the store changed since the newest bundle was sealed (re-seal with
     `mlpipe evidence C --rebuild` and read it first), and --accept when the bundle has an
-    error-severity finding or the --policy is not met. The next bundle, sealed with the
-    decision, records it.
+    error-severity finding or the --policy is not met. With a trust policy, refused too when
+    the candidate's evidence does not verify under it, when --key may not decide, or when its
+    identity submitted the run. The next bundle, sealed with the decision, records it.
     """
     from mlpipe.errors import UsageError
     from mlpipe.evidence.config import locate
@@ -72,8 +89,19 @@ def review(candidate: str, verdict: str | None, by: str, note: str, policy_file:
         from mlpipe.evidence.policy import load_policy
 
         policy = load_policy(policy_file)
+    key = None
+    if key_file is not None:
+        from mlpipe.evidence.keys import load_private
+
+        key = load_private(key_file)
+    elif by is None:
+        raise UsageError("a decision names its reviewer: --key FILE (signed) or --by NAME "
+                         "(unsigned); neither was given",
+                         hint=f"run `mlpipe review {candidate} --accept --key KEY.pem --note TEXT`")
     done = record_decision(locate().url, candidate, verdict=verdict, by=by, note=note,
-                           policy=policy, bundle=bundle)
-    click.echo(f"{done.verdict} candidate {done.candidate} by {by.strip()}, citing bundle "
-               f"{done.cited}")
+                           policy=policy, bundle=bundle, key=key,
+                           trust=load_configured_trust(trust_file))
+    signed = f" (signed, key {done.signer[:16]})" if done.signer else ""
+    click.echo(f"{done.verdict} candidate {done.candidate} by {done.by}{signed}, citing "
+               f"bundle {done.cited}")
     click.echo(f"  sealed {done.sealed} with the decision (mlpipe evidence {done.candidate})")

@@ -33,6 +33,8 @@ _SETTINGS = {
     "store_url": (("store", "url"), ("tool", "mlpipe", "store_url")),
     "artifact_root": (("artifacts", "root"), ("tool", "mlpipe", "artifact_root")),
     "shared_artifacts": (("artifacts", "shared"), ("tool", "mlpipe", "shared_artifacts")),
+    "signing_key": (("signing", "key"), ("tool", "mlpipe", "signing_key")),
+    "trust": (("signing", "trust"), ("tool", "mlpipe", "trust")),
 }
 
 
@@ -104,6 +106,11 @@ class Location:
     home: Path
     artifact_root: Path | None = None
     shared_artifacts: str | None = None
+    #: The key that seals (docs/signing.md): a PEM file, ``none``, or None for this home's
+    #: local key, generated on first use.
+    signing_key: str | None = None
+    #: The trust policy ``--verify`` checks signatures against when none is given.
+    trust: str | None = None
 
     @property
     def artifacts(self) -> Path:
@@ -140,7 +147,9 @@ def locate(start: str | os.PathLike[str] | None = None) -> Location:
 
     ``MLPIPE_HOME`` overrides the local folder (default ``<project>/evidence``);
     ``MLPIPE_ARTIFACT_ROOT`` (or ``[artifacts] root`` in mlpipe.toml) this home's artifact
-    root, ``MLPIPE_SHARED_ARTIFACTS`` (or ``[artifacts] shared``) the shared one. Relative
+    root, ``MLPIPE_SHARED_ARTIFACTS`` (or ``[artifacts] shared``) the shared one,
+    ``MLPIPE_SIGNING_KEY`` (or ``[signing] key``) the key that seals and ``MLPIPE_TRUST`` (or
+    ``[signing] trust``) the trust policy. Relative
     folders in a project file are relative to the project.
 
     Example:
@@ -156,5 +165,16 @@ def locate(start: str | os.PathLike[str] | None = None) -> Location:
     shared = os.environ.get("MLPIPE_SHARED_ARTIFACTS") or _from_file(root, "shared_artifacts")
     if shared and "://" not in shared:
         shared = str((root / Path(shared).expanduser()).resolve())
+    key, trust = (_path_in(os.environ.get(name), Path.cwd())
+                  or _path_in(_from_file(root, setting), root)
+                  for name, setting in (("MLPIPE_SIGNING_KEY", "signing_key"),
+                                        ("MLPIPE_TRUST", "trust")))
     return Location(url, home, (root / Path(own).expanduser()).resolve() if own else None,
-                    shared or None)
+                    shared or None, key, trust)
+
+
+def _path_in(value: str | None, root: Path) -> str | None:
+    """A file setting, relative to ``root``; ``none`` and key ids (``https://``) as given."""
+    if not value or value.strip().lower() == "none" or "://" in value:
+        return value or None
+    return str((root / Path(value).expanduser()).resolve())

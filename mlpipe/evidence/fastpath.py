@@ -17,7 +17,7 @@ from mlpipe.digests import digest_bytes
 from mlpipe.errors import StoreError
 
 #: Must equal ``mlpipe.evidence.migrate.HEAD`` (a test keeps them in step).
-SCHEMA_HEAD = "0008_secret_key"
+SCHEMA_HEAD = "0009_i24"
 
 
 def read_sealed(url: str, ref: str) -> tuple[str, bytes] | None:

@@ -299,6 +299,33 @@ class Decision(Base):
     #: The policy evaluated with the decision: file, digest, name, passed, criteria.
     policy: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)
     decided_at: Mapped[datetime] = mapped_column(DateTime)
+    #: The decision's DSSE envelope (a VSA-shaped in-toto statement) and its signer's key id;
+    #: None for an unsigned decision.
+    envelope: Mapped[Optional[bytes]] = mapped_column(LargeBinary)
+    signer: Mapped[Optional[str]] = mapped_column(String(80))
+
+
+class BundleSignature(Base):
+    """A sealed bundle's DSSE envelope (its exact bytes as the payload), signed by the key that
+    sealed it (docs/signing.md)."""
+
+    __tablename__ = "bundle_signatures"
+    bundle_digest: Mapped[str] = mapped_column(ForeignKey("bundles.digest"), primary_key=True)
+    keyid: Mapped[str] = mapped_column(String(80))
+    envelope: Mapped[bytes] = mapped_column(LargeBinary)
+    signed_at: Mapped[datetime] = mapped_column(DateTime)
+
+
+class ModelSignature(Base):
+    """A candidate's model folder signed with OpenSSF Model Signing (a Sigstore bundle, JSON),
+    by ``keyid``; ``digest`` is the sha256 of ``signature``, which the bundle names."""
+
+    __tablename__ = "model_signatures"
+    candidate_id: Mapped[str] = mapped_column(ForeignKey("candidates.id"), primary_key=True)
+    keyid: Mapped[str] = mapped_column(String(80))
+    digest: Mapped[str] = mapped_column(String(80))
+    signature: Mapped[bytes] = mapped_column(LargeBinary)
+    signed_at: Mapped[datetime] = mapped_column(DateTime)
 
 
 class Production(Base):

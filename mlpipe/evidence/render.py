@@ -303,6 +303,8 @@ def render_verification(v: dict[str, Any]) -> str:
     fetched = f", {v['fetched']} downloaded" if v.get("fetched") else ""
     verdict = (f"verified bundle {v['bundle']}: {v['bundles_checked']} sealed bundle(s), "
                f"{v['files_hashed']} files ({v['bytes_hashed']} bytes) re-hashed{fetched}")
+    if v.get("trust"):
+        verdict += f", signatures checked against the trust policy {v['trust']['file']}"
     verdict += ", nothing changed" if v["ok"] else f"; {len(v['mismatches'])} mismatch(es)"
     if left:
         verdict += (f"; {len(left)} artifact(s) and snapshot(s) NOT re-hashed (listed above): "

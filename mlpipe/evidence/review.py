@@ -10,9 +10,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from mlpipe.codes import ACCEPTANCE_REFUSED, DECISION_ON_STALE_BUNDLE
+from mlpipe.codes import (
+    ACCEPTANCE_REFUSED,
+    CODES,
+    DECIDER_IS_SUBMITTER,
+    DECISION_ON_STALE_BUNDLE,
+    DECISION_SIGNER_UNTRUSTED,
+)
 from mlpipe.errors import MlpipeError, UsageError
+from mlpipe.evidence.keys import Signer
 from mlpipe.evidence.policy import Policy, Qualification
+from mlpipe.evidence.trust import DECIDE, Trust
 
 
 class ReviewRefused(MlpipeError):
@@ -34,6 +42,8 @@ class Recorded:
     verdict: str
     cited: str
     sealed: str
+    by: str = ""
+    signer: str | None = None
 
 
 def _refuse_stale(candidate: str, message: str) -> ReviewRefused:
@@ -42,27 +52,36 @@ def _refuse_stale(candidate: str, message: str) -> ReviewRefused:
                               f"seals, then decide on that one")
 
 
-def record_decision(url: str, ref: str, *, verdict: str, by: str, note: str,
+def record_decision(url: str, ref: str, *, verdict: str, by: str | None, note: str,
                     policy: Policy | None = None, bundle: str | None = None,
-                    now: datetime | None = None) -> Recorded:
-    """Record ``by``'s decision on the candidate ``ref`` names, citing its newest sealed bundle,
-    and seal the next bundle with the decision in it.
+                    now: datetime | None = None, key: Signer | None = None,
+                    trust: Trust | None = None) -> Recorded:
+    """Record a decision on the candidate ``ref`` names, citing its newest sealed bundle, and
+    seal the next bundle with the decision in it. With ``key`` the decision is a signed
+    statement (``vsa``) and the reviewer is the key's identity in ``trust``; without, ``by``
+    names the reviewer in free text and the decision is shown as unsigned.
 
     Args:
         url: the store URL.
         ref: a candidate id or an unambiguous prefix of one.
         verdict: ``"accepted"`` or ``"rejected"``.
-        by: who decides (a name or an address).
+        by: who decides (a name or an address); with ``key``, omitted or the trust policy's
+            name for the key.
         note: why, in the reviewer's words.
         policy: judged against the bundle first; its result is recorded with the decision.
         bundle: the digest the reviewer read; refused unless it is the newest sealed bundle.
         now: the decision's time (tests pin it).
+        key: the reviewer's key: signs the decision and the bundle sealed with it.
+        trust: the trust policy: the candidate's evidence must verify under it, and the key
+            must be an identity that may decide and did not submit the candidate's run.
 
     Raises:
-        UsageError: no such candidate, an empty name or note.
+        UsageError: no such candidate, an empty name or note, ``by`` not the key's name.
         ReviewRefused: MP715, the store changed since the newest bundle was sealed (or none is
             sealed, or ``bundle`` is not the newest); MP716, ``accepted`` with an
-            error-severity finding in the bundle or a policy the candidate does not meet.
+            error-severity finding in the bundle or a policy the candidate does not meet;
+            under ``trust``, the finding that stops the evidence verifying (MP730-MP737), MP735
+            a key that may not decide, MP736 a decider who submitted the run.
 
     Example:
         >>> record_decision(url, "c-3f9a", verdict="accepted", by="dana", note="meets Q-7")
@@ -77,7 +96,8 @@ def record_decision(url: str, ref: str, *, verdict: str, by: str, note: str,
     if verdict not in (m.ACCEPTED, m.REJECTED):
         raise UsageError(f"a verdict is accepted or rejected, not {verdict!r}",
                          hint="give --accept or --reject")
-    if not by.strip() or not note.strip():
+    by = _reviewer(by, key, trust)
+    if not by or not note.strip():
         raise UsageError("a decision names who decided (--by) and why (--note); one is empty",
                          hint="give --by NAME --note TEXT")
     qualification: Qualification | None = None
@@ -85,6 +105,8 @@ def record_decision(url: str, ref: str, *, verdict: str, by: str, note: str,
     try:
         with store.session() as s:
             cand = find_candidate(s, ref)
+            if key is not None and trust is not None:
+                _may_decide(s, cand, key, trust)
             cand_id, newest = cand.id, latest(s, cand.id)
             if newest is None:
                 raise _refuse_stale(cand_id, f"no bundle of candidate {cand_id} has been "
@@ -94,7 +116,9 @@ def record_decision(url: str, ref: str, *, verdict: str, by: str, note: str,
             raise _refuse_stale(cand_id, f"the decision cites bundle {bundle}, but the newest "
                                          f"sealed bundle of {cand_id} is {cited}")
         verification = None
-        if policy is not None and policy.verify is not None:
+        if trust is not None:
+            verification = require_trusted(url, cand_id, trust)
+        elif policy is not None and policy.verify is not None:
             from mlpipe.evidence.verify import verify_bundle
 
             verification = verify_bundle(url, cand_id).to_dict()
@@ -122,18 +146,91 @@ def record_decision(url: str, ref: str, *, verdict: str, by: str, note: str,
                 qualification = judge(policy, statement, cited, verification)
             if verdict == m.ACCEPTED:
                 _may_accept(cand_id, statement, qualification)
+            judged = None if qualification is None else {
+                **qualification.policy.cited(), "passed": qualification.passed,
+                "criteria": [c.to_dict() for c in qualification.criteria]}
+            decided_at = now or utcnow()
+            envelope = None
+            if key is not None:
+                from mlpipe.evidence import dsse
+                from mlpipe.evidence.vsa import decision_statement
+
+                vsa = decision_statement(
+                    candidate=cand_id, model=statement["predicate"]["candidate"]["model"],
+                    bundle=cited, verdict=verdict, note=note.strip(), decided_at=decided_at,
+                    verifier=f"mlpipe:key/{key.keyid}",
+                    policy=None if judged is None else {
+                        k: judged[k] for k in ("name", "file", "digest", "passed")})
+                envelope = dsse.sign(canonical(vsa), key)
             s.add(m.Decision(candidate_id=cand_id, bundle_digest=cited,
-                             verdict=verdict, reviewer=by.strip(), note=note.strip(),
-                             policy=None if qualification is None else {
-                                 **qualification.policy.cited(),
-                                 "passed": qualification.passed,
-                                 "criteria": [c.to_dict() for c in qualification.criteria]},
-                             decided_at=now or utcnow()))
+                             verdict=verdict, reviewer=by, note=note.strip(), policy=judged,
+                             decided_at=decided_at, envelope=envelope,
+                             signer=None if key is None else key.keyid))
             s.flush()
-            sealed = seal(s, cand, now=now)
-            return Recorded(cand_id, verdict, cited, sealed.digest)
+            from mlpipe.evidence.seal import CONFIGURED
+
+            sealed = seal(s, cand, now=now, signer=CONFIGURED if key is None else key)
+            return Recorded(cand_id, verdict, cited, sealed.digest, by,
+                            None if key is None else key.keyid)
     finally:
         store.close()
+
+
+def require_trusted(url: str, ref: str, trust: Trust) -> dict[str, Any]:
+    """``--verify --trust``'s result for the candidate ``ref``, when it verifies.
+
+    Raises:
+        ReviewRefused: it does not; the code is the first finding's (MP711-MP737).
+    """
+    from mlpipe.evidence.verify import verify_bundle
+
+    verification = verify_bundle(url, ref, trust=trust).to_dict()
+    found = verification["mismatches"]
+    if found:
+        raise ReviewRefused(CODES[found[0]["code"]],
+                            f"candidate {ref}'s evidence does not verify under the trust policy "
+                            f"{trust.file} ({len(found)} finding{'' if len(found) == 1 else 's'}"
+                            f", first: {found[0]['message']})",
+                            hint=f"see `mlpipe evidence {ref} --verify --trust {trust.file}`; a "
+                                 f"candidate is judged on evidence that verifies")
+    return verification
+
+
+def _reviewer(by: str | None, key: Signer | None, trust: Trust | None) -> str:
+    """Who decides: the trust policy's name for the key (``by``, when given, must agree), the
+    key's id without a policy, or ``by`` for an unsigned decision."""
+    by = (by or "").strip()
+    if key is None:
+        return by
+    ident = trust.identities.get(key.keyid) if trust is not None else None
+    name = ident.name if ident is not None else f"key {key.keyid[:16]}"
+    if by and ident is not None and by != ident.name:
+        raise UsageError(f"--by {by!r}, but the trust policy names the key {key.keyid[:16]} "
+                         f"{ident.name!r}: a signed decision's reviewer is its key's identity",
+                         hint="leave out --by when you sign with --key")
+    return name if ident is not None or not by else f"{by} ({name})"
+
+
+def _may_decide(s: Any, cand: Any, key: Signer, trust: Trust) -> None:
+    """Refuse a key the policy does not let decide, and a decider who submitted the run."""
+    ident = trust.identities.get(key.keyid)
+    if ident is None or DECIDE not in ident.may:
+        who = ("no identity of the trust policy " + trust.file if ident is None else
+               f"{ident.name!r}, who may {' and '.join(sorted(ident.may))} but not decide")
+        raise ReviewRefused(DECISION_SIGNER_UNTRUSTED,
+                            f"the key {key.keyid[:16]} that would sign this decision is "
+                            f"{who}",
+                            hint="sign with your reviewer key (may: [decide]), or ask whoever "
+                                 "keeps the trust policy to add it")
+    from mlpipe.evidence.signing import submitters
+
+    both = sorted(submitters(s, cand.id) & set(ident.accounts))
+    if trust.decider_is_not_submitter and both:
+        raise ReviewRefused(DECIDER_IS_SUBMITTER,
+                            f"{ident.name!r} submitted the run of candidate {cand.id} (as "
+                            f"{both[0]!r}): the decider is not the submitter",
+                            hint="another reviewer decides on this candidate (separation of "
+                                 "duties, the trust policy's decider_is_not_submitter)")
 
 
 def _may_accept(candidate: str, statement: dict[str, Any],
@@ -159,4 +256,4 @@ def _may_accept(candidate: str, statement: dict[str, Any],
                                  f"meets it, or record --reject")
 
 
-__all__ = ["Recorded", "ReviewRefused", "record_decision"]
+__all__ = ["Recorded", "ReviewRefused", "record_decision", "require_trusted"]

@@ -116,7 +116,12 @@ def latest(s: Session, candidate_id: str) -> m.BundleRow | None:
                      .limit(1)).first()
 
 
-def seal(s: Session, candidate: m.CandidateRow, *, now: datetime | None = None) -> Sealed:
+#: ``seal(signer=CONFIGURED)``: the key configuration names (``signing.configured_signer``).
+CONFIGURED: Any = object()
+
+
+def seal(s: Session, candidate: m.CandidateRow, *, now: datetime | None = None,
+         signer: Any = CONFIGURED) -> Sealed:
     """Build the candidate's bundle and seal it, unless the newest sealed one says the same.
 
     A bundle whose content differs from the newest sealed one is sealed anew, recording that
@@ -126,6 +131,8 @@ def seal(s: Session, candidate: m.CandidateRow, *, now: datetime | None = None) 
         s: an open session (the caller commits).
         candidate: the candidate row.
         now: the sealing time (tests pin it).
+        signer: the key that signs the new bundle's DSSE envelope (``keys.Signer``; None: left
+            unsigned); by default the configured one.
 
     Returns:
         The sealed bundle.
@@ -156,10 +163,17 @@ def seal(s: Session, candidate: m.CandidateRow, *, now: datetime | None = None) 
     validate(statement)
     content = canonical(statement)
     digest = digest_bytes(content)
+    sealed_at = now or utcnow()
     s.add(m.BundleRow(digest=digest, candidate_id=candidate.id,
                       previous_digest=None if before is None else before.digest,
-                      sealed_at=now or utcnow(), content=content))
+                      sealed_at=sealed_at, content=content))
     s.flush()
+    from mlpipe.evidence.signing import configured_signer, sign_bundle
+
+    key = configured_signer() if signer is CONFIGURED else signer
+    if key is not None:
+        sign_bundle(s, digest, content, key, sealed_at)
+        s.flush()
     return Sealed(digest, content, True, None if before is None else before.digest, changes)
 
 
@@ -207,5 +221,5 @@ def sealed_or_none(s: Session, candidate: m.CandidateRow) -> Sealed | None:
     return Sealed(row.digest, bytes(row.content), False, row.previous_digest)
 
 
-__all__ = ["SCHEMA_PATH", "Sealed", "canonical", "chain", "latest", "seal", "sealed_bundle",
-           "sealed_or_none", "unsealed", "validate"]
+__all__ = ["CONFIGURED", "SCHEMA_PATH", "Sealed", "canonical", "chain", "latest", "seal",
+           "sealed_bundle", "sealed_or_none", "unsealed", "validate"]

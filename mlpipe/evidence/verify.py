@@ -1,6 +1,7 @@
 """Verifying a sealed bundle: its bytes against its digest and chain, the store against its
 predicate, and every file it names against its recorded digest (MP711-MP714); a candidate
-without a chain is a finding (MP720), never sealed here.
+without a chain is a finding (MP720), never sealed here; a decision citing a bundle outside the
+chain is MP737, and with a trust policy every signature is judged (``trust``, MP730-MP736).
 
 Reads and hashes only; reports every mismatch and never raises for a missing file. What lives
 only in remote storage (an Azure ML output) is listed as not re-hashed (MP661) unless the
@@ -22,6 +23,7 @@ from mlpipe.codes import (
     ARTIFACT_NOT_REHASHED,
     BUNDLE_BYTES_CHANGED,
     BUNDLE_CHAIN_MISSING,
+    DECISION_CITES_UNKNOWN_BUNDLE,
     EVIDENCE_CHANGED_IN_STORE,
 )
 from mlpipe.diagnostics import Code
@@ -33,6 +35,7 @@ from mlpipe.evidence.bundle import build, remote
 from mlpipe.evidence.compare import differences
 from mlpipe.evidence.roots import ArtifactRoots, configured
 from mlpipe.evidence.seal import chain, load_sealed, unsealed
+from mlpipe.evidence.trust import Trust
 
 #: ``fetch(statement, artifact)``: the local path of a remote artifact's bytes, brought here
 #: (None when its storage has nothing there); raises for what stops every download
@@ -52,6 +55,7 @@ class Verification:
     bundles: int = 0
     not_rehashed: list[dict[str, Any]] = field(default_factory=list)
     fetched: int = 0
+    trust: dict[str, str] | None = None
 
     @property
     def ok(self) -> bool:
@@ -65,7 +69,8 @@ class Verification:
         return {"bundle": self.digest, "ok": self.ok, "bundles_checked": self.bundles,
                 "files_hashed": self.files, "bytes_hashed": self.bytes,
                 "mismatches": self.findings, "complete": self.complete,
-                "not_rehashed": self.not_rehashed, "fetched": self.fetched}
+                "not_rehashed": self.not_rehashed, "fetched": self.fetched,
+                "trust": self.trust}
 
 
 def _mismatch(code: Code, message: str, hint: str) -> dict[str, Any]:
@@ -215,8 +220,45 @@ def _check_subject(statement: dict[str, Any], out: Verification,
                 "the bundle no longer describes this model; restore it"))
 
 
+def _check_decisions(s: Session, candidate: m.CandidateRow, rows: list[m.BundleRow],
+                     statement: dict[str, Any] | None, out: Verification) -> None:
+    """Every decision, in the store or in the newest bundle, cites a bundle of the chain: one
+    that does not was made on evidence the chain no longer holds (resealed after it)."""
+    from mlpipe.evidence.signing import decisions_of
+
+    in_chain = {r.digest for r in rows}
+    cited = [(d["verdict"], d["bundle"], "recorded in the store")
+             for d in decisions_of(s, candidate.id)]
+    review = ((statement or {}).get("predicate") or {}).get("review") or {}
+    cited += [(d.get("verdict"), d.get("bundle"), "named by the newest bundle")
+              for d in review.get("decisions") or [] if isinstance(d, dict)]
+    seen = set()
+    for verdict, digest, where in cited:
+        if digest in in_chain or (verdict, digest) in seen:
+            continue
+        seen.add((verdict, digest))
+        out.findings.append(_mismatch(
+            DECISION_CITES_UNKNOWN_BUNDLE, f"the {verdict} decision ({where}) cites bundle "
+            f"{digest}, which is not in candidate {candidate.id}'s sealed chain: the chain "
+            f"was resealed after the decision", "the decision was made on evidence the chain no "
+            "longer holds; restore the bundles from a copy you trust, or decide again"))
+
+
+def _check_trust(s: Session, candidate: m.CandidateRow, rows: list[m.BundleRow],
+                 trust: Trust, out: Verification) -> None:
+    from mlpipe.evidence.signing import bundle_envelopes, decisions_of, submitters
+    from mlpipe.evidence.trust import judge_bundles, judge_decisions
+
+    out.trust = trust.cited()
+    envelopes = bundle_envelopes(s, [r.digest for r in rows])
+    out.findings += judge_bundles(trust, [(r.digest, bytes(r.content), envelopes.get(r.digest))
+                                          for r in rows])
+    out.findings += judge_decisions(trust, decisions_of(s, candidate.id),
+                                    submitters(s, candidate.id))
+
+
 def verify(s: Session, candidate: m.CandidateRow, *, fetch: Fetch | None = None,
-           roots: ArtifactRoots | None = None) -> Verification:
+           roots: ArtifactRoots | None = None, trust: Trust | None = None) -> Verification:
     """Verify the candidate's sealed bundles against their bytes, the store and the files.
 
     Args:
@@ -226,6 +268,8 @@ def verify(s: Session, candidate: m.CandidateRow, *, fetch: Fetch | None = None,
             it such artifacts are listed as not re-hashed.
         roots: where artifacts in a root are re-hashed: this home's own root, fetching what
             it lacks from the shared root (default: the configured roots).
+        trust: check every signature of the chain and of the decisions against this trust
+            policy (MP730-MP736).
 
     Returns:
         Every mismatch found (``ok`` when none).
@@ -245,6 +289,9 @@ def verify(s: Session, candidate: m.CandidateRow, *, fetch: Fetch | None = None,
             f"{candidate.id}` seals its first bundle from the store as it is now"))
         return out
     statement = _check_chain(rows, out)
+    _check_decisions(s, candidate, rows, statement, out)
+    if trust is not None:
+        _check_trust(s, candidate, rows, trust, out)
     if statement is None:
         return out
     roots = roots if roots is not None else configured()
@@ -325,11 +372,12 @@ def _before_review(sealed: dict[str, Any], rebuilt: dict[str, Any]) -> None:
         rebuilt["predicate"].pop("review")
 
 
-def verify_bundle(url: str, ref: str, *, fetch: Fetch | None = None) -> Verification:
-    """``mlpipe evidence REF --verify``: verify the candidate's sealed bundles (``fetch``: see
-    ``verify``). Never seals: a candidate without a sealed bundle is finding MP720
-    (``bundle-chain-missing``), since a store whose bundles were removed and whose rows were
-    edited would otherwise be sealed as it is and verified against itself.
+def verify_bundle(url: str, ref: str, *, fetch: Fetch | None = None,
+                  trust: Trust | None = None) -> Verification:
+    """``mlpipe evidence REF --verify [--trust FILE]``: verify the candidate's sealed bundles
+    (``fetch``, ``trust``: see ``verify``). Never seals: a candidate without a sealed bundle is
+    finding MP720 (``bundle-chain-missing``), since a store whose bundles were removed and whose
+    rows were edited would otherwise be sealed as it is and verified against itself.
 
     Raises:
         UsageError: no candidate, or more than one, matches ``ref``.
@@ -341,7 +389,7 @@ def verify_bundle(url: str, ref: str, *, fetch: Fetch | None = None) -> Verifica
     store = Store.open(url, create=False)
     try:
         with store.session() as s:
-            return verify(s, find_candidate(s, ref), fetch=fetch)
+            return verify(s, find_candidate(s, ref), fetch=fetch, trust=trust)
     finally:
         store.close()
 

@@ -1,0 +1,292 @@
+"""The trust policy (``policies/trust.yml``): which identities hold which public keys and what
+each may do (seal bundles, decide on candidates), and judging a candidate's signatures against
+it (MP730-MP737) for ``--verify --trust``.
+
+Reads the policy file and the signature rows; hashes no artifact and signs nothing. The format
+is documented in docs/signing.md#the-trust-policy.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mlpipe.codes import (
+    BUNDLE_SIGNATURE_INVALID,
+    BUNDLE_SIGNER_UNTRUSTED,
+    BUNDLE_UNSIGNED,
+    DECIDER_IS_SUBMITTER,
+    DECISION_SIGNATURE_INVALID,
+    DECISION_SIGNER_UNTRUSTED,
+    DECISION_UNSIGNED,
+)
+from mlpipe.diagnostics import Code
+from mlpipe.errors import UsageError
+from mlpipe.evidence import dsse
+from mlpipe.evidence.keys import keyid_of, normal_pem
+
+#: What an identity may do.
+SEAL, DECIDE = "seal", "decide"
+_RULES = {"decider_is_not_submitter": True, "signed_decisions": True}
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """One identity of the policy: its name, key, rights and the accounts it submits runs as."""
+
+    name: str
+    keyid: str
+    public_pem: bytes
+    may: frozenset[str]
+    accounts: tuple[str, ...] = ()
+    key_vault: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Trust:
+    """A loaded trust policy: ``file``, its sha256 ``digest``, identities by key id, rules."""
+
+    file: str
+    digest: str
+    identities: dict[str, Identity]
+    decider_is_not_submitter: bool = True
+    signed_decisions: bool = True
+
+    def pems(self) -> dict[str, bytes]:
+        return {k: i.public_pem for k, i in self.identities.items()}
+
+    def cited(self) -> dict[str, str]:
+        return {"file": self.file, "digest": self.digest}
+
+
+def _fail(path: str, what: str) -> UsageError:
+    return UsageError(f"trust policy {path}: {what}",
+                      hint="see docs/signing.md#the-trust-policy for the format")
+
+
+def load_trust(path: str | Path) -> Trust:
+    """Read and check the trust policy at ``path``.
+
+    Raises:
+        UsageError: the file cannot be read, is not the format, names a key it cannot load,
+            gives one key to two identities, or a right or rule mlpipe does not know.
+
+    Example:
+        >>> load_trust("policies/trust.yml").identities[keyid].name
+        'ci'
+    """
+    import yaml
+
+    where = str(path)
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read the trust policy {where}: {exc.strerror or exc}",
+                         hint="give the path of a trust policy (docs/signing.md)") from None
+    try:
+        data = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        raise _fail(where, f"not valid YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("identities"), dict) \
+            or not data["identities"]:
+        raise _fail(where, "it needs an 'identities' mapping of name -> {public_key, may}")
+    unknown = sorted(set(data) - {"identities", "rules"})
+    if unknown:
+        raise _fail(where, f"unknown top-level key {unknown[0]!r} (identities, rules)")
+    rules = data.get("rules") or {}
+    if not isinstance(rules, dict) or set(rules) - set(_RULES) or not all(
+            isinstance(v, bool) for v in rules.values()):
+        raise _fail(where, f"rules are true/false values of {', '.join(_RULES)}")
+    identities: dict[str, Identity] = {}
+    for name, entry in data["identities"].items():
+        ident = _identity(where, Path(path).parent, str(name), entry)
+        if ident.keyid in identities:
+            raise _fail(where, f"identities {identities[ident.keyid].name!r} and {name!r} "
+                               f"hold the same key {ident.keyid[:16]}: one key is one identity")
+        identities[ident.keyid] = ident
+    return Trust(where, "sha256:" + hashlib.sha256(raw).hexdigest(), identities,
+                 **{k: rules.get(k, v) for k, v in _RULES.items()})
+
+
+def _identity(where: str, base: Path, name: str, entry: Any) -> Identity:
+    if not isinstance(entry, dict):
+        raise _fail(where, f"identity {name!r} is not a mapping")
+    unknown = sorted(set(entry) - {"public_key", "public_key_pem", "may", "accounts",
+                                   "key_vault"})
+    if unknown:
+        raise _fail(where, f"identity {name!r} has an unknown key {unknown[0]!r}")
+    may = entry.get("may")
+    if not isinstance(may, list) or not may or not set(may) <= {SEAL, DECIDE}:
+        raise _fail(where, f"identity {name!r}: 'may' is a list of seal and/or decide, "
+                           f"not {may!r}")
+    accounts = entry.get("accounts", [])
+    if not isinstance(accounts, list) or not all(isinstance(a, str) for a in accounts):
+        raise _fail(where, f"identity {name!r}: 'accounts' is a list of user names")
+    if ("public_key" in entry) == ("public_key_pem" in entry):
+        raise _fail(where, f"identity {name!r} needs one of public_key (a .pub file) or "
+                           f"public_key_pem")
+    if "public_key" in entry:
+        file = base / str(entry["public_key"])
+        try:
+            pem = file.read_bytes()
+        except OSError as exc:
+            raise _fail(where, f"identity {name!r}: cannot read its public key {file}: "
+                               f"{exc.strerror or exc}") from None
+    else:
+        pem = str(entry["public_key_pem"]).encode()
+    try:
+        pem = normal_pem(pem)
+    except ValueError:
+        raise _fail(where, f"identity {name!r}: its public key is not an ECDSA P-256 public "
+                           f"key in PEM") from None
+    vault = entry.get("key_vault")
+    if vault is not None and not (isinstance(vault, str) and vault.startswith("https://")):
+        raise _fail(where, f"identity {name!r}: key_vault is a Key Vault key id (https://...)")
+    return Identity(name, keyid_of(pem), pem, frozenset(may), tuple(accounts), vault)
+
+
+@dataclass(slots=True)
+class Signed:
+    """Who signed an envelope, judged against a policy: the identity, or why there is none."""
+
+    identity: Identity | None
+    code: Code | None = None
+    why: str = ""
+    keyids: list[str] = field(default_factory=list)
+
+
+def signer_of(trust: Trust, envelope: bytes | None, payload: bytes | None = None) -> Signed:
+    """Which identity of ``trust`` signed ``envelope`` (whose payload must be ``payload`` when
+    given); the code and reason when none did (unsigned, invalid, or an unknown key)."""
+    if envelope is None:
+        return Signed(None, BUNDLE_UNSIGNED, "it has no signature")
+    try:
+        env = dsse.read(envelope)
+    except ValueError as exc:
+        return Signed(None, BUNDLE_SIGNATURE_INVALID, f"its envelope is unreadable: {exc}")
+    keyids = [k for k, _ in env.signatures]
+    if payload is not None and env.payload != payload:
+        return Signed(None, BUNDLE_SIGNATURE_INVALID,
+                      "its envelope signs other bytes than the bundle's", keyids)
+    valid = env.signed_by(trust.pems())
+    if valid:
+        return Signed(trust.identities[valid[0]], keyids=keyids)
+    known = [k for k in keyids if k in trust.identities]
+    if known:
+        return Signed(None, BUNDLE_SIGNATURE_INVALID,
+                      f"its signature by {trust.identities[known[0]].name!r} does not verify",
+                      keyids)
+    return Signed(None, BUNDLE_SIGNER_UNTRUSTED,
+                  f"it is signed by key {', '.join(k[:16] for k in keyids) or '(none)'}, which "
+                  f"the trust policy {trust.file} does not name", keyids)
+
+
+def _finding(code: Code, message: str, hint: str) -> dict[str, Any]:
+    return {"code": code.code, "name": code.name, "message": message, "hint": hint}
+
+
+def _only_review_differs(before: bytes | None, after: bytes) -> bool:
+    """Whether bundle ``after`` says what ``before`` said but for its review (and the fields
+    sealing adds): the bundle a reviewer's decision seals."""
+    if before is None:
+        return False
+    drop = ("review", "sealed_at", "previous_bundle")
+    a, b = json.loads(before), json.loads(after)
+    for st in (a, b):
+        st["predicate"] = {k: v for k, v in st.get("predicate", {}).items() if k not in drop}
+    return a == b
+
+
+def judge_bundles(trust: Trust, chain: Iterable[tuple[str, bytes, bytes | None]]
+                  ) -> list[dict[str, Any]]:
+    """Findings for a candidate's chain, oldest first, of (digest, sealed bytes, envelope):
+    each bundle must be signed by an identity that may seal, or by one that may decide when it
+    changes nothing but the review (the bundle ``mlpipe review`` seals)."""
+    out: list[dict[str, Any]] = []
+    before: bytes | None = None
+    for digest, content, envelope in chain:
+        signed = signer_of(trust, envelope, content)
+        ident = signed.identity
+        if ident is None:
+            assert signed.code is not None
+            out.append(_finding(signed.code, f"sealed bundle {digest}: {signed.why}",
+                                _BUNDLE_HINT[signed.code.code]))
+        elif SEAL not in ident.may and not (DECIDE in ident.may
+                                            and _only_review_differs(before, content)):
+            out.append(_finding(BUNDLE_SIGNER_UNTRUSTED,
+                                f"sealed bundle {digest} is signed by {ident.name!r}, who may "
+                                f"{' and '.join(sorted(ident.may))} but not seal, and it "
+                                f"changes more than the review",
+                                "only an identity that may seal (CI, the runners) seals the "
+                                "evidence; find who resealed the store"))
+        before = content
+    return out
+
+
+_BUNDLE_HINT = {
+    BUNDLE_UNSIGNED.code: "seal with a key the trust policy names (MLPIPE_SIGNING_KEY); a bundle "
+                          "sealed without one says nothing about who sealed it",
+    BUNDLE_SIGNATURE_INVALID.code: "the bundle or its envelope was changed after signing; "
+                                   "restore both from a copy you trust",
+    BUNDLE_SIGNER_UNTRUSTED.code: "someone resealed the evidence with their own key: find who, "
+                                  "or add the key to the trust policy if it is a sealer you trust",
+}
+
+
+def judge_decisions(trust: Trust, decisions: Iterable[dict[str, Any]],
+                    submitters: set[str]) -> list[dict[str, Any]]:
+    """Findings for a candidate's decisions (each: id, verdict, bundle, candidate, envelope):
+    signed by an identity that may decide, the statement agreeing with the recorded decision,
+    and the decider not among ``submitters`` (the accounts that ran the candidate's runs)."""
+    out: list[dict[str, Any]] = []
+    for d in decisions:
+        what = f"the {d['verdict']} decision on bundle {d['bundle']}"
+        if d["envelope"] is None:
+            if trust.signed_decisions:
+                out.append(_finding(DECISION_UNSIGNED, f"{what} is not signed: its reviewer "
+                                    f"({d['by']!r}, free text) is not authenticated",
+                                    "record decisions with `mlpipe review ... --key FILE` (a key "
+                                    "the trust policy lets decide)"))
+            continue
+        signed = signer_of(trust, d["envelope"])
+        ident = signed.identity
+        if ident is None:
+            code = (DECISION_SIGNER_UNTRUSTED if signed.code is BUNDLE_SIGNER_UNTRUSTED
+                    else DECISION_SIGNATURE_INVALID)
+            out.append(_finding(code, f"{what}: {signed.why}",
+                                "the decision's signer is not a reviewer the trust policy "
+                                "names" if code is DECISION_SIGNER_UNTRUSTED else
+                                "the decision or its envelope was changed after signing"))
+            continue
+        said = _statement_says(d["envelope"])
+        if said != (d["candidate"], d["bundle"], d["verdict"]):
+            out.append(_finding(DECISION_SIGNATURE_INVALID,
+                                f"{what}: its signed statement says {said[2]} on bundle "
+                                f"{said[1]} of {said[0]}, not what the store records",
+                                "the decision row was changed after it was signed; the "
+                                "signed statement is what the reviewer decided"))
+            continue
+        if DECIDE not in ident.may:
+            out.append(_finding(DECISION_SIGNER_UNTRUSTED,
+                                f"{what} is signed by {ident.name!r}, who may not decide",
+                                "decisions are signed by a reviewer's key (may: [decide])"))
+        if trust.decider_is_not_submitter and submitters & set(ident.accounts):
+            account = sorted(submitters & set(ident.accounts))[0]
+            out.append(_finding(DECIDER_IS_SUBMITTER,
+                                f"{what} is signed by {ident.name!r}, who submitted the "
+                                f"candidate's run (as {account!r}): the decider is not the "
+                                f"submitter", "another reviewer decides on this candidate"))
+    return out
+
+
+def _statement_says(envelope: bytes) -> tuple[str, str, str]:
+    from mlpipe.evidence.vsa import read_decision
+
+    return read_decision(dsse.read(envelope).statement())
+
+
+__all__ = ["DECIDE", "SEAL", "Identity", "Signed", "Trust", "judge_bundles", "judge_decisions",
+           "load_trust", "signer_of"]
