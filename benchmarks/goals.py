@@ -41,6 +41,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "bench_build": ["--quick"],
     "bench_azure_export": ["--quick"],
     "bench_evidence": ["--quick"],
+    "bench_signing": ["--quick"],
     "bench_contracts": ["--quick"],
     "bench_runtime": ["--quick"],
     "bench_azure_submit": ["--quick"],

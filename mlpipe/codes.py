@@ -456,6 +456,12 @@ DECIDER_IS_SUBMITTER = _code(
 DECISION_CITES_UNKNOWN_BUNDLE = _code(
     "MP737", "decision-cites-unknown-bundle", ERROR,
     "A decision cites a bundle digest that is not in the candidate's sealed chain.")
+MODEL_SIGNATURE_INVALID = _code(
+    "MP738", "model-signature-invalid", ERROR,
+    "The model signature the bundle names does not verify, or its manifest is not the files.")
+MODEL_SIGNER_UNTRUSTED = _code(
+    "MP739", "model-signer-untrusted", ERROR,
+    "The model signature the bundle names is by a key the trust policy does not let seal.")
 
 # --- MP8xx: reproducibility: references that move (mlpipe.checks.reproducibility)
 ENVIRONMENT_UNVERSIONED = _code(

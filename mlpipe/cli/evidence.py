@@ -19,20 +19,40 @@ from mlpipe.cli.keys import load_configured_trust, trust_option
               help="How many, newest first.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="json: for scripts (docs/json.md).")
-def candidates(limit: int, fmt: str) -> None:
-    """List model candidates, newest first."""
+@trust_option
+def candidates(limit: int, fmt: str, trust_file: str | None) -> None:
+    """List model candidates, newest first; SIGNED says who signed each one's newest bundle
+    (judged by the trust policy when there is one; `evidence C --verify --trust` checks it)."""
     from mlpipe.evidence.summaries import candidates_document
     from mlpipe.evidence.terminal import escape
     from mlpipe.evidence.views import candidates_table
 
+    trust = load_configured_trust(trust_file)
     with open_evidence_reader() as s:
         rows = s.candidate_rows(limit=limit)
-        if fmt == "json":
-            import json
+    from mlpipe.evidence.trust import signature_label, signature_state
 
-            click.echo(json.dumps(candidates_document(rows), indent=2, sort_keys=True))
-        else:
-            click.echo(escape(candidates_table(rows)))
+    local = _local_keyid()
+    states = {c.id: signature_state(c.signer, c.findings is not None, trust, local)
+              for c in rows}
+    if fmt == "json":
+        import json
+
+        click.echo(json.dumps(candidates_document(rows, states), indent=2, sort_keys=True))
+    else:
+        click.echo(escape(candidates_table(rows, {k: signature_label(v)
+                                                  for k, v in states.items()})))
+
+
+def _local_keyid() -> str | None:
+    """The key id of this home's first-use key, when it was generated."""
+    from mlpipe.evidence.config import locate
+    from mlpipe.evidence.keys import LOCAL_KEY, keyid_of, public_path
+
+    try:
+        return keyid_of(public_path(locate().home / LOCAL_KEY).read_bytes())
+    except (OSError, ValueError):
+        return None
 
 
 @main.command()
@@ -55,9 +75,13 @@ def candidates(limit: int, fmt: str) -> None:
                    "as sealed.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write to this file instead of stdout.")
+@click.option("--export", "export_dir", default=None, metavar="DIR",
+              type=click.Path(file_okay=False),
+              help="Write the bundle, its DSSE envelope, each signed decision's VSA and the "
+                   "model signature to the new folder DIR (docs/signing.md#exports).")
 @trust_option
 def evidence(candidate: str, fmt: str, verify: bool, fetch: bool, rebuild: bool,
-             output: str | None, trust_file: str | None) -> None:
+             output: str | None, trust_file: str | None, export_dir: str | None) -> None:
     """The verifiable evidence bundle of CANDIDATE (an id or an unambiguous prefix).
 
     Exit codes: 0 the bundle has no error-severity finding; 1 it has one (the bundle is still
@@ -76,6 +100,14 @@ def evidence(candidate: str, fmt: str, verify: bool, fetch: bool, rebuild: bool,
         flag = "--fetch" if fetch else "--trust FILE"
         raise UsageError(f"{flag.split()[0]} applies to --verify only",
                          hint=f"run `mlpipe evidence {candidate} --verify {flag}`")
+    if export_dir is not None:
+        from mlpipe.evidence.export import export
+
+        done = export(locate().url, candidate, export_dir)
+        click.echo(f"wrote {len(done.files)} files to {done.folder}:")
+        for name, what in sorted(done.files.items()):
+            click.echo(f"  {name:28} {what}")
+        return
     if verify:
         import contextlib
         import json

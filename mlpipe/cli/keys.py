@@ -29,10 +29,11 @@ def keys_generate(path: str) -> None:
 
 
 @keys.command("show")
-@click.argument("path", required=False, type=click.Path(dir_okay=False, exists=True))
+@click.argument("path", required=False)
 def keys_show(path: str | None) -> None:
-    """The key id and public key of PATH (a private or public PEM file), or, without PATH, of
-    the key that seals here (MLPIPE_SIGNING_KEY, [signing] key, else this home's local key)."""
+    """The key id and public key of PATH (a private or public PEM file, or a Key Vault key id
+    https://VAULT.vault.azure.net/keys/NAME/VERSION), or, without PATH, of the key that seals
+    here (MLPIPE_SIGNING_KEY, [signing] key, else this home's local key)."""
     from pathlib import Path
 
     from mlpipe.errors import UsageError
@@ -54,7 +55,18 @@ def keys_show(path: str | None) -> None:
         click.echo(f"  key id {key.keyid}")
         click.echo(key.public_pem.decode().rstrip())
         return
-    data = Path(path).read_bytes()
+    if path.startswith("https://"):
+        from mlpipe.evidence.keyvault import KeyVaultKey
+
+        key = KeyVaultKey.open(path)
+        click.echo(f"key id {key.keyid}")
+        click.echo(key.public_pem.decode().rstrip())
+        return
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}",
+                         hint="give a key file or a Key Vault key id") from None
     if b"PRIVATE KEY" in data:
         pem = load_private(path).public_pem
     else:

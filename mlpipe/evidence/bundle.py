@@ -107,6 +107,18 @@ def subject(model: m.Artifact, label: str, roots: ArtifactRoots | None = None
             for rel, path in files_of(here)]
 
 
+def model_path(candidate: m.CandidateRow, roots: ArtifactRoots | None = None) -> str | None:
+    """Where the candidate's model files are read here, or None (remote, only a reference, or
+    gone)."""
+    model = candidate.model
+    if remote(model.location) and not getattr(model, "key", None):
+        return None
+    if is_reference(model.digest):
+        return None
+    here = _local(model, roots)
+    return here if here is not None and os.path.exists(here) else None
+
+
 def _roots(roots: ArtifactRoots | None) -> ArtifactRoots:
     return roots if roots is not None else configured()
 
@@ -365,6 +377,12 @@ def build(s: Session, candidate: m.CandidateRow, *, hash_model: bool = True,
         "productions": _productions(s, candidate),
         "review": _review(s, candidate),
     }
+    signed = s.get(m.ModelSignature, candidate.id)
+    if signed is not None:   # absent, not null, for a model never signed (older bundles too)
+        from mlpipe.evidence.modelsig import FORMAT
+
+        predicate["model_signature"] = {"digest": signed.digest, "keyid": signed.keyid,
+                                        "format": FORMAT}
     predicate["findings"] = find(s, predicate)
     label = "model" if not candidate.name else candidate.name
     return {"_type": STATEMENT_TYPE,
@@ -373,4 +391,4 @@ def build(s: Session, candidate: m.CandidateRow, *, hash_model: bool = True,
 
 
 __all__ = ["PREDICATE_TYPE", "STATEMENT_TYPE", "build", "file_digests", "files_of",
-           "find_candidate", "remote", "subject"]
+           "find_candidate", "model_path", "remote", "subject"]

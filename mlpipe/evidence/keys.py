@@ -2,13 +2,15 @@
 the key that signs, naming a public key by its key id, and checking a signature.
 
 Knows no store and no envelope (``dsse`` does); which key signs is configuration's
-(``config.locate().signing_key``). ECDSA P-256 because it is the one curve all three consumers
-take: DSSE verifiers, OpenSSF Model Signing (EC keys only) and Azure Key Vault (``ES256``).
+(``config.locate().signing_key``); a Key Vault key signs in the vault (``keyvault``). ECDSA
+P-256 because it is the one curve all three consumers take: DSSE verifiers, OpenSSF Model
+Signing (EC keys only) and Azure Key Vault (``ES256``).
 """
 from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -129,7 +131,7 @@ def first_use_key(home: Path) -> LocalKey:
     if not path.exists():
         key = generate_private()
         path.parent.mkdir(parents=True, exist_ok=True)
-        aside = path.with_name(f".{path.name}.{os.getpid()}")
+        aside = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
         try:
             _write_new(aside, _private_pem(key), 0o600)
             try:
@@ -140,7 +142,9 @@ def first_use_key(home: Path) -> LocalKey:
                 public_path(path).write_bytes(public_pem_of(key))
         finally:
             aside.unlink(missing_ok=True)
-    return load_private(path)
+    key = load_private(path)
+    key.local_identity = True
+    return key
 
 
 @dataclass(slots=True)
@@ -151,6 +155,8 @@ class LocalKey:
     source: str
     keyid: str = ""
     public_pem: bytes = b""
+    #: the home's key generated on first use: it seals bundles, but signs no model
+    local_identity: bool = False
 
     def __post_init__(self) -> None:
         self.public_pem = public_pem_of(self.private_key)
@@ -226,8 +232,9 @@ def valid(public_key, signature: bytes, data: bytes) -> bool:
 
 
 def signer_for(spec: str | None, home: Path) -> Signer | None:
-    """The key ``spec`` names: a PEM file's path, ``none`` (nothing signs), or None (nothing
-    configured: this home's local key, generated on first use).
+    """The key ``spec`` names: a PEM file's path, a Key Vault key id (``https://...``, signing
+    in the vault), ``none`` (nothing signs), or None (nothing configured: this home's local
+    key, generated on first use).
 
     Raises:
         UsageError: the key cannot be loaded.
@@ -236,6 +243,10 @@ def signer_for(spec: str | None, home: Path) -> Signer | None:
         return first_use_key(home)
     if spec.strip().lower() == NO_KEY:
         return None
+    if spec.startswith("https://"):
+        from mlpipe.evidence.keyvault import KeyVaultKey
+
+        return KeyVaultKey.open(spec)
     return load_private(Path(spec).expanduser())
 
 

@@ -213,6 +213,8 @@ class Candidate:
     review: tuple[str, str, datetime, str] | None = None
     #: How many later runs reproduced it (``candidate_productions``).
     productions: int = 0
+    #: The key id that signed the newest sealed bundle; None when unsigned or none is sealed.
+    signer: str | None = None
 
 
 # --- the reader ---------------------------------------------------------------------------------
@@ -539,6 +541,12 @@ class Reader:
                     f"({marks}) AND b.sealed_at = (SELECT MAX(b2.sealed_at) FROM bundles b2 "
                     f"WHERE b2.candidate_id = b.candidate_id)", ids):
                 by_id[cid].findings = _severities(bytes(content))
+            for cid, keyid in self._rows(
+                    f"SELECT b.candidate_id, g.keyid FROM bundles b JOIN bundle_signatures g "
+                    f"ON g.bundle_digest = b.digest WHERE b.candidate_id IN ({marks}) AND "
+                    f"b.sealed_at = (SELECT MAX(b2.sealed_at) FROM bundles b2 "
+                    f"WHERE b2.candidate_id = b.candidate_id)", ids):
+                by_id[cid].signer = keyid
         return rows
 
     def _candidates(self, tail: str, params: dict[str, Any]) -> list[Candidate]:

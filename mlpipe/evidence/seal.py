@@ -150,6 +150,11 @@ def seal(s: Session, candidate: m.CandidateRow, *, now: datetime | None = None,
     s.execute(select(m.CandidateRow.id).where(m.CandidateRow.id == candidate.id)
               .with_for_update())
     before = latest(s, candidate.id)
+    from mlpipe.evidence.signing import configured_signer, sign_bundle, sign_model_once
+
+    key = configured_signer() if signer is CONFIGURED else signer
+    if signer is CONFIGURED and key is not None:
+        sign_model_once(s, candidate, key, now or utcnow())
     statement = build(s, candidate)
     changes: list[str] = []
     if before is not None:
@@ -168,9 +173,6 @@ def seal(s: Session, candidate: m.CandidateRow, *, now: datetime | None = None,
                       previous_digest=None if before is None else before.digest,
                       sealed_at=sealed_at, content=content))
     s.flush()
-    from mlpipe.evidence.signing import configured_signer, sign_bundle
-
-    key = configured_signer() if signer is CONFIGURED else signer
     if key is not None:
         sign_bundle(s, digest, content, key, sealed_at)
         s.flush()

@@ -105,6 +105,31 @@ def decisions_of(s: Session, candidate_id: str) -> list[dict]:
              "envelope": None if d.envelope is None else bytes(d.envelope)} for d in rows]
 
 
+def sign_model_once(s: Session, candidate: m.CandidateRow, key: Signer, now: datetime) -> None:
+    """Sign the candidate's model with OpenSSF Model Signing, once, when ``key`` is a configured
+    key file (not the local first-use identity, not a Key Vault key: the library signs with a
+    key file) and the model's files are here; the bundle then names the signature."""
+    from mlpipe.evidence.bundle import model_path
+
+    path = getattr(key, "path", None)
+    if path is None or getattr(key, "local_identity", False) or model_signature(
+            s, candidate.id) is not None:
+        return
+    here = model_path(candidate)
+    if here is None:
+        return
+    try:
+        from mlpipe.evidence.modelsig import sign_model
+    except ImportError:   # the signing extra is not installed: bundles are signed, models not
+        return
+    from mlpipe.digests import digest_bytes
+
+    signature = sign_model(here, path)
+    s.add(m.ModelSignature(candidate_id=candidate.id, keyid=key.keyid,
+                           digest=digest_bytes(signature), signature=signature, signed_at=now))
+    s.flush()
+
+
 def model_signature(s: Session, candidate_id: str) -> m.ModelSignature | None:
     """The candidate's model signature (OpenSSF Model Signing's Sigstore bundle, JSON), or None.
 
@@ -116,4 +141,4 @@ def model_signature(s: Session, candidate_id: str) -> m.ModelSignature | None:
 
 
 __all__ = ["Unsigned", "bundle_envelopes", "configured_signer", "decisions_of", "model_signature",
-           "sign_bundle", "stored_envelope", "submitters"]
+           "sign_bundle", "sign_model_once", "stored_envelope", "submitters"]

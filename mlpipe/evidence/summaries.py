@@ -77,8 +77,10 @@ def run_document(s: Reader, run: Run) -> dict[str, Any]:
     }
 
 
-def candidates_document(rows: list[Candidate]) -> dict[str, Any]:
-    """``mlpipe candidates --format json`` (rows from ``Reader.candidate_rows``)."""
+def candidates_document(rows: list[Candidate],
+                        signatures: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``mlpipe candidates --format json`` (rows from ``Reader.candidate_rows``; ``signatures``:
+    candidate id -> ``trust.signature_state``)."""
     return {"format": f"mlpipe.candidates/{VERSION}", "candidates": [
         {"candidate_id": c.id, "name": c.name, "pipeline": c.pipeline, "run_id": c.run_id,
          "created_at": _iso(c.created_at), "model_digest": c.model_digest,
@@ -87,7 +89,8 @@ def candidates_document(rows: list[Candidate]) -> dict[str, Any]:
          "review": {"status": "unreviewed" if c.review is None else c.review[0],
                     "by": None if c.review is None else c.review[1],
                     "decided_at": None if c.review is None else _iso(c.review[2]),
-                    "bundle": None if c.review is None else c.review[3]}}
+                    "bundle": None if c.review is None else c.review[3]},
+         "signature": (signatures or {}).get(c.id)}
         for c in rows]}
 
 

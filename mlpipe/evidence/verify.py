@@ -25,6 +25,8 @@ from mlpipe.codes import (
     BUNDLE_CHAIN_MISSING,
     DECISION_CITES_UNKNOWN_BUNDLE,
     EVIDENCE_CHANGED_IN_STORE,
+    MODEL_SIGNATURE_INVALID,
+    MODEL_SIGNER_UNTRUSTED,
 )
 from mlpipe.diagnostics import Code
 from mlpipe.digests import digest_bytes, is_reference, sha256_file
@@ -56,6 +58,8 @@ class Verification:
     not_rehashed: list[dict[str, Any]] = field(default_factory=list)
     fetched: int = 0
     trust: dict[str, str] | None = None
+    #: the model's files as re-hashed here (relative name -> sha256), for its signature
+    model_files: dict[str, str] | None = None
 
     @property
     def ok(self) -> bool:
@@ -213,6 +217,7 @@ def _check_subject(statement: dict[str, Any], out: Verification,
             out.findings.append(_mismatch(ARTIFACT_MISSING, f"model file {entry['name']} at "
                                           f"{path} cannot be read: {exc}", "fix permissions"))
             continue
+        out.model_files = {**(out.model_files or {}), rel: now}
         if now != entry["digest"].get("sha256"):
             out.findings.append(_mismatch(
                 ARTIFACT_CHANGED, f"model file {entry['name']} changed: sealed sha256 "
@@ -341,7 +346,44 @@ def verify(s: Session, candidate: m.CandidateRow, *, fetch: Fetch | None = None,
         else:
             _hash_path(art["location"], art["digest"], what, out)
     _check_subject(statement, out, fetched, roots)
+    if trust is not None:
+        _check_model_signature(s, candidate, statement, trust, out)
     return out
+
+
+def _check_model_signature(s: Session, candidate: m.CandidateRow, statement: dict[str, Any],
+                           trust: Trust, out: Verification) -> None:
+    """The model signature the sealed bundle names: stored, by a key that may seal, and its
+    signed manifest the model's files as re-hashed here (MP738, MP739)."""
+    from mlpipe.evidence.modelsig import check, signature_keyid
+    from mlpipe.evidence.signing import model_signature
+    from mlpipe.evidence.trust import SEAL
+
+    named = statement["predicate"].get("model_signature")
+    if named is None:
+        return
+    row = model_signature(s, candidate.id)
+    what = f"the model signature {named['digest'][:19]}"
+    hint = ("the model or its signature was changed after signing: restore the model from a "
+            "copy you trust, or re-run the pipeline for a new candidate")
+    if row is None:
+        out.findings.append(_mismatch(MODEL_SIGNATURE_INVALID, f"{what} the bundle names is no "
+                                      f"longer in the store", hint))
+        return
+    keyid = signature_keyid(bytes(row.signature)) or ""
+    ident = trust.identities.get(keyid)
+    if ident is None or SEAL not in ident.may:
+        who = "a key the trust policy does not name" if ident is None else repr(ident.name)
+        out.findings.append(_mismatch(MODEL_SIGNER_UNTRUSTED, f"{what} is signed by {who} "
+                                      f"({keyid[:16] or 'no key id'}), which may not seal",
+                                      "the model was re-signed by someone else: find who"))
+        return
+    why = check(bytes(row.signature), ident.public_pem, out.model_files)
+    if why is None and digest_bytes(bytes(row.signature)) != named["digest"]:
+        why = f"the store holds another signature ({digest_bytes(bytes(row.signature))[:19]})"
+    if why is not None:
+        out.findings.append(_mismatch(MODEL_SIGNATURE_INVALID, f"{what} by {ident.name!r} "
+                                      f"does not hold: {why}", hint))
 
 
 def later_productions(sealed: dict[str, Any], rebuilt: dict[str, Any]) -> list[Any]:

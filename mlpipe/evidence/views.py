@@ -75,18 +75,20 @@ def review_status(c: Candidate) -> str:
     return "unreviewed" if c.review is None else f"{c.review[0]} by {c.review[1]}"
 
 
-def candidates_table(rows: list[Candidate]) -> str:
+def candidates_table(rows: list[Candidate], signed: dict[str, str] | None = None) -> str:
     """One line per candidate (from ``Reader.candidate_rows``): id, pipeline, run, created,
-    headline global metrics with their population, findings by severity, review status."""
+    headline global metrics with their population, findings by severity, review status, and
+    who signed its newest bundle (``signed``: candidate id -> label)."""
     if not rows:
         return "no candidates recorded yet"
+    signed = signed or {}
     return _table(["CANDIDATE", "PIPELINE", "RUN", "CREATED (UTC)", "GLOBAL METRICS",
-                   "FINDINGS", "REVIEW"],
+                   "FINDINGS", "REVIEW", "SIGNED"],
                   [[c.id + (f" ({c.name})" if c.name else ""), c.pipeline,
                     c.run_id + (f" (+{c.productions} re-run{'' if c.productions == 1 else 's'})"
                                 if c.productions else ""),
                     c.created_at.strftime("%Y-%m-%d %H:%M:%S"), headline(c.metrics),
-                    findings_summary(c.findings), review_status(c)]
+                    findings_summary(c.findings), review_status(c), signed.get(c.id, "-")]
                    for c in rows])
 
 

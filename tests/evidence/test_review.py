@@ -81,18 +81,20 @@ def test_candidates_show_metrics_with_population_findings_and_review(tmp_path):
     _, bad = _submit(proj, "--param", "split=train")   # evaluated on the training split
     table = [re.split(r"\s{2,}", line) for line in proj.cli("candidates").stdout.splitlines()]
     assert table[0] == ["CANDIDATE", "PIPELINE", "RUN", "CREATED (UTC)", "GLOBAL METRICS",
-                        "FINDINGS", "REVIEW"]
+                        "FINDINGS", "REVIEW", "SIGNED"]
     rows = {row[0]: row[4:] for row in table[1:]}
-    assert rows == {good: ["accuracy 0.875 on test", "not sealed", "unreviewed"],
-                    bad: ["accuracy 0.875 on train", "not sealed", "unreviewed"]}
+    assert rows == {good: ["accuracy 0.875 on test", "not sealed", "unreviewed", "-"],
+                    bad: ["accuracy 0.875 on train", "not sealed", "unreviewed", "-"]}
     assert proj.evidence(good).returncode == 0
     assert proj.evidence(bad).returncode == 1
     done = proj.cli("review", bad, "--reject", "--by", "lee", "--note", "evaluated on train")
     assert done.returncode == 0, done.stderr
     rows = {row[0]: row[4:] for row in (re.split(r"\s{2,}", line) for line in
                                         proj.cli("candidates").stdout.splitlines()[1:])}
-    assert rows == {good: ["accuracy 0.875 on test", "none", "unreviewed"],
-                    bad: ["accuracy 0.875 on train", "1 error", "rejected by lee"]}
+    assert rows == {good: ["accuracy 0.875 on test", "none", "unreviewed",
+                           "local key (untrusted)"],
+                    bad: ["accuracy 0.875 on train", "1 error", "rejected by lee",
+                          "local key (untrusted)"]}
     listed = {c["candidate_id"]: c for c in _candidates(proj)}
     assert listed[bad]["metrics"] == [{"name": "accuracy", "value": 0.875,
                                        "population": "train, 8 examples"}]

@@ -65,6 +65,10 @@ def test_a_signed_chain_and_a_signed_decision_verify_and_each_forgery_is_caught(
     rc, codes, out = _verify(proj, cand, "--trust", "trust.yml")
     assert (rc, codes) == (0, []), out
     assert "signatures checked against the trust policy trust.yml, nothing changed" in out
+    shown = proj.cli("candidates", "--trust", "trust.yml").stdout.splitlines()
+    assert shown[0].endswith("SIGNED") and shown[1].endswith("  signed by ci")
+    assert proj.cli("candidates").stdout.splitlines()[1].endswith(
+        "  key " + keys.load_private(proj.root / "ci.pem").keyid[:8])
     done = proj.cli("review", cand, "--accept", "--key", "dana.pem", "--trust", "trust.yml",
                     "--note", "meets the policy")
     assert done.returncode == 0, done.stderr
@@ -84,6 +88,10 @@ def test_a_signed_chain_and_a_signed_decision_verify_and_each_forgery_is_caught(
         assert proj.evidence(cand, "--rebuild").returncode == 0
     rc, codes, out = _verify(proj, cand, "--trust", "trust.yml")
     assert (rc, codes) == (1, ["MP732"]), out
+    [listed] = json.loads(proj.cli("candidates", "--trust", "trust.yml", "--format",
+                                   "json").stdout)["candidates"]
+    mallory = keys.load_private(proj.root / "mallory.pem").keyid
+    assert listed["signature"] == {"state": "untrusted", "keyid": mallory, "identity": None}
     assert "which the trust policy trust.yml does not name" in out
     assert _verify(proj, cand)[:2] == (0, [])   # without the policy, every hash still holds
 

@@ -1,0 +1,72 @@
+"""A sealing key kept in Azure Key Vault: the real azure-keyvault-keys clients (KeyClient for
+the public half, CryptographyClient signing in the vault) against the loopback Key Vault over
+HTTPS (loopback/keyvault: a fake of the wire, with Key Vault's challenge authentication), and
+the envelope it signed verified by securesystemslib. SQLite and PostgreSQL."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dsse_check import sslib_verify
+from mlpipe.errors import UsageError
+from mlpipe.evidence import keys
+
+
+@pytest.fixture
+def vault(monkeypatch, tmp_path):
+    from loopback.keyvault import KeyVaultLoopback
+
+    kv = KeyVaultLoopback(tmp_path / "kv").start()
+    for name, value in kv.environ().items():
+        monkeypatch.setenv(name, value)
+    yield kv
+    kv.stop()
+
+
+def test_a_key_vault_key_seals_a_bundle_and_never_leaves_the_vault(vault, store_url, tmp_path,
+                                                                  monkeypatch):
+    from bundle_project import BundleProject
+    from mlpipe.evidence.bundle import find_candidate
+    from mlpipe.evidence.keyvault import KeyVaultKey
+    from mlpipe.evidence.seal import seal
+    from mlpipe.evidence.signing import bundle_envelopes
+    from mlpipe.evidence.store import Store
+
+    key_id = vault.create_key("ci-sealer")
+    signer = KeyVaultKey.open(key_id, credential=vault.credential())
+    assert signer.public_pem == keys.normal_pem(vault.public_pem(key_id))
+    assert signer.keyid == keys.keyid_of(vault.public_pem(key_id))
+    proj = BundleProject(tmp_path / "proj", store_url)
+    (proj.root / "mlpipe.toml").write_text('[signing]\nkey = "none"\n')
+    cand = proj.submit()
+    monkeypatch.chdir(proj.root)   # the project's artifact root
+    store = Store.open(proj.store_url or f"sqlite:///{proj.root / 'evidence' / 'store.sqlite'}",
+                       create=False)
+    try:
+        with store.session() as s:
+            sealed = seal(s, find_candidate(s, cand), signer=signer)
+        with store.session() as s:
+            envelope = bundle_envelopes(s, [sealed.digest])[sealed.digest]
+    finally:
+        store.close()
+    assert sslib_verify(envelope, vault.public_pem(key_id)) == sealed.content
+    assert json.loads(envelope)["signatures"][0]["keyid"] == signer.keyid
+    assert vault.signatures == 1
+    # the client met Key Vault's challenge first, then sent its token; it went through the
+    # proxy to the vault's own host name
+    assert [r[2] for r in vault.requests][:2] == [401, 200]
+    assert vault.tunnels and set(vault.tunnels) == {"mlpipe-test.vault.azure.net"}
+
+
+def test_a_key_vault_key_that_cannot_be_used_is_one_line(vault):
+    from mlpipe.evidence.keyvault import KeyVaultKey
+
+    with pytest.raises(UsageError, match=r"cannot use the Key Vault key "
+                                         r"https://mlpipe-test.vault.azure.net/keys/absent/1: "
+                                         r"\(KeyNotFound\) A key with \(name/id\) absent was not "
+                                         r"found in this key vault\.\n  help: check the key id"):
+        KeyVaultKey.open("https://mlpipe-test.vault.azure.net/keys/absent/1",
+                         credential=vault.credential())
+    with pytest.raises(UsageError, match=r"https://example.com/x is not a Key Vault key id"):
+        KeyVaultKey.open("https://example.com/x", credential=vault.credential())
