@@ -45,13 +45,16 @@ def candidates(limit: int, fmt: str, trust_file: str | None) -> None:
 
 
 def _local_keyid() -> str | None:
-    """The key id of this home's first-use key, when it was generated."""
+    """The key id of this home's first-use key, when it was generated (mlpipe wrote its
+    ``.pub`` in normal form, so its sha256 is the id, without importing cryptography)."""
+    import hashlib
+
     from mlpipe.evidence.config import locate
-    from mlpipe.evidence.keys import LOCAL_KEY, keyid_of, public_path
+    from mlpipe.evidence.keys import LOCAL_KEY, public_path
 
     try:
-        return keyid_of(public_path(locate().home / LOCAL_KEY).read_bytes())
-    except (OSError, ValueError):
+        return hashlib.sha256(public_path(locate().home / LOCAL_KEY).read_bytes()).hexdigest()
+    except OSError:
         return None
 
 

@@ -124,10 +124,19 @@ def _write_new(path: Path, content: bytes, mode: int) -> None:
         os.close(fd)
 
 
-def first_use_key(home: Path) -> LocalKey:
+def first_use_key(home: Path) -> LocalKey | None:
     """The home's local key (``<home>/keys/local-signing-key.pem``), generated the first time
-    one is needed; concurrent first uses end with one key (written aside, then linked)."""
+    one is needed; concurrent first uses end with one key (written aside, then linked). None
+    when the home cannot hold one (read-only): the bundle is then sealed unsigned, and shown
+    so (an untrusted local identity proves nothing a missing one would)."""
     path = home / LOCAL_KEY
+    try:
+        return _first_use_key(path)
+    except OSError:
+        return None
+
+
+def _first_use_key(path: Path) -> LocalKey:
     if not path.exists():
         key = generate_private()
         path.parent.mkdir(parents=True, exist_ok=True)
