@@ -10,6 +10,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from mlpipe.spec import Environment
 
+#: How a step whose component is registered (``azureml:train:3``, a registry URI) starts its
+#: ``azure_only`` reason: mlpipe sees only what the job binds, not the component's ports.
+REGISTERED_COMPONENT = "a registered component"
 _URL = re.compile(r"^(?P<scheme>https?|s3|gs|wasbs?|abfss?|adl|hdfs|ftp|azureml)://", re.I)
 _PINNED_ASSET = re.compile(r"/data/[^/]+/versions/(?!latest/?$)[^/]+/?$")
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$", re.I)
@@ -97,4 +100,5 @@ def environment_text(env: "Environment", version: str | None = None) -> str:
     return f"azureml:{name}{version}" if version.startswith("@") else f"azureml:{name}:{version}"
 
 
-__all__ = ["data_reference_moves", "environment_text", "image_moves", "is_url"]
+__all__ = ["REGISTERED_COMPONENT", "data_reference_moves", "environment_text", "image_moves",
+           "is_url"]

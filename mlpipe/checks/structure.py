@@ -31,6 +31,7 @@ from mlpipe.graph import (
     Unbound,
     input_node,
 )
+from mlpipe.references import REGISTERED_COMPONENT
 from mlpipe.spec import InputRole
 
 
@@ -182,6 +183,11 @@ def pipeline_outputs(graph: Graph) -> Iterator[Diagnostic]:
 @check(OUTPUT_BOUND_TWICE_IN_STEP)
 def same_output_twice(graph: Graph) -> Iterator[Diagnostic]:
     for node in graph.step_nodes():
+        if (node.component.azure_only or "").startswith(REGISTERED_COMPONENT):
+            # its ports are known only as the job binds them: whether two of them are meant
+            # for one artifact (a metrics component's ground_truth and prediction, read from
+            # one predictions file) is the registered component's to say, and unseen here
+            continue
         by_source: dict[str, list[str]] = {}
         for key, endpoint in node.bindings.items():
             if (node.component.input(key) is not None

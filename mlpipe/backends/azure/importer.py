@@ -44,6 +44,7 @@ from mlpipe.codes import (
 from mlpipe.diagnostics import Diagnostic
 from mlpipe.digests import digest_of, script_code_digest
 from mlpipe.paths import cloud_reference, display_path
+from mlpipe.references import REGISTERED_COMPONENT
 from mlpipe.spec import (
     Binding,
     ComponentSpec,
@@ -410,7 +411,7 @@ class _Reader:
             # a registered component: its interface is what the job binds
             spec = self.implied(node, name, kind, path, inputs, output_types, given, pending,
                                 command=None)
-            return dataclasses.replace(spec, azure_only=f"a registered component ({ref})")
+            return dataclasses.replace(spec, azure_only=f"{REGISTERED_COMPONENT} ({ref})")
         file = (path.parent / ref.removeprefix("file:")).resolve()
         if file in stack or file == path.resolve():
             self.problems.add(where, node, key, f"{ref} includes itself",

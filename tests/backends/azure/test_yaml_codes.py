@@ -52,6 +52,13 @@ def test_a_sweep_node_whose_search_space_sets_what_its_trial_does_not_take():
     assert [d for d in diagnostics("mp603_bad.yml") if d.code == "MP116"] == []  # sets `rate`
 
 
+def test_mp105_holds_for_a_projects_component_and_not_for_a_registered_one():
+    # a registered component's ports are seen only as the job binds them: two of them meant
+    # for one artifact (compute_metrics' ground_truth and prediction) is not observable here
+    assert [d.code for d in diagnostics("mp105_bad.yml")] == ["MP105"]
+    assert [d.code for d in diagnostics("mp105_registered.yml")] == ["MP603"]
+
+
 def test_a_typo_in_a_nested_pipeline_binding_suggests_the_input():
     found = [d for d in diagnostics("mp103_bad.yml") if d.code == "MP103"]
     assert found[0].hint == "did you mean 'data'? 'fit_twice' takes: data"
