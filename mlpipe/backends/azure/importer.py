@@ -43,6 +43,7 @@ from mlpipe.codes import (
 )
 from mlpipe.diagnostics import Diagnostic
 from mlpipe.digests import digest_of, script_code_digest
+from mlpipe.errors import LoadError
 from mlpipe.paths import cloud_reference, display_path
 from mlpipe.references import REGISTERED_COMPONENT
 from mlpipe.spec import (
@@ -100,6 +101,13 @@ def load_pipeline_yaml(path: str) -> ImportedPipeline:
     reader = _Reader(diagnostics)
     file = Path(path)
     doc = yamlfile.load(file, "an Azure ML pipeline job YAML")
+    flow = vocabulary.prompt_flow(doc, file.name)
+    if flow is not None:
+        raise LoadError(f"{display_path(str(file))} is {flow}, not an Azure ML job: mlpipe "
+                        f"reads a flow as a node of a pipeline job (component: ./flow.dag.yaml), "
+                        f"which it checks and exports as written and which runs only on Azure ML",
+                        hint="run it with prompt flow (pf run create --file ...), or give the "
+                             "pipeline job that uses it", file=display_path(str(file)))
     kind = vocabulary.job_kind(doc)
     spelling = vocabulary.type_spelling(doc)
     if spelling is not None:
@@ -427,6 +435,13 @@ class _Reader:
                                    f"{where.file}", field=f"{field}.{key}")
             return None
         doc = yamlfile.load(file, "an Azure ML component YAML")
+        flow = vocabulary.prompt_flow(doc, file.name)
+        if flow is not None:
+            # carried through as written (its folder is the flow): its interface is what the
+            # job binds, and it runs only on Azure ML
+            spec = self.implied(node, name, kind, path, inputs, output_types, given, pending,
+                                command=None)
+            return dataclasses.replace(spec, azure_only=f"{flow} ({ref})")
         if kind == "pipeline" or doc.get("type") == "pipeline":
             spec: ComponentSpec | PipelineSpec = self.pipeline(file, doc, (*stack, path.resolve()))
         else:

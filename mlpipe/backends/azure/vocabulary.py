@@ -77,6 +77,21 @@ def job_kind(doc: Any) -> str | None:
     return str(kind).lower()
 
 
+def prompt_flow(doc: Any, name: str) -> str | None:
+    """What prompt-flow file ``doc`` (named ``name``) is — ``"a prompt flow"`` (a
+    ``flow.dag.yaml``: nodes, no command) or ``"a prompt flow run"`` (a ``run.yml``: a
+    ``flow:`` to run over ``data:``) — or None for an Azure ML job or component."""
+    if not isinstance(doc, Mapping) or "command" in doc or "jobs" in doc:
+        return None
+    if name.lower().startswith("flow.dag.") or (isinstance(doc.get("nodes"), list)
+                                                and "type" not in doc):
+        return "a prompt flow"
+    if "flow" in doc and ("data" in doc or "column_mapping" in doc
+                          or "Run.schema" in str(doc.get("$schema", ""))):
+        return "a prompt flow run"
+    return None
+
+
 def type_spelling(doc: Any) -> str | None:
     """What is wrong with how a job file spells its ``type:``, or None: azure-ai-ml's
     ``load_job`` compares it exactly (``Command`` is "Unsupported job type")."""

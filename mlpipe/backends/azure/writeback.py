@@ -202,7 +202,13 @@ class _Writer:
                     self.component(ref, source, rel)
             elif isinstance(ref, str) and cloud_reference(ref.removeprefix("file:")) is None:
                 prefix = "file:" if ref.startswith("file:") else ""
-                written = self.copy((source.parent / ref.removeprefix("file:")).resolve())
+                file = (source.parent / ref.removeprefix("file:")).resolve()
+                if file not in self.docs and _is_flow(file):
+                    # a prompt flow is its folder (its nodes' code beside it): referenced
+                    # where it is, never copied
+                    node[key] = prefix + self.path(ref.removeprefix("file:"), source, rel)
+                    continue
+                written = self.copy(file)
                 node[key] = prefix + _relative(written, rel)
         self.component(node, source, rel, inline_job=True)
 
@@ -267,6 +273,13 @@ class _Writer:
                      for line in lines]
             self.files[rel[:-len(".yml")] + ".additional_includes"] = {"__text__": moved}
         return rel
+
+
+def _is_flow(file: Path) -> bool:
+    try:
+        return vocabulary.prompt_flow(yamlfile.fast_load(file), file.name) is not None
+    except Exception:  # unreadable here: the import read it, so it is not a flow
+        return False
 
 
 def _relative(written: str, here: str) -> str:
