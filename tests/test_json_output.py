@@ -60,9 +60,9 @@ def recorded(azureml_service, azureml_project, tmp_path_factory):
     azureml_service.reset()
 
 
-def cli_json(*args):
+def cli_json(*args, exit_code=0):
     result = CliRunner().invoke(main, list(args))
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == exit_code, result.output
     return json.loads(result.stdout)
 
 
@@ -111,7 +111,7 @@ def test_candidates_json(recorded):
 
 
 def test_diff_json(recorded):
-    document = cli_json("diff", *recorded, "--format", "json")
+    document = cli_json("diff", *recorded, "--format", "json", exit_code=1)  # as diff(1)
     assert document["format"] == "mlpipe.diff/1"
     assert set(document) == {"format", "run_a", "run_b", "differences", "identical"}
     assert set(document["differences"]) == SECTIONS and document["identical"] is False

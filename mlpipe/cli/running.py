@@ -312,17 +312,24 @@ def logs(run: str, step: str, rank: int | None, follow: bool) -> None:
 @click.argument("run_b")
 @FORMAT
 def diff(run_a: str, run_b: str, fmt: str) -> None:
-    """What differs between two runs: code, environment, data, parameters, reuse, metrics."""
+    """What differs between two runs: code (a unified diff of the source), environment, data,
+    parameters, reuse, metrics. Exit 0 when they do not differ, 1 when they do (as diff(1))."""
     from mlpipe.evidence.summaries import diff_document
     from mlpipe.evidence.terminal import escape
-    from mlpipe.evidence.views import diff_runs, get_run
+    from mlpipe.evidence.views import diff_runs, get_run, run_differences, runs_differ
 
     with open_evidence_reader() as s:
         a, b = get_run(s, run_a), get_run(s, run_b)
         if fmt == "json":
-            _json(diff_document(s, a, b))
+            document = diff_document(s, a, b)
+            _json(document)
+            differ = not document["identical"]
         else:
-            click.echo(escape(diff_runs(s, a, b)))
+            found = run_differences(s, a, b)
+            click.echo(escape(diff_runs(s, a, b, found)))
+            differ = runs_differ(found)
+    if differ:
+        sys.exit(1)
 
 
 @main.group()

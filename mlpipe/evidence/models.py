@@ -337,6 +337,20 @@ class Production(Base):
     recorded_at: Mapped[datetime] = mapped_column(DateTime)
 
 
+class SourceText(Base):
+    """A component's source file as it was when ``code_digest`` was recorded (once per
+    digest): what ``show --why`` and ``diff`` print a unified diff of. ``file`` as the project
+    shows it, ``function`` the component's qualified name, ``line`` where it is defined."""
+
+    __tablename__ = "source_texts"
+    code_digest: Mapped[str] = mapped_column(String(80), primary_key=True)
+    file: Mapped[str] = mapped_column(Text)
+    function: Mapped[str | None] = mapped_column(String(400))
+    line: Mapped[int | None] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime)
+
+
 class StoreKey(Base):
     """A key the store keeps for itself; ``secret-hmac`` keys the hashes that stand for
     ``Param[Secret]`` values (see ``mlpipe.secret``). Created once, on first use."""

@@ -454,6 +454,13 @@ class Reader:
         rows = self._rows("SELECT record FROM step_runs WHERE id = :id", {"id": step_run_id})
         return self._json(rows[0][0]) if rows else None
 
+    def source_text(self, code_digest: str) -> dict[str, Any] | None:
+        """The source file kept for ``code_digest`` (``{file, function, line, text}``), or
+        None where none was kept (a script component, a store older than 0009)."""
+        rows = self._rows("SELECT file, function, line, text FROM source_texts "
+                          "WHERE code_digest = :d", {"d": code_digest})
+        return None if not rows else dict(zip(("file", "function", "line", "text"), rows[0]))
+
     def step_artifacts(self, step_run_ids: list[str]) -> dict[str, list[StepArtifact]]:
         found: dict[str, list[StepArtifact]] = {}
         for chunk in _chunks(step_run_ids):

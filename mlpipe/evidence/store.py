@@ -238,6 +238,31 @@ class Store:
                                    {"name": name, "version": version,
                                     "code_digest": code_digest, "spec": spec})
 
+    def source_text(self, code_digest: str, file: str | None, function: str | None,
+                    line: int | None, mask: Callable[[str], str] | None = None) -> bool:
+        """Keep the source file of the code that ``code_digest`` names, once per digest (what
+        ``show --why`` and ``diff`` print a unified diff of). ``mask`` masks the run's secret
+        values in it (``mlpipe.secret.Redactor.text``): code may hold one as a literal.
+
+        Returns:
+            Whether the text is kept (False: no file to read, e.g. a function built at run
+            time, or a script component, whose code folder has its own digest).
+        """
+        if not file or not os.path.isfile(file):
+            return False
+        try:
+            with open(file, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except OSError:
+            return False
+        if mask is not None:
+            text = mask(text)
+        shown = os.path.relpath(file) if not os.path.relpath(file).startswith("..") else file
+        self._get_or_create(m.SourceText, {"code_digest": code_digest},
+                            {"file": shown, "function": function, "line": line, "text": text,
+                             "created_at": utcnow()})
+        return True
+
     def environment(self, name: str, version: str | None, digest: str,
                     mutable: bool) -> m.EnvironmentRow:
         return self._get_or_create(m.EnvironmentRow, {"name": name, "version": version or "",

@@ -19,6 +19,7 @@ from mlpipe.evidence.reader import (
     Run,
     StepRun,
 )
+from mlpipe.evidence.sourcediff import change_lines, source_change
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -205,6 +206,10 @@ def why(s: Reader, run: Run, step: str) -> str:
     lines.append(f"  compared with step run {before.id} (run {before.run_id}, {before.status}):")
     if diff:
         lines += [f"    {d}" for d in diff]
+        if before.component.code_digest != sr.component.code_digest:
+            change = source_change(s.source_text(before.component.code_digest),
+                                   s.source_text(sr.component.code_digest))
+            lines += [f"    {line}" for line in change_lines(change)]
     else:
         reason = ("it was not reusable: " + before.message) if before.message else (
             "its outputs were no longer in the artifact store or no longer matched their "
@@ -322,6 +327,10 @@ def run_differences(s: Reader, a: Run, b: Run) -> dict[str, list[dict[str, Any]]
         out[key] = [item(step, fa.get(step, {}).get(part), fb.get(step, {}).get(part))
                     for step in sorted(set(fa) | set(fb))
                     if fa.get(step, {}).get(part) != fb.get(step, {}).get(part)]
+    for found in out["code"]:
+        if found["before"] and found["after"]:
+            found["source"] = source_change(s.source_text(found["before"]),
+                                            s.source_text(found["after"]))
     for step in sorted(set(fa) | set(fb)):
         ma, mb = fa.get(step, {}).get("metrics", {}), fb.get(step, {}).get("metrics", {})
         out["metrics"] += [item(f"{step}.{k}", ma.get(k), mb.get(k))
@@ -329,11 +338,19 @@ def run_differences(s: Reader, a: Run, b: Run) -> dict[str, list[dict[str, Any]]
     return out
 
 
-def diff_runs(s: Reader, a: Run, b: Run) -> str:
-    """What differs between two runs: code, environment, data, parameters, reuse, metrics."""
+def runs_differ(found: dict[str, list[dict[str, Any]]]) -> bool:
+    """Whether ``run_differences`` found anything (``mlpipe diff`` exits 1 then, as diff(1))."""
+    return any(found.values())
+
+
+def diff_runs(s: Reader, a: Run, b: Run,
+              found: dict[str, list[dict[str, Any]]] | None = None) -> str:
+    """What differs between two runs: code (with a unified diff of the kept source),
+    environment, data, parameters, reuse, metrics; ``found``: ``run_differences``' answer,
+    where the caller has it already."""
     out = [f"--- {a.id} ({a.pipeline_name}, {a.status})", f"+++ {b.id} ({b.pipeline_name}, "
                                                              f"{b.status})"]
-    found = run_differences(s, a, b)
+    found = run_differences(s, a, b) if found is None else found
 
     def commit(value: dict[str, Any] | None) -> str | None:
         return None if value is None else (f"{(value['commit'] or '')[:12]}"
@@ -347,8 +364,11 @@ def diff_runs(s: Reader, a: Run, b: Run) -> str:
         "parameters": lambda d: f"{d['what']}: {d['before']!r} -> {d['after']!r}",
     }
     for key, title in DIFF_SECTIONS:
-        rows = [text.get(key, lambda d: f"{d['what']}: {d['before']} -> {d['after']}")(d)
-                for d in found[key]]
+        rows = []
+        for d in found[key]:
+            rows.append(text.get(key, lambda d: f"{d['what']}: {d['before']} -> {d['after']}")(d))
+            if d.get("source") is not None:
+                rows += [f"  {line}" for line in change_lines(d["source"])]
         if rows:
             out.append(f"{title}:")
             out.extend(f"  {r}" for r in rows)

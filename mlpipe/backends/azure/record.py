@@ -142,6 +142,9 @@ def begin_azure_run(store: Store, graph: Graph, *, run_id: str, workspace: Works
         comp = node.component
         row = store.component_version(comp.name, comp.version, comp.digest, comp.code_digest,
                                       comp.to_dict())
+        if comp.command is None:  # a function component: its source, for diffs
+            store.source_text(comp.code_digest, comp.location.file if comp.location else None,
+                              comp.function, comp.location.line if comp.location else None)
         name, version, digest, mutable = environment_identity(
             comp.environment, comp.location.file if comp.location else None)
         env = store.environment(name, version, digest, mutable)

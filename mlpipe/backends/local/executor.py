@@ -47,7 +47,7 @@ from mlpipe.evidence.roots import ArtifactRoots, shared_root
 from mlpipe.evidence.store import Store, new_id
 from mlpipe.graph import FromInput, FromLiteral, FromStep, Graph, StepNode
 from mlpipe.paths import display_path
-from mlpipe.secret import keyed_hash
+from mlpipe.secret import Redactor, keyed_hash
 from mlpipe.spec import ComponentSpec, ParamType
 
 
@@ -374,6 +374,12 @@ class _Run:
         if row is None:
             row = self.store.component_version(comp.name, comp.version, comp.digest,
                                                comp.code_digest, comp.to_dict())
+            if comp.command is None:  # a function component: its source, for diffs
+                secrets = Redactor({name: self.values.get(name) for name in self.secret_inputs})
+                self.store.source_text(comp.code_digest,
+                                       comp.location.file if comp.location else None,
+                                       comp.function, comp.location.line if comp.location
+                                       else None, secrets.text if secrets else None)
             self.rows[comp.digest] = row
         return row
 

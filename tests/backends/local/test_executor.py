@@ -80,7 +80,7 @@ def test_changing_one_input_byte_reruns_the_steps_that_read_it(proj):
                                    "double_2": "executed", "add": "executed"}
     diff = proj.cli("diff", *[line.split()[0] for line in
                               proj.cli("runs").stdout.splitlines()[1:3]][::-1])
-    assert "data snapshots:\n  right: blake3:" in diff.stdout
+    assert "data snapshots:\n  right: blake3:" in diff.stdout and diff.returncode == 1
 
 
 def test_no_reuse_and_a_reuse_false_component_run_again(proj):
