@@ -303,6 +303,7 @@ class _Run:
                         self._skip_downstream(sid, run_id, waiting)
                 self.cache.flush()
         except BaseException as exc:
+            self.progress.close()
             self.procs.stop_all()
             pool.shutdown(wait=True, cancel_futures=True)
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
@@ -315,6 +316,7 @@ class _Run:
                 result.status = m.FAILED
             raise
         pool.shutdown(wait=True)
+        self.progress.close()
         self.procs.close()
         if result.failures:
             result.status = m.FAILED
@@ -492,7 +494,7 @@ class _Run:
         if topology is not None and node.id not in self.scaled:
             self.progress.note(f"{node.id!r} is launched as {topology['world_size']} "
                                f"process(es) the way Azure ML would")
-        self.progress.started(node.id)
+        self.progress.started(node.id, self.ex.location.logs / run_id / f"{node.id}.log")
         job = StepJob(node.id, comp, {k: v.path for k, v in bound.items()},
                       {k: v.artifact.digest for k, v in bound.items()}, params,
                       self.ex.location.work / run_id / node.id.replace("/", "_"),
