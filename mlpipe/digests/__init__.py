@@ -1,5 +1,7 @@
 """Content digests, in one place: canonical JSON and its SHA-256 (``digest_of``), the digest of
-bytes, of one file (SHA-256 and BLAKE3 in one read), and of a script component's code folder.
+bytes and of lines of text, of one file (SHA-256 and BLAKE3 in one read), of a step's output
+(``output_digests``: both manifests and the file list), of a script component's code folder,
+and the one folder manifest line every folder digest is taken over.
 
 The bottom layer: imports nothing from mlpipe. File and folder snapshots with the stat cache
 (BLAKE3, what runs, reuse and verification compare) are ``mlpipe.digests.snapshot``. The fields
@@ -10,10 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 _CHUNK = 1 << 20
+#: The first bytes of every folder manifest (``mlpipe-folder-v1``), then one
+#: ``manifest_line`` a file, sorted by relative path.
+FOLDER_HEADER = b"mlpipe-folder-v1\n"
 
 
 def canonical_json(value: Any) -> str:
@@ -40,6 +46,30 @@ def digest_of(value: Any) -> str:
 def digest_bytes(content: bytes) -> str:
     """``sha256:<hex>`` of ``content``."""
     return "sha256:" + hashlib.sha256(content).hexdigest()
+
+
+def digest_lines(lines: Iterable[str]) -> str:
+    """``sha256:<hex>`` of ``lines`` as text, one a line (each followed by a newline), in the
+    order given: what the record keeps for the example ids a step consumed and the files it
+    opened (sorted first by the caller).
+
+    Example:
+        >>> digest_lines(["a", "b"]) == digest_bytes(b"a\\nb\\n")
+        True
+    """
+    return digest_bytes("".join(f"{line}\n" for line in lines).encode("utf-8"))
+
+
+def manifest_line(rel: str, size: int, digest: str) -> str:
+    """One file's line of a folder manifest: relative path, size and file digest (hex), NUL
+    separated. Every folder digest (``snapshot``, ``output_digests``) is taken over
+    ``FOLDER_HEADER`` and these lines, sorted by path.
+
+    Example:
+        >>> manifest_line("a/b.txt", 3, "c1f0")
+        'a/b.txt\\x003\\x00c1f0\\n'
+    """
+    return f"{rel}\0{size}\0{digest}\n"
 
 
 #: Digests of references (an Azure ML data asset, an output's URI) start with this: they name
@@ -91,6 +121,67 @@ def file_digests(path: str | os.PathLike[str]) -> dict[str, str]:
     return {"sha256": sha.hexdigest(), "blake3": b3.hexdigest()}
 
 
+def _files_below(root: str) -> list[tuple[str, str, os.stat_result]]:
+    """Every file below ``root``: (relative posix path, path, stat), sorted by relative path."""
+    found = []
+    stack = [("", root)]
+    while stack:
+        rel, folder = stack.pop()
+        with os.scandir(folder) as it:
+            for entry in it:
+                if entry.is_dir():
+                    stack.append((f"{rel}{entry.name}/", entry.path))
+                elif entry.is_file():
+                    found.append((rel + entry.name, entry.path, entry.stat()))
+    return sorted(found)
+
+
+def output_digests(path: str, max_files: int) -> dict[str, Any]:
+    """The content digests of one file or folder, read once: ``digest`` (``blake3:``, the same
+    value ``snapshot.snapshot`` gives, under which the local artifact store files it),
+    ``sha256`` (the same manifest over SHA-256), size, file count and, for the first
+    ``max_files`` files, each one's name, size, sha256, blake3 and mtime (``files_omitted``
+    counts the others).
+
+    Raises:
+        OSError: the path, or a file in it, cannot be read.
+
+    Example:
+        >>> output_digests("out/model", 10_000)["digest"][:7]
+        'blake3:'
+    """
+    import blake3
+
+    if not os.path.isdir(path):
+        st = os.stat(path)
+        one = file_digests(path)
+        files = [{"name": os.path.basename(path), "size": st.st_size, "sha256": one["sha256"],
+                  "blake3": one["blake3"], "mtime_ns": st.st_mtime_ns}]
+        return {"digest": f"blake3:{one['blake3']}", "sha256": f"sha256:{one['sha256']}",
+                "size": st.st_size, "file_count": 1, "files": files, "files_omitted": 0}
+    b3_manifest, sha_manifest = blake3.blake3(FOLDER_HEADER), hashlib.sha256(FOLDER_HEADER)
+    files, size = [], 0
+    found = _files_below(path)
+    for rel, full, st in found:
+        one = file_digests(full)
+        sha, b3 = one["sha256"], one["blake3"]
+        b3_manifest.update(manifest_line(rel, st.st_size, b3).encode())
+        sha_manifest.update(manifest_line(rel, st.st_size, sha).encode())
+        size += st.st_size
+        if len(files) < max_files:
+            files.append({"name": rel, "size": st.st_size, "sha256": sha, "blake3": b3,
+                          "mtime_ns": st.st_mtime_ns})
+    return {"digest": f"blake3:{b3_manifest.hexdigest()}",
+            "sha256": f"sha256:{sha_manifest.hexdigest()}", "size": size,
+            "file_count": len(found), "files": files, "files_omitted": len(found) - len(files)}
+
+
+def preload() -> None:
+    """Import the BLAKE3 library now rather than on the first file digest (the step runtime's
+    fork server calls it once, so that each step forked from it does not pay it again)."""
+    import blake3  # noqa: F401
+
+
 def script_code_digest(code: str | None, command: str, base: Path) -> str:
     """The code digest of a script component: ``sha256:`` over its command and every file of
     its local code folder (relative paths and bytes, sorted; dot files and ``__pycache__``
@@ -121,6 +212,6 @@ def script_code_digest(code: str | None, command: str, base: Path) -> str:
     return "sha256:" + h.hexdigest()
 
 
-__all__ = ["REFERENCE", "canonical_json", "digest_bytes", "digest_of", "file_digests",
-           "is_reference", "reference_digest", "script_code_digest",
-           "sha256_file"]
+__all__ = ["FOLDER_HEADER", "REFERENCE", "canonical_json", "digest_bytes", "digest_lines",
+           "digest_of", "file_digests", "is_reference", "manifest_line", "output_digests",
+           "preload", "reference_digest", "script_code_digest", "sha256_file"]

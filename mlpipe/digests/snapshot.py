@@ -18,17 +18,12 @@ from pathlib import Path
 
 import blake3
 
+from mlpipe.digests import FOLDER_HEADER, manifest_line
+
 ALGO = "blake3"
 _MMAP_FROM = 1 << 20          # files this large are hashed from a memory map, multithreaded
 _SMALL_READ = 1 << 16         # a file shorter than this is read in one os.read
 _RACY_SECONDS = 2.0           # a file modified this recently may change again within its mtime
-_FOLDER_HEADER = b"mlpipe-folder-v1\n"
-
-
-def folder_manifest_header() -> bytes:
-    """The first bytes of every folder manifest (the step runtime digests outputs the same way:
-    ``mlpipe.runtime.finish.content``)."""
-    return _FOLDER_HEADER
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,11 +237,11 @@ def snapshot(path: str | os.PathLike[str], cache: StatCache | None = None) -> Sn
         return Snapshot(hit[1], hit[2], hit[3], "folder")
     known = cache.tree(root)
     fresh = {}
-    manifest = blake3.blake3(_FOLDER_HEADER)
+    manifest = blake3.blake3(FOLDER_HEADER)
     size = 0
     for row, abspath in sorted(zip(rows, paths)):
         digest = _digest_of(abspath, row, known, fresh, settled)
-        manifest.update(f"{row[0]}\0{row[1]}\0{digest}\n".encode())
+        manifest.update(manifest_line(row[0], row[1], digest).encode())
         size += row[1]
     result = Snapshot(f"{ALGO}:{manifest.hexdigest()}", size, len(rows), "folder")
     whole = all(r[2] < settled and r[3] < settled for r in rows)
@@ -332,10 +327,10 @@ def _hash_folder(files: list[tuple[str, str]]) -> tuple[Snapshot, list[Row], lis
                     digest = hasher.hexdigest()
         finally:
             close(fd)
-        lines.append(f"{rel}\0{size}\0{digest}\n")
+        lines.append(manifest_line(rel, size, digest))
         digests.append(digest)
         total += size
-    manifest = blake3.blake3(_FOLDER_HEADER)
+    manifest = blake3.blake3(FOLDER_HEADER)
     manifest.update("".join(lines).encode())
     return Snapshot(f"{ALGO}:{manifest.hexdigest()}", total, len(files), "folder"), [], digests
 
@@ -378,10 +373,10 @@ def _read_folder(listed: list[tuple[str, str]], settled_ns: int
         else:
             whole = False
         # the manifest records the stat size, as the cache does
-        lines.append(f"{rel}\0{size}\0{digest}\n")
+        lines.append(manifest_line(rel, size, digest))
         total += size
     lines.sort()
-    manifest = blake3.blake3(_FOLDER_HEADER)
+    manifest = blake3.blake3(FOLDER_HEADER)
     manifest.update("".join(lines).encode())
     return (Snapshot(f"{ALGO}:{manifest.hexdigest()}", total, len(rows), "folder"), rows,
             fresh, whole)

@@ -8,13 +8,13 @@ Sees contracts and the record; never imports a backend, the store, torch or mlfl
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mlpipe.digests import file_digests, output_digests
 from mlpipe.runtime import record
 
 #: How long the finisher waits for the other ranks to finish (seconds; MLPIPE_RECORD_WAIT_S).
@@ -22,7 +22,6 @@ WAIT_ENV = "MLPIPE_RECORD_WAIT_S"
 WAIT_DEFAULT_S = 300.0
 #: Files listed one by one with their digests per output; past it, the count of the others.
 MAX_FILES = 10_000
-_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,68 +108,16 @@ class _WithResults(Exception):
 
 # --- digests ------------------------------------------------------------------------------
 
-def file_digests(path: str) -> tuple[str, str]:
-    """``(sha256 hex, blake3 hex)`` of one file's bytes, read once."""
-    import blake3
-
-    sha, b3 = hashlib.sha256(), blake3.blake3()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            sha.update(chunk)
-            b3.update(chunk)
-    return sha.hexdigest(), b3.hexdigest()
-
-
-def _walk(root: str) -> list[tuple[str, str, os.stat_result]]:
-    found = []
-    stack = [("", root)]
-    while stack:
-        rel, folder = stack.pop()
-        with os.scandir(folder) as it:
-            for entry in it:
-                if entry.is_dir():
-                    stack.append((f"{rel}{entry.name}/", entry.path))
-                elif entry.is_file():
-                    found.append((rel + entry.name, entry.path, entry.stat()))
-    return sorted(found)
-
-
 def content(path: str) -> dict[str, Any]:
-    """The content digests of one output: ``digest`` (``blake3:``, the same value the local
-    artifact store files it under), ``sha256`` (the same manifest over SHA-256), size, file
-    count and, per file, its name, size, sha256 and blake3.
+    """The content digests of one output (``mlpipe.digests.output_digests``): ``digest``
+    (``blake3:``, the same value the local artifact store files it under), ``sha256``, size,
+    file count and the first ``MAX_FILES`` files with theirs.
 
     Example:
         >>> content("out/model")["digest"][:7]
         'blake3:'
     """
-    import blake3
-
-    # the folder manifest of mlpipe.digests.snapshot: one definition of a folder digest
-    from mlpipe.digests.snapshot import folder_manifest_header
-
-    header = folder_manifest_header()
-    if not os.path.isdir(path):
-        st = os.stat(path)
-        sha, b3 = file_digests(path)
-        files = [{"name": os.path.basename(path), "size": st.st_size, "sha256": sha,
-                  "blake3": b3, "mtime_ns": st.st_mtime_ns}]
-        return {"digest": f"blake3:{b3}", "sha256": f"sha256:{sha}", "size": st.st_size,
-                "file_count": 1, "files": files, "files_omitted": 0}
-    b3_manifest, sha_manifest = blake3.blake3(header), hashlib.sha256(header)
-    files, size = [], 0
-    found = _walk(path)
-    for rel, full, st in found:
-        sha, b3 = file_digests(full)
-        b3_manifest.update(f"{rel}\0{st.st_size}\0{b3}\n".encode())
-        sha_manifest.update(f"{rel}\0{st.st_size}\0{sha}\n".encode())
-        size += st.st_size
-        if len(files) < MAX_FILES:
-            files.append({"name": rel, "size": st.st_size, "sha256": sha, "blake3": b3,
-                          "mtime_ns": st.st_mtime_ns})
-    return {"digest": f"blake3:{b3_manifest.hexdigest()}",
-            "sha256": f"sha256:{sha_manifest.hexdigest()}", "size": size,
-            "file_count": len(found), "files": files, "files_omitted": len(found) - len(files)}
+    return output_digests(path, MAX_FILES)
 
 
 def _declared_prefixes(reads: tuple[str, ...] | list[str]) -> list[str]:
@@ -220,7 +167,8 @@ def hidden_inputs(parts: list[dict[str, Any]], reads: tuple[str, ...] | list[str
         if index < MAX_FILES:
             try:
                 size = os.stat(path).st_size
-                entry.update(exists=True, size=size, digest=f"blake3:{file_digests(path)[1]}")
+                b3 = file_digests(path)["blake3"]
+                entry.update(exists=True, size=size, digest=f"blake3:{b3}")
             except OSError:
                 pass
         out.append(entry)
@@ -352,5 +300,5 @@ def finish(where: str | None, *, me: dict[str, Any], outputs: list[Port], paths:
     return step
 
 
-__all__ = ["Failure", "Port", "check_inputs", "content", "file_digests", "finish",
+__all__ = ["Failure", "Port", "check_inputs", "content", "finish",
            "hidden_inputs", "wait_for_ranks"]

@@ -36,13 +36,13 @@ def _size(obj: Any) -> int | None:
 
 def _digest(indices: Any) -> str | None:
     """Which examples a ``Subset`` holds (ranks that each took their own part differ here)."""
-    import hashlib
+    from mlpipe.digests import digest_bytes
 
     try:
         text = ",".join(str(int(i)) for i in indices)
     except Exception:
         return None
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    return digest_bytes(text.encode("utf-8"))
 
 
 def _describe(loader: Any) -> dict[str, Any]:

@@ -367,15 +367,14 @@ def consumed_ids(found: dict[str, Any] | None) -> dict[str, Any] | None:
         >>> consumed_ids(load_record(folder))["count"]
         210
     """
-    import hashlib
+    from mlpipe.digests import digest_lines
 
     ids = sorted({str(i) for part in (found or {}).get("ranks") or []
                   if part.get("role", "worker") == "worker"
                   for i in part.get("consumed") or []})
     if not ids:
         return None
-    digest = hashlib.sha256("".join(f"{i}\n" for i in ids).encode()).hexdigest()
-    return {"count": len(ids), "digest": f"sha256:{digest}",
+    return {"count": len(ids), "digest": digest_lines(ids),
             "ids": ids if len(ids) <= MAX_STORED_IDS else None}
 
 
@@ -390,7 +389,7 @@ def opened_inputs(found: dict[str, Any] | None) -> dict[str, Any] | None:
         >>> opened_inputs(load_record(folder))["examples"]["count"]
         120
     """
-    import hashlib
+    from mlpipe.digests import digest_lines
 
     workers = [p for p in (found or {}).get("ranks") or [] if p.get("role", "worker") == "worker"]
     if not workers or any(not isinstance(p.get("reads_inputs"), dict) for p in workers):
@@ -402,8 +401,7 @@ def opened_inputs(found: dict[str, Any] | None) -> dict[str, Any] | None:
     out = {}
     for port, files in sorted(ports.items()):
         names = sorted(files)
-        digest = hashlib.sha256("".join(f"{n}\n" for n in names).encode()).hexdigest()
-        out[port] = {"count": len(names), "digest": f"sha256:{digest}",
+        out[port] = {"count": len(names), "digest": digest_lines(names),
                      "files": names if len(names) <= MAX_STORED_IDS else None}
     return out
 

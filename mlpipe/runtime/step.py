@@ -98,17 +98,17 @@ def _layer(exc: BaseException) -> str:
 
 def preload() -> None:
     """Import (and work out) now what running a step otherwise does on first use: the host
-    name's ``socket``, the output digests' ``blake3`` and folder manifest, ``ctypes`` for
-    adopting orphans, the observation's interpreter folders. The fork server calls it once,
+    name's ``socket``, the output digests' ``blake3``, ``ctypes`` for adopting orphans, the
+    observation's interpreter folders. The fork server calls it once,
     so that each step forked from it does not pay them again (tens of milliseconds a step);
     a fresh interpreter never calls it. Starts no thread."""
     import atexit  # noqa: F401  (record: the rank's part is saved at exit)
     import ctypes  # noqa: F401  (children: the step adopts its orphans)
     import socket  # noqa: F401  (record's host name)
 
-    import blake3  # noqa: F401  (finish: output digests)
+    from mlpipe import digests
 
-    from mlpipe.digests import snapshot  # noqa: F401  (finish: the folder manifest)
+    digests.preload()  # the output digests' blake3
 
     observe.preload()
 

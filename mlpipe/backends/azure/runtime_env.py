@@ -8,13 +8,13 @@ DIR/environment.yml``. Never talks to Azure.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 from mlpipe.backends.azure import yamlfile
+from mlpipe.digests import sha256_file
 from mlpipe.errors import UsageError
 from mlpipe.version import __version__
 
@@ -71,7 +71,7 @@ def write_runtime_environment(out_dir: str | os.PathLike[str], name: str, versio
     if len(built) != 1:
         raise UsageError(f"expected one mlpipe wheel in {context}, found {len(built)}",
                          hint="remove the others and run again")
-    digest = hashlib.sha256(built[0].read_bytes()).hexdigest()
+    digest = sha256_file(built[0])
     client = " ".join(f'"{r}"' for r in MLFLOW_CLIENT)
     (context / "Dockerfile").write_text(
         f"FROM {image}\n"

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import hashlib
 import os
 import re
 import tempfile
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from mlpipe.diagnostics import Diagnostic
+from mlpipe.digests import digest_bytes
 from mlpipe.errors import LoadError, MlpipeError
 from mlpipe.paths import display_path
 from mlpipe.spec import Location, PipelineSpec, StepSpec
@@ -82,8 +82,8 @@ def load_sdk_pipeline(fn: Any, path: str, name: str) -> tuple[PipelineSpec, list
     files: dict[str, Any] = {}
     _externalize(doc, files)
     text = yamlfile.dump(doc)
-    folder = Path(tempfile.gettempdir()) / "mlpipe-sdk" / hashlib.sha256(
-        f"{os.path.abspath(path)}:{name}\n{text}\n{sorted(files)}".encode()).hexdigest()[:16]
+    key = digest_bytes(f"{os.path.abspath(path)}:{name}\n{text}\n{sorted(files)}".encode())
+    folder = Path(tempfile.gettempdir()) / "mlpipe-sdk" / key.removeprefix("sha256:")[:16]
     written = folder / f"{Path(path).stem}.{name}.yml"
     for rel, content in [*files.items(), (written.name, doc)]:
         target = folder / rel
