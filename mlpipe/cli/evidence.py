@@ -47,13 +47,12 @@ def candidates(limit: int, fmt: str, trust_file: str | None) -> None:
 def _local_keyid() -> str | None:
     """The key id of this home's first-use key, when it was generated (mlpipe wrote its
     ``.pub`` in normal form, so its sha256 is the id, without importing cryptography)."""
-    import hashlib
-
+    from mlpipe.digests import sha256_file
     from mlpipe.evidence.config import locate
     from mlpipe.evidence.keys import LOCAL_KEY, public_path
 
     try:
-        return hashlib.sha256(public_path(locate().home / LOCAL_KEY).read_bytes()).hexdigest()
+        return sha256_file(public_path(locate().home / LOCAL_KEY))
     except OSError:
         return None
 

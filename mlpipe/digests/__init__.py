@@ -45,7 +45,18 @@ def digest_of(value: Any) -> str:
 
 def digest_bytes(content: bytes) -> str:
     """``sha256:<hex>`` of ``content``."""
-    return "sha256:" + hashlib.sha256(content).hexdigest()
+    return "sha256:" + sha256_hex(content)
+
+
+def sha256_hex(content: bytes) -> str:
+    """The bare SHA-256 hex digest of ``content`` (no ``sha256:`` prefix): a public key's id,
+    as OpenSSF Model Signing writes it.
+
+    Example:
+        >>> sha256_hex(b"")[:12]
+        'e3b0c44298fc'
+    """
+    return hashlib.sha256(content).hexdigest()
 
 
 def digest_lines(lines: Iterable[str]) -> str:
@@ -214,4 +225,5 @@ def script_code_digest(code: str | None, command: str, base: Path) -> str:
 
 __all__ = ["FOLDER_HEADER", "REFERENCE", "canonical_json", "digest_bytes", "digest_lines",
            "digest_of", "file_digests", "is_reference", "manifest_line", "output_digests",
-           "preload", "reference_digest", "script_code_digest", "sha256_file"]
+           "preload", "reference_digest", "script_code_digest", "sha256_file",
+           "sha256_hex"]

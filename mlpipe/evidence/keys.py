@@ -8,13 +8,13 @@ Signing (EC keys only) and Azure Key Vault (``ES256``).
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from mlpipe.digests import sha256_hex
 from mlpipe.errors import UsageError
 
 #: What `MLPIPE_SIGNING_KEY` (or ``[signing] key``) says to sign nothing.
@@ -43,7 +43,7 @@ def keyid_of(public_pem: bytes) -> str:
         >>> len(keyid_of(public_pem_of(generate_private())))
         64
     """
-    return hashlib.sha256(normal_pem(public_pem)).hexdigest()
+    return sha256_hex(normal_pem(public_pem))
 
 
 def normal_pem(public_pem: bytes) -> bytes:

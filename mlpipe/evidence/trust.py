@@ -7,7 +7,6 @@ is documented in docs/signing.md#the-trust-policy.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from mlpipe.codes import (
     DECISION_UNSIGNED,
 )
 from mlpipe.diagnostics import Code
+from mlpipe.digests import digest_bytes
 from mlpipe.errors import UsageError
 from mlpipe.evidence import dsse
 from mlpipe.evidence.keys import keyid_of, normal_pem
@@ -107,7 +107,7 @@ def load_trust(path: str | Path) -> Trust:
             raise _fail(where, f"identities {identities[ident.keyid].name!r} and {name!r} "
                                f"hold the same key {ident.keyid[:16]}: one key is one identity")
         identities[ident.keyid] = ident
-    return Trust(where, "sha256:" + hashlib.sha256(raw).hexdigest(), identities,
+    return Trust(where, digest_bytes(raw), identities,
                  **{k: rules.get(k, v) for k, v in _RULES.items()})
 
 
