@@ -17,7 +17,9 @@ import os
 import re
 import sys
 import sysconfig
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from mlpipe.modules import module_file
 from mlpipe.source import parse_file
@@ -550,11 +552,17 @@ def _module_names(path: str, package: str | None) -> tuple[frozenset[str], froze
     return _MODULE_NAMES[path]
 
 
+_NAMES_USED: dict[int, tuple[BodyFacts, tuple[frozenset[str], bool]]] = {}
+
+
 def names_used(facts: BodyFacts) -> tuple[frozenset[str], bool]:
     """Every dotted name (and imported module) the body uses, followed into the local modules
     it imports (transitively), and whether that reading is complete: False when a module it
     imports cannot be told (not installed here, or unreadable), so an absence proves nothing.
     """
+    cached = _NAMES_USED.get(id(facts))
+    if cached is not None and cached[0] is facts:
+        return cached[1]
     found = {n for n, _ in facts.names} | set(facts.imports)
     pending = list(facts.imports)
     seen: set[str] = set()
@@ -580,4 +588,18 @@ def names_used(facts: BodyFacts) -> tuple[frozenset[str], bool]:
             complete = False
         found |= names | imports
         pending += [i for i in imports if i]
+    _NAMES_USED[id(facts)] = (facts, (frozenset(found), complete))
     return frozenset(found), complete
+
+
+def step_facts(graph) -> Iterator[tuple[Any, BodyFacts | None]]:
+    """``(node, facts)`` for each step of ``graph``, each component's facts read once (a
+    pipeline of a thousand steps of one component stats its file once, not a thousand times).
+    """
+    seen: dict[int, tuple[ComponentSpec, BodyFacts | None]] = {}
+    for node in graph.step_nodes():
+        c = node.component
+        hit = seen.get(id(c))
+        if hit is None or hit[0] is not c:
+            hit = seen[id(c)] = (c, body_facts(c))
+        yield node, hit[1]

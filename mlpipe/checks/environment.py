@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from mlpipe import codes
-from mlpipe.checks.body import BodyFacts, body_facts
+from mlpipe.checks.body import BodyFacts, step_facts
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_step
 from mlpipe.compute import CATALOGUE
@@ -161,15 +161,18 @@ def _needed(node: StepNode, facts: BodyFacts | None) -> list[tuple[str, str]]:
 
 @check(codes.FRAMEWORK_MISSING_FROM_ENVIRONMENT)
 def framework_in_environment(graph: Graph) -> Iterator[Diagnostic]:
-    for node in graph.step_nodes():
+    read: dict[Path, set[str] | None] = {}
+    for node, facts in step_facts(graph):
         c = node.component
         path, env = _conda_path(node), c.environment
         if path is None or env is None:
             continue
-        needed = _needed(node, body_facts(c))
+        needed = _needed(node, facts)
         if not needed:
             continue
-        packages = conda_packages(path)
+        if path not in read:
+            read[path] = conda_packages(path)
+        packages = read[path]
         if packages is None:
             continue
         image = (env.image or "").lower()
@@ -192,14 +195,13 @@ def framework_in_environment(graph: Graph) -> Iterator[Diagnostic]:
 
 @check(codes.ACCELERATOR_CODE_ON_CPU_SIZE)
 def accelerator_on_cpu(graph: Graph) -> Iterator[Diagnostic]:
-    for node in graph.step_nodes():
+    for node, facts in step_facts(graph):
         c = node.component
-        if c.compute is None:
+        if c.compute is None or facts is None or not facts.gpu_calls:
             continue
         size = CATALOGUE.resolve(c.compute)[0]
         if size is None or size.has_gpu:
             continue
-        facts = body_facts(c)
         if facts is None or not facts.gpu_calls or facts.device_checked:
             continue
         what, line = facts.gpu_calls[0]

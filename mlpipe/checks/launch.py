@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from mlpipe import codes
-from mlpipe.checks.body import BodyFacts, body_facts, names_used
+from mlpipe.checks.body import BodyFacts, names_used, step_facts
 from mlpipe.checks.distribution import _LAUNCHERS
 from mlpipe.checks.frameworks import _MPI_VARS, _PYTORCH_VARS, _framework
 from mlpipe.checks.registry import check
@@ -59,9 +59,10 @@ _RANK_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "NODE_RANK", "TF_CONFIG",
 _NAMES = {"pytorch": "PyTorch", "tensorflow": "TensorFlow", "mpi": "MPI"}
 
 
-def _facts(node: StepNode) -> BodyFacts | None:
-    facts = body_facts(node.component)
-    return None if facts is None or facts.empty else facts
+def _steps(graph: Graph) -> Iterator[tuple[StepNode, BodyFacts | None]]:
+    """Each step with its body's facts; a stub body (``pass``) has none worth judging."""
+    for node, facts in step_facts(graph):
+        yield node, None if facts is None or facts.empty else facts
 
 
 def _where(node: StepNode, facts: BodyFacts, line: int) -> dict:
@@ -84,9 +85,8 @@ def _in(names: frozenset[str], prefixes: tuple[str, ...]) -> str | None:
 
 @check(codes.WORKERS_STARTED_IN_BODY)
 def workers_started(graph: Graph) -> Iterator[Diagnostic]:
-    for node in graph.step_nodes():
+    for node, facts in _steps(graph):
         c = node.component
-        facts = _facts(node)
         if facts is None:
             continue
         found = [(n, line) for n, line in facts.names if n in SPAWNERS]
@@ -125,10 +125,9 @@ def _owned(framework: str, variable: str) -> bool:
 
 @check(codes.LAUNCH_VARIABLE_OVERWRITTEN)
 def launch_variables(graph: Graph) -> Iterator[Diagnostic]:
-    for node in graph.step_nodes():
+    for node, facts in _steps(graph):
         c = node.component
         framework = _framework(node)
-        facts = _facts(node)
         if framework is None or facts is None:
             continue
         for variable, line in facts.env_overwrites:
@@ -171,9 +170,8 @@ def _foreign_strategy(framework: str, facts: BodyFacts, names: frozenset[str]
 
 @check(codes.FOREIGN_DISTRIBUTION_STRATEGY)
 def foreign_strategy(graph: Graph) -> Iterator[Diagnostic]:
-    for node in graph.step_nodes():
+    for node, facts in _steps(graph):
         framework = _framework(node)
-        facts = _facts(node)
         if framework is None or facts is None:
             continue
         found = _foreign_strategy(framework, facts, names_used(facts)[0])
@@ -219,12 +217,11 @@ def tf_workers(graph: Graph) -> Iterator[Diagnostic]:
 
 @check(codes.DISTRIBUTION_WITHOUT_COORDINATION)
 def without_coordination(graph: Graph) -> Iterator[Diagnostic]:
-    for node in graph.step_nodes():
+    for node, facts in _steps(graph):
         c = node.component
         framework, dist = _framework(node), c.distribution
         if framework is None or dist is None or dist.world_size(c.instances) < 2:
             continue
-        facts = _facts(node)
         if facts is None or facts.commands:
             continue  # the work runs in programs it starts, which are not read here
         names, complete = names_used(facts)

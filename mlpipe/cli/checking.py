@@ -76,10 +76,15 @@ def check(target: str | None, fmt: str, select: str | None, ignore: str | None,
 def _recorded_versions(graph) -> list:
     """MP805 from what the configured evidence store holds (nothing when there is none)."""
     from mlpipe.checks.versions import component_names, reused_versions
+    from mlpipe.errors import MlpipeError
     from mlpipe.evidence.config import locate
     from mlpipe.evidence.versions import recorded_code_digests
 
-    return reused_versions(graph, recorded_code_digests(locate().url, component_names(graph)))
+    try:
+        url = locate().url
+    except MlpipeError:
+        return []  # a store configuration that cannot be read: the run commands say why
+    return reused_versions(graph, recorded_code_digests(url, component_names(graph)))
 
 
 def _explain(code: str) -> str:

@@ -7,7 +7,6 @@ so ``check`` never fails because of the store.
 from __future__ import annotations
 
 import os
-import sqlite3
 from collections.abc import Iterable
 from urllib.parse import quote
 
@@ -38,6 +37,8 @@ def recorded_code_digests(url: str, names: Iterable[str]) -> dict[tuple[str, str
         if path is not None:
             if path == ":memory:" or not os.path.exists(path):
                 return {}
+            import sqlite3  # only for a store that is there: check's start-up pays nothing
+
             conn = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, timeout=5)
             try:
                 rows = conn.execute(_QUERY.format(",".join("?" * len(wanted))),
