@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterator
 
 from mlpipe.checks.registry import check
-from mlpipe.checks.where import at_step
+from mlpipe.checks.where import at_step, help_for
 from mlpipe.codes import (
     BACKEND_DEVICE_MISMATCH,
     CLUSTER_TOO_SMALL,
@@ -69,7 +69,11 @@ def processes_per_gpu(graph: Graph) -> Iterator[Diagnostic]:
                 f"step '{node.id}' uses PyTorch on {size.describe()} without "
                 f"processes_per_node, so Azure ML starts 1 process per node and "
                 f"{size.gpus - 1} of {size.gpus} GPUs sit idle",
-                hint=f"pass PyTorch(processes_per_node={size.gpus})", **at_step(node))
+                hint=help_for(node, f"pass PyTorch(processes_per_node={size.gpus})",
+                              f"set distribution: {{type: pytorch, process_count_per_instance: "
+                              f"{size.gpus}}}",
+                              f"pass distribution=PyTorchDistribution(process_count_per_instance="
+                              f"{size.gpus})"), **at_step(node))
         elif ppn is not None and ppn != size.gpus:
             more = ppn > size.gpus
             yield Diagnostic.of(
@@ -77,7 +81,11 @@ def processes_per_gpu(graph: Graph) -> Iterator[Diagnostic]:
                             f"{size.describe()}: " + (
                                 f"{ppn - size.gpus} processes have no GPU of their own" if more
                                 else f"{size.gpus - ppn} GPUs sit idle"),
-                hint=f"set processes_per_node={size.gpus}, one process per GPU",
+                hint=help_for(node, f"set processes_per_node={size.gpus}, one process per GPU",
+                              f"set distribution.process_count_per_instance: {size.gpus}, one "
+                              f"process per GPU",
+                              f"set process_count_per_instance={size.gpus} in the "
+                              f"distribution, one process per GPU"),
                 **at_step(node))
 
 
@@ -242,8 +250,13 @@ def idle_nodes(graph: Graph) -> Iterator[Diagnostic]:
                 f"step '{node.id}' asks for {c.instances} instances but "
                 f"{c.name!r} declares no distribution, so one node trains and "
                 f"{c.instances - 1} sit idle",
-                hint="remove instances=..., or make the code distributed and declare "
-                     "distribution=PyTorch(...)/TensorFlow(...)/Mpi(...)", **at_step(node))
+                hint=help_for(node, "remove instances=..., or make the code distributed and "
+                                    "declare distribution=PyTorch(...)/TensorFlow(...)/Mpi(...)",
+                              "remove resources.instance_count, or make the code distributed and "
+                              "declare distribution: {type: pytorch|tensorflow|mpi, ...}",
+                              "remove instance_count=..., or make the code distributed and pass "
+                              "distribution=PyTorchDistribution(...)/TensorFlowDistribution(...)/"
+                              "MpiDistribution(...)"), **at_step(node))
 
 
 @check(OUTPUT_WRITER_UNDECLARED, WRITER_FOR_UNKNOWN_OUTPUT, GLOBAL_METRIC_UNAGGREGATED)
@@ -311,5 +324,10 @@ def capacity(graph: Graph) -> Iterator[Diagnostic]:
             yield Diagnostic.of(
                 UNKNOWN_VM_SIZE, f"step '{node.id}' is distributed but {said}; GPU and network "
                               f"checks were skipped",
-                hint="pass Compute(name, sku='Standard_...') or declare the cluster with "
-                     "mlpipe.compute.define_cluster / define_vm_size", **at_step(node))
+                hint=help_for(node, "pass Compute(name, sku='Standard_...') or declare the "
+                                    "cluster with mlpipe.compute.define_cluster / "
+                                    "define_vm_size",
+                              "give the job resources.instance_type: Standard_... (its VM "
+                              "size), so that the GPU and network checks can run",
+                              "pass instance_type='Standard_...' (its VM size) to command(), so "
+                              "that the GPU and network checks can run"), **at_step(node))

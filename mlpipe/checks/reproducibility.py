@@ -13,7 +13,7 @@ from typing import Any
 
 from mlpipe import codes
 from mlpipe.checks.registry import check
-from mlpipe.checks.where import at_pipeline, at_step
+from mlpipe.checks.where import at_pipeline, at_step, written_in
 from mlpipe.diagnostics import Diagnostic, Severity
 from mlpipe.graph import FromInput, FromLiteral, Graph, StepNode
 from mlpipe.paths import display_path
@@ -123,9 +123,14 @@ def _yaml_file(nodes: list[StepNode]) -> str | None:
     a pipeline written with mlpipe's decorators: the help is written in that file's terms."""
     for node in nodes:
         loc = node.component.location or node.location
-        if loc is not None and loc.file.lower().endswith((".yml", ".yaml")):
+        if loc is not None and written_in(node) == "yaml":
             return loc.file
     return None
+
+
+def _sdk(nodes: list[StepNode], yaml_or_python: str, sdk: str) -> str:
+    """The hint for an azure-ai-ml Python pipeline's steps, else the other one."""
+    return sdk if any(written_in(n) == "sdk" for n in nodes) else yaml_or_python
 
 
 @check(codes.ENVIRONMENT_UNVERSIONED, codes.MOVING_REFERENCE, codes.IMAGE_TAG_WITHOUT_DIGEST)
@@ -144,10 +149,12 @@ def moving_environments(graph: Graph) -> Iterator[Diagnostic]:
                 f"{'names' if yaml_file else 'has'} no version: Azure ML resolves it as "
                 f"{environment_text(env)}, whichever version is newest when the job is "
                 f"submitted, so two runs of the same pipeline can use different software",
-                hint=(f"pin it in {display_path(yaml_file)}: environment: "
-                      f"{environment_text(env, 'N')} (az ml environment list --name "
-                      f"{_short(env.name)} lists its versions)" if yaml_file else
-                      f'pin it: Environment("{env.name}", version="N")'), **where)
+                hint=_sdk(nodes, f"pin it in {display_path(yaml_file)}: environment: "
+                          f"{environment_text(env, 'N')} (az ml environment list --name "
+                          f"{_short(env.name)} lists its versions)" if yaml_file else
+                          f'pin it: Environment("{env.name}", version="N")',
+                          f'pin it where the pipeline\'s code names it: environment='
+                          f'"{environment_text(env, "N")}"'), **where)
         elif env.version is not None and (env.version.strip().lower() == "latest"
                                           or env.version.startswith("@")):
             label = env.version.lstrip("@")
@@ -159,10 +166,12 @@ def moving_environments(graph: Graph) -> Iterator[Diagnostic]:
                 f"submitted" if env.version.startswith("@") or not yaml_file else
                 f"environment {written!r} of {_steps(nodes)} asks for version 'latest', which "
                 f"names whichever version is newest when the job is submitted",
-                hint=(f"pin a version in {display_path(yaml_file)}: environment: "
-                      f"{environment_text(env, 'N')} (az ml environment list --name "
-                      f"{_short(env.name)} lists its versions)" if yaml_file else
-                      f'pin a version: Environment("{env.name}", version="N")'), **where)
+                hint=_sdk(nodes, f"pin a version in {display_path(yaml_file)}: environment: "
+                          f"{environment_text(env, 'N')} (az ml environment list --name "
+                          f"{_short(env.name)} lists its versions)" if yaml_file else
+                          f'pin a version: Environment("{env.name}", version="N")',
+                          f'pin a version where the pipeline\'s code names it: environment='
+                          f'"{environment_text(env, "N")}"'), **where)
         if env.image:
             why = image_moves(env.image)
             if why is not None:

@@ -29,3 +29,22 @@ def at_pipeline(graph: Graph, input_name: str | None = None) -> dict[str, Any]:
     return {"file": loc.file if loc else None, "line": loc.line if loc else None}
 
 
+#: The folder azure-ai-ml Python pipelines are written to as YAML (``backends.azure.sdk``).
+SDK_FOLDER = "mlpipe-sdk"
+
+
+def written_in(node: StepNode) -> str:
+    """How the step's component was written, so that a hint speaks its language: ``"yaml"``
+    (a job or component file), ``"sdk"`` (azure-ai-ml Python: ``command()``,
+    ``load_component``, ``@dsl.pipeline``) or ``"python"`` (mlpipe's decorators)."""
+    loc = node.component.location
+    if loc is None or not loc.file.lower().endswith((".yml", ".yaml")):
+        return "python"
+    return "sdk" if f"{SDK_FOLDER}" in loc.file.replace("\\", "/").split("/") else "yaml"
+
+
+def help_for(node: StepNode, python: str, yaml: str, sdk: str | None = None) -> str:
+    """The hint in the language the step was written in (``written_in``)."""
+    kind = written_in(node)
+    return yaml if kind == "yaml" else (sdk or yaml) if kind == "sdk" else python
+

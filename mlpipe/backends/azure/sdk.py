@@ -149,9 +149,8 @@ class _Where:
         if isinstance(target, PipelineSpec):
             # a sub-pipeline's nodes are assigned in its own function (named like it)
             target = self.spec(target, target.name)
-        else:
-            target = dataclasses.replace(target, location=self.location(
-                target.location, step.name, function))
+        # a component keeps its place in the written YAML (the checks' hints then speak
+        # azure-ai-ml's terms); the step, which diagnostics point at, is the user's line
         return dataclasses.replace(step, target=target,
                                    location=self.location(step.location, step.name, function))
 

@@ -60,6 +60,11 @@ def test_a_dsl_pipeline_is_read_as_its_job_and_checked_with_every_check():
     _, checked = check_pipeline(spec)
     assert [d.code for d in found + checked if d.severity.value != "info"] == []
     assert spec.step("fit").location.line == line_of("fit = train(data=cleaned")
+    # help in azure-ai-ml's terms, at the user's line
+    (size,) = [d for d in checked if d.code == "MP516"]
+    assert (size.file, size.line) == (FILE, line_of("fit = train(data="))
+    assert size.hint == ("pass instance_type='Standard_...' (its VM size) to command(), so that "
+                         "the GPU and network checks can run")
 
 
 def test_a_nested_pipeline_is_read_with_its_nodes_located_in_its_own_function():

@@ -59,6 +59,9 @@ def test_the_trials_launch_is_checked_as_any_steps(project):
     assert checked.returncode == 1
     assert "error[MP512] instances-without-distribution: step 'iris_sweep' asks for 2 " \
            "instances" in checked.stdout
+    # help in the file's own terms, not mlpipe's decorators'
+    assert "help: remove resources.instance_count, or make the code distributed and declare " \
+           "distribution: {type: pytorch|tensorflow|mpi, ...}" in checked.stdout
 
 
 def test_a_sampled_value_the_command_reads_must_be_in_the_search_space(project):
