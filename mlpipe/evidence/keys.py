@@ -8,6 +8,8 @@ Signing (EC keys only) and Azure Key Vault (``ES256``).
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 import secrets
 from dataclasses import dataclass
@@ -46,13 +48,43 @@ def keyid_of(public_pem: bytes) -> str:
     return sha256_hex(normal_pem(public_pem))
 
 
-def normal_pem(public_pem: bytes) -> bytes:
-    """The PEM of a public key as ``cryptography`` writes it (whatever line endings it came
-    with), so that one key has one id."""
-    from cryptography.hazmat.primitives import serialization
+#: The DER prefix of every ECDSA P-256 SubjectPublicKeyInfo (algorithm id-ecPublicKey,
+#: curve prime256v1, a 66-byte bit string); the uncompressed point follows it.
+_P256_SPKI = bytes.fromhex("3059301306072a8648ce3d020106082a8648ce3d030107034200")
 
-    return load_public(public_pem).public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+
+def _spki_der(public_pem: bytes) -> bytes:
+    """The DER of a PEM public key, checked to be ECDSA P-256 (uncompressed point).
+
+    Raises:
+        ValueError: not a PEM public key of that curve.
+    """
+    text = public_pem.decode("ascii", "replace")
+    begin, end = "-----BEGIN PUBLIC KEY-----", "-----END PUBLIC KEY-----"
+    if begin not in text or end not in text:
+        raise ValueError("not a PEM public key")
+    body = "".join(text.split(begin, 1)[1].split(end, 1)[0].split())
+    try:
+        der = base64.b64decode(body, validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError("not a PEM public key") from None
+    if len(der) != len(_P256_SPKI) + 65 or not der.startswith(_P256_SPKI + b"\x04"):
+        raise ValueError("not an ECDSA P-256 public key")
+    return der
+
+
+def normal_pem(public_pem: bytes) -> bytes:
+    """The PEM of a public key as ``cryptography`` writes it (whatever line endings or
+    wrapping it came with), so that one key has one id; written here, without importing
+    ``cryptography``, since every ``--verify --trust`` names keys by it.
+
+    Raises:
+        ValueError: not a PEM ECDSA P-256 public key.
+    """
+    body = base64.b64encode(_spki_der(public_pem)).decode("ascii")
+    lines = [body[i:i + 64] for i in range(0, len(body), 64)]
+    return ("-----BEGIN PUBLIC KEY-----\n" + "\n".join(lines)
+            + "\n-----END PUBLIC KEY-----\n").encode("ascii")
 
 
 def generate_private():  # -> ec.EllipticCurvePrivateKey
@@ -212,18 +244,16 @@ def load_private(path: str | os.PathLike[str]) -> LocalKey:
 
 
 def load_public(pem: bytes):  # -> ec.EllipticCurvePublicKey
-    """The ECDSA P-256 public key in ``pem``.
+    """The ECDSA P-256 public key in ``pem`` (its point read from the DER, so that checking a
+    signature imports ``cryptography``'s EC module only, not its serialization package).
 
     Raises:
         ValueError: not a PEM public key of that curve (the caller says whose).
     """
-    from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
 
-    key = serialization.load_pem_public_key(pem)
-    if not isinstance(key, ec.EllipticCurvePublicKey) or key.curve.name != "secp256r1":
-        raise ValueError("not an ECDSA P-256 public key")
-    return key
+    point = _spki_der(pem)[len(_P256_SPKI):]
+    return ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), point)
 
 
 def valid(public_key, signature: bytes, data: bytes) -> bool:
