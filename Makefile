@@ -14,7 +14,7 @@ $(BIN)/python:
 	$(PIP) install --quiet --upgrade pip
 
 $(VENV)/.installed-base: pyproject.toml | $(BIN)/python
-	$(PIP) install --quiet -e .
+	$(PIP) install --quiet -e '.[models]'
 	@touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
@@ -31,7 +31,7 @@ $(VENV)/.installed-torch: pyproject.toml | $(VENV)/.installed-dev
 # from PyTorch's CPU index (PyPI's Linux wheel is the CUDA build, gigabytes the demo never uses).
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 $(VENV)/.installed-demo: pyproject.toml | $(BIN)/python
-	$(PIP) install --quiet -e '.[torch]' $(if $(PIP_FIND_LINKS),,--extra-index-url $(TORCH_INDEX))
+	$(PIP) install --quiet -e '.[torch,models]' $(if $(PIP_FIND_LINKS),,--extra-index-url $(TORCH_INDEX))
 	@touch $@ $(VENV)/.installed-base
 
 # The example end to end: data set, check, run, candidate, its evidence, qualified against
@@ -65,6 +65,17 @@ demo: $(if $(FALLBACK),$(VENV)/.installed-base,$(VENV)/.installed-demo)
 	$(BIN)/mlpipe qualify "$$cand" --policy policies/defect-classifier.yml; status=$$?; \
 	echo "== the review page: $(CURDIR)/build/evidence.html (one self-contained file; print it to PDF to archive)"; \
 	exit $$status
+	@cand="$$(sed -n 's/^candidate //p' build/demo-run.txt)"; \
+	echo "== a decision (scripted here; a reviewer records it after reading the bundle)"; \
+	$(BIN)/mlpipe evidence "$$cand" --rebuild >/dev/null || exit $$?; \
+	$(BIN)/mlpipe review "$$cand" --accept --by demo-reviewer --note "demo: meets the policy" \
+	    --policy policies/defect-classifier.yml || exit $$?; \
+	echo "== promoted into a local MLflow Model Registry (SQLite, build/mlflow.db; no server)"; \
+	MLFLOW_TRACKING_URI=sqlite:///build/mlflow.db $(BIN)/mlpipe promote "$$cand" \
+	    --name defect-classifier --alias champion --by demo || exit $$?; \
+	echo "== traced back from the registry"; \
+	MLFLOW_TRACKING_URI=sqlite:///build/mlflow.db $(BIN)/mlpipe trace \
+	    models:/defect-classifier@champion
 
 # The whole suite; the store tests also run against a throw-away PostgreSQL server on loopback
 # when PostgreSQL is installed (.ci/with-postgres; .ci/run installs it from Debian's packages).

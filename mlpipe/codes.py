@@ -463,6 +463,27 @@ MODEL_SIGNER_UNTRUSTED = _code(
     "MP739", "model-signer-untrusted", ERROR,
     "The model signature the bundle names is by a key the trust policy does not let seal.")
 
+# --- MP750-MP769: promotion into a model registry and tracing back from it
+#     (mlpipe.evidence.promotion, mlpipe.evidence.trace)
+PROMOTION_WITHOUT_DECISION = _code(
+    "MP750", "promotion-without-decision", ERROR,
+    "A candidate is promoted into a model registry with no recorded decision on it.")
+PROMOTION_OF_REJECTED_CANDIDATE = _code(
+    "MP751", "promotion-of-rejected-candidate", ERROR,
+    "A candidate whose newest recorded decision rejects it is promoted.")
+PROMOTION_ON_STALE_DECISION = _code(
+    "MP752", "promotion-on-stale-decision", ERROR,
+    "The accepted decision cites a bundle that the candidate's evidence no longer matches.")
+PROMOTION_POLICY_NOT_MET = _code(
+    "MP753", "promotion-policy-not-met", ERROR,
+    "The accepted decision cites no policy, another policy, or one the candidate does not meet.")
+REGISTERED_MODEL_REPLACED = _code(
+    "MP754", "registered-model-replaced", ERROR,
+    "A registered model's bytes are not those of the candidate it was promoted from.")
+REGISTERED_MODEL_UNKNOWN = _code(
+    "MP755", "registered-model-unknown", ERROR,
+    "No candidate in the evidence store has a registered model's bytes.")
+
 # --- MP8xx: reproducibility: references that move (mlpipe.checks.reproducibility)
 ENVIRONMENT_UNVERSIONED = _code(
     "MP801", "environment-unversioned", WARNING,

@@ -60,10 +60,12 @@ def _local_keyid() -> str | None:
 @main.command()
 @click.argument("candidate")
 @click.option("--format", "fmt",
-              type=click.Choice(["text", "json", "markdown", "html", "dsse"]),
+              type=click.Choice(["text", "json", "markdown", "html", "dsse", "model-card"]),
               default="text", show_default=True,
               help="json prints the exact sealed bytes (their sha256 is the bundle digest); "
-                   "dsse the DSSE envelope that signs them (docs/signing.md).")
+                   "dsse the DSSE envelope that signs them (docs/signing.md); model-card "
+                   "writes a Markdown card to -o FILE.md and a CycloneDX ML-BOM beside it, "
+                   "both citing the bundle.")
 @click.option("--verify", is_flag=True,
               help="Re-hash every artifact and snapshot, compare the store with the sealed "
                    "bundle, recompute its digest; exit 1 on any mismatch.")
@@ -96,6 +98,11 @@ def evidence(candidate: str, fmt: str, verify: bool, fetch: bool, rebuild: bool,
     """
     from mlpipe.evidence.config import locate
 
+    if fmt == "model-card" and not verify:
+        from mlpipe.cli.promotion import model_card
+
+        model_card(candidate, output)
+        return
     if (fetch or trust_file) and not verify:
         from mlpipe.errors import UsageError
 

@@ -294,6 +294,14 @@ def _productions(s: Session, candidate: m.CandidateRow) -> list[dict[str, Any]]:
             for rid, status, started in rows]
 
 
+def _promotions(s: Session, candidate: m.CandidateRow) -> list[dict[str, Any]]:
+    from mlpipe.evidence.promotion import promotion_entry
+
+    return [promotion_entry(p) for p in s.scalars(
+        select(m.Promotion).where(m.Promotion.candidate_id == candidate.id)
+        .order_by(m.Promotion.promoted_at, m.Promotion.id))]
+
+
 def build(s: Session, candidate: m.CandidateRow, *, hash_model: bool = True,
           roots: ArtifactRoots | None = None) -> dict[str, Any]:
     """The unsealed bundle of ``candidate``: the Statement with its predicate, without the
@@ -383,6 +391,9 @@ def build(s: Session, candidate: m.CandidateRow, *, hash_model: bool = True,
 
         predicate["model_signature"] = {"digest": signed.digest, "keyid": signed.keyid,
                                         "format": FORMAT}
+    promotions = _promotions(s, candidate)
+    if promotions:  # absent when none: bundles sealed before promotions existed still match
+        predicate["promotions"] = promotions
     predicate["findings"] = find(s, predicate)
     label = "model" if not candidate.name else candidate.name
     return {"_type": STATEMENT_TYPE,

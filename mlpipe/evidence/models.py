@@ -360,3 +360,32 @@ class StoreKey(Base):
     #: the key's bytes, hex-encoded
     value: Mapped[str] = mapped_column(String(128))
     created_at: Mapped[datetime] = mapped_column(DateTime)
+
+
+class Promotion(Base):
+    """A candidate's model registered into a model registry (``mlpipe promote``), gated on an
+    accepted decision: where it went (registry, target, name, version, alias), the decision and
+    bundle it was gated on, and the tags that carry the lineage there."""
+
+    __tablename__ = "promotions"
+    __table_args__ = (UniqueConstraint("registry", "target", "name", "version",
+                                       name="uq_promotions_version"),
+                      Index("ix_promotions_candidate", "candidate_id", "promoted_at"))
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    candidate_id: Mapped[str] = mapped_column(ForeignKey("candidates.id"))
+    decision_id: Mapped[int] = mapped_column(ForeignKey("decisions.id"))
+    #: the bundle the decision cites (what the reviewer read)
+    bundle_digest: Mapped[str] = mapped_column(ForeignKey("bundles.digest"))
+    model_digest: Mapped[str] = mapped_column(String(80))
+    #: ``mlflow`` or ``azure`` (column ``registry``: the attribute name is SQLAlchemy's)
+    registry_kind: Mapped[str] = mapped_column("registry", String(20))
+    #: the tracking URI, or the Azure ML workspace (and registry) the model went to
+    target: Mapped[str] = mapped_column(String(500))
+    name: Mapped[str] = mapped_column(String(255))
+    version: Mapped[str] = mapped_column(String(40))
+    alias: Mapped[Optional[str]] = mapped_column(String(255))
+    #: ``models:/NAME/3`` or ``azureml:NAME:3``
+    uri: Mapped[str] = mapped_column(String(600))
+    tags: Mapped[dict[str, Any]] = mapped_column(JSON)
+    promoted_by: Mapped[Optional[str]] = mapped_column(String(200))
+    promoted_at: Mapped[datetime] = mapped_column(DateTime)

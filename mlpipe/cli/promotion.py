@@ -1,0 +1,141 @@
+"""Commands that carry an accepted candidate to where models are deployed from: promote
+(register it into a model registry, gated on the recorded decision) and trace (from a
+registered model back to its candidate and evidence). Parse, call ``mlpipe.evidence.promotion``
+/ ``trace`` and the registry's module, render.
+
+Exit codes: 0 promoted / traced; 1 promotion refused (MP750-MP753) / the registered bytes are
+not the candidate's (MP754, MP755) or its bundle does not verify; 2 usage.
+"""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from mlpipe.cli.base import EXIT_PROBLEMS, main
+
+
+@main.command()
+@click.argument("candidate")
+@click.option("--registry", type=click.Choice(["mlflow"]), default="mlflow",
+              show_default=True,
+              help="mlflow: an MLflow Model Registry (the tracking URI from MLFLOW_TRACKING_URI "
+                   "or --tracking-uri).")
+@click.option("--name", required=True, metavar="NAME", help="The registered model's name.")
+@click.option("--alias", default=None, metavar="ALIAS",
+              help="Point this alias (e.g. champion) at the version.")
+@click.option("--policy", "policy_file", default=None, metavar="FILE",
+              type=click.Path(dir_okay=False),
+              help="The policy the promotion requires; the accepted decision must cite it "
+                   "(default: the policy file the decision cites, re-read and re-judged).")
+@click.option("--tracking-uri", default=None, metavar="URI",
+              help="The MLflow tracking (and registry) URI; default MLFLOW_TRACKING_URI.")
+@click.option("--by", default=None, metavar="NAME", help="Who promotes (recorded).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="json: for scripts.")
+def promote(candidate: str, registry: str, name: str, alias: str | None,
+            policy_file: str | None, tracking_uri: str | None, by: str | None,
+            fmt: str) -> None:
+    """Register CANDIDATE's model into a model registry, with its lineage as tags.
+
+    Only a candidate whose newest decision accepts it, on a bundle its evidence still matches,
+    against a policy it meets; otherwise refused (exit 1) with the code of what is missing
+    (MP750 no decision, MP751 rejected, MP752 stale, MP753 policy). Promoting the same
+    candidate again gives the same version. The promotion is recorded and sealed into the
+    candidate's next bundle; the model card and ML-BOM are attached to the version.
+    """
+    from mlpipe.evidence.card import write_card
+    from mlpipe.evidence.config import locate
+    from mlpipe.evidence.mlflowregistry import register
+    from mlpipe.evidence.mlflowregistry import tracking_uri as configured_uri
+    from mlpipe.evidence.promotion import gate, record
+
+    policy = None
+    if policy_file is not None:
+        from mlpipe.evidence.policy import load_policy
+
+        policy = load_policy(policy_file)
+    url = locate().url
+    passed = gate(url, candidate, policy)
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="mlpipe-card-") as tmp:
+        card = write_card(url, passed.candidate, f"{tmp}/model-card.md")
+        uri = configured_uri(tracking_uri)
+        reg = register(uri, name, passed.model_path, passed.tags, alias=alias,
+                       attachments={"model_card": str(card.markdown),
+                                    "ml_bom": str(card.bom)},
+                       description=card.markdown.read_text(encoding="utf-8"))
+    done = record(url, passed, reg, by=by)
+    if fmt == "json":
+        import json
+
+        click.echo(json.dumps({"candidate": done.candidate, "registry": reg.registry,
+                               "target": reg.target, "name": reg.name, "version": reg.version,
+                               "uri": reg.uri, "alias": reg.alias, "new": reg.new,
+                               "bundle": passed.cited, "decision": passed.decision_digest,
+                               "sealed": done.sealed, "tags": {**passed.tags,
+                                                               **reg.extra_tags}},
+                              indent=2, sort_keys=True))
+        return
+    verb = "registered" if reg.new else "already registered as"
+    click.echo(f"promoted {done.candidate}: {verb} {reg.uri}"
+               + (f" (alias {reg.alias})" if reg.alias else "") + f" at {reg.target}")
+    click.echo(f"  decision {passed.decision['verdict']} by {passed.decision['by']}, citing "
+               f"bundle {passed.cited}; policy {passed.policy.name} {passed.policy.digest}")
+    click.echo(f"  sealed {done.sealed} with the promotion (mlpipe evidence {done.candidate})")
+
+
+def model_card(candidate: str, output: str | None) -> None:
+    """``mlpipe evidence C --format model-card -o FILE.md``: the card and, beside it, the ML-BOM."""
+    from mlpipe.errors import UsageError
+    from mlpipe.evidence.card import write_card
+    from mlpipe.evidence.config import locate
+
+    if output is None:
+        raise UsageError("--format model-card writes two files (the Markdown card and its "
+                         "CycloneDX ML-BOM); give the card's path with -o",
+                         hint=f"run `mlpipe evidence {candidate} --format model-card -o "
+                              f"model-card.md`")
+    card = write_card(locate().url, candidate, output)
+    click.echo(f"wrote {card.markdown} and {card.bom} (CycloneDX 1.6 ML-BOM), citing bundle "
+               f"{card.bundle}")
+
+
+@main.command()
+@click.argument("model")
+@click.option("--tracking-uri", default=None, metavar="URI",
+              help="For models:/ URIs: the MLflow tracking URI; default MLFLOW_TRACKING_URI.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="json: for scripts.")
+def trace(model: str, tracking_uri: str | None, fmt: str) -> None:
+    """Trace a registered MODEL (models:/NAME/3, models:/NAME@champion) back to its candidate:
+    download its bytes, hash them, find the candidate that has them, show its bundle, decision
+    and promotion, and verify the bundle. Exit 1 when the bytes are not the promoted
+    candidate's (MP754), no candidate has them (MP755), or the bundle does not verify."""
+    from mlpipe.errors import UsageError
+    from mlpipe.evidence.config import locate
+    from mlpipe.evidence.trace import Fetched, render
+    from mlpipe.evidence.trace import trace as trace_model
+
+    if not model.startswith("models:/"):
+        raise UsageError(f"{model!r} is not a registered model: expected models:/NAME/VERSION "
+                         f"or models:/NAME@ALIAS")
+    from mlpipe.evidence.mlflowregistry import fetch
+    from mlpipe.evidence.mlflowregistry import tracking_uri as configured_uri
+
+    uri = configured_uri(tracking_uri)
+
+    def download(ref, into):
+        name, version, tags, folder = fetch(uri, ref, into)
+        return Fetched("mlflow", uri, name, version, f"models:/{name}/{version}", tags,
+                       folder)
+
+    found = trace_model(locate().url, model, download)
+    if fmt == "json":
+        import json
+
+        click.echo(json.dumps(found.to_dict(), indent=2, sort_keys=True))
+    else:
+        click.echo(render(found))
+    sys.exit(0 if found.ok else EXIT_PROBLEMS)

@@ -1,0 +1,244 @@
+"""A model card bound to the evidence (``mlpipe evidence C --format model-card``): a Markdown
+card and a CycloneDX 1.6 ML-BOM, both written from one sealed bundle and citing its digest.
+
+Reads the bundle only (and the policy file the decision cites, for its description); judges
+nothing. The ML-BOM is built with cyclonedx-python-lib; that library (11.x) does not model a
+component's ``modelCard`` yet, so the card's object is added to the library's JSON and the
+whole document is checked with the library's own CycloneDX 1.6 schema validator.
+"""
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from mlpipe.errors import StoreError, UsageError
+
+#: The CycloneDX property namespace mlpipe's facts go under.
+NS = "mlpipe"
+
+
+@dataclass(slots=True)
+class Card:
+    """The files a model card was written to, and the bundle they cite."""
+
+    bundle: str
+    markdown: Path
+    bom: Path
+
+
+def _policy_description(decision: dict[str, Any] | None) -> str | None:
+    policy = (decision or {}).get("policy") or {}
+    try:
+        import yaml
+
+        doc = yaml.safe_load(Path(policy["file"]).read_text(encoding="utf-8"))
+    except (KeyError, OSError, ValueError, UnicodeDecodeError):
+        return None
+    except Exception:  # yaml.YAMLError: a policy file that no longer parses says nothing here
+        return None
+    text = doc.get("description") if isinstance(doc, dict) else None
+    return str(text) if text else None
+
+
+def _facts(url: str, ref: str) -> tuple[str, dict[str, Any], str | None]:
+    from mlpipe.evidence import models as m
+    from mlpipe.evidence.seal import sealed_bundle
+    from mlpipe.evidence.store import Store
+
+    sealed = sealed_bundle(url, ref)
+    statement = sealed.statement
+    store = Store.open(url, create=False)
+    try:
+        with store.session() as s:
+            row = s.get(m.PipelineSpecRow, statement["predicate"]["pipeline"]["digest"])
+            description = None if row is None else (row.spec or {}).get("description")
+    finally:
+        store.close()
+    return sealed.digest, statement, description
+
+
+def _metrics(p: dict[str, Any]) -> list[dict[str, Any]]:
+    found = list(p["evaluation"]["metrics"])
+    if not found and p["evaluation"].get("report"):
+        found = list(p["evaluation"]["report"].get("metrics") or [])
+    return found
+
+
+def markdown(digest: str, statement: dict[str, Any], pipeline_description: str | None) -> str:
+    """The Markdown model card of the sealed bundle ``digest``."""
+    p = statement["predicate"]
+    cand = p["candidate"]
+    decisions = p["review"]["decisions"]
+    last = decisions[-1] if decisions else None
+    policy_text = _policy_description(last)
+    lines = [f"# Model card: {cand['name'] or p['pipeline']['name']} ({cand['id']})", "",
+             f"Bound to evidence bundle `{digest}` (`mlpipe evidence {cand['id']} --verify` "
+             f"checks it and every file it names). Model `{cand['model']}`.", "",
+             "## Intended use", ""]
+    lines.append(f"- Pipeline `{p['pipeline']['name']}` (`{p['pipeline']['digest']}`)"
+                 + (f": {pipeline_description}" if pipeline_description else
+                    ": the pipeline states no description"))
+    if last is not None and last.get("policy"):
+        pol = last["policy"]
+        lines.append(f"- Qualified against policy `{pol['name']}` (`{pol['digest']}`)"
+                     + (f": {policy_text}" if policy_text else ""))
+    else:
+        lines.append("- No qualification policy is cited by a decision.")
+    lines += ["", "## Training and evaluation data", "",
+              "| input | reference | digest | files | bytes |", "|---|---|---|---|---|"]
+    for snap in p["snapshots"]:
+        lines.append(f"| {snap['input']} | `{snap['reference']}` | `{snap['digest']}` | "
+                     f"{snap['file_count'] if snap['file_count'] is not None else 'unknown'} | "
+                     f"{snap['size'] if snap['size'] is not None else 'unknown'} |")
+    if not p["snapshots"]:
+        lines.append("| (none recorded) | | | | |")
+    lines += ["", f"Trained by step `{p['training']['step']}`, evaluated by step "
+                  f"`{p['evaluation']['step']}` of run `{p['run']['id']}` ({p['run']['target']}).",
+              "", "## Metrics", "", "| metric | value | scope | population |", "|---|---|---|---|"]
+    for x in _metrics(p):
+        lines.append(f"| {x['name']} | {x['value']:g} | {x.get('scope') or 'unknown'} | "
+                     f"{x.get('population') or 'unknown'} |")
+    if not _metrics(p):
+        lines.append("| (no evaluation metric recorded) | | | |")
+    lines += ["", "## Limitations (the bundle's findings)", ""]
+    for f in p["findings"]:
+        lines.append(f"- **{f['severity']} {f['code']} {f['name']}**: {f['message']}")
+    if not p["findings"]:
+        lines.append("- The bundle states no finding.")
+    lines += ["", "## Decision", ""]
+    if last is None:
+        lines.append("- Unreviewed: no decision is recorded.")
+    else:
+        lines.append(f"- **{last['verdict']}** by {last['by']} at {last['decided_at']}, citing "
+                     f"bundle `{last['bundle']}`: {last['note']}")
+    code = p.get("code") or {}
+    lines += ["", "## Provenance", "",
+              f"- Code revision: `{code.get('commit') or 'unknown'}`"
+              + (" (uncommitted changes)" if code.get("dirty") else ""),
+              f"- Sealed {p.get('sealed_at')} by {p['generator']}.", ""]
+    return "\n".join(lines)
+
+
+def ml_bom(digest: str, statement: dict[str, Any], pipeline_description: str | None) -> str:
+    """The CycloneDX 1.6 ML-BOM (JSON) of the sealed bundle ``digest``: the model as the BOM's
+    subject with its files' hashes and its ``modelCard``, the data snapshots as data components.
+
+    Raises:
+        UsageError: cyclonedx-python-lib is not installed.
+    """
+    import importlib
+
+    try:
+        # Any: the library's serialisation decorators hide its constructors from type checkers
+        model_mod: Any = importlib.import_module("cyclonedx.model")
+        bom_mod: Any = importlib.import_module("cyclonedx.model.bom")
+        comp_mod: Any = importlib.import_module("cyclonedx.model.component")
+        JsonV1Dot6: Any = importlib.import_module("cyclonedx.output.json").JsonV1Dot6
+    except ImportError:
+        raise UsageError("the ML-BOM needs cyclonedx-python-lib, which is not installed here",
+                         hint="pip install 'mlpipe[models]'") from None
+    HashAlgorithm, HashType, Property = (model_mod.HashAlgorithm, model_mod.HashType,
+                                         model_mod.Property)
+    Bom, BomMetaData = bom_mod.Bom, bom_mod.BomMetaData
+    Component, ComponentType = comp_mod.Component, comp_mod.ComponentType
+    p = statement["predicate"]
+    cand = p["candidate"]
+    model_ref = f"model-{cand['id']}"
+    files = [Component(type=ComponentType.FILE, name=f["name"], bom_ref=f"file-{f['name']}",
+                       hashes=[HashType(alg=HashAlgorithm.SHA_256,
+                                        content=f["digest"]["sha256"].removeprefix("sha256:")),
+                               HashType(alg=HashAlgorithm.BLAKE3,
+                                        content=f["digest"]["blake3"].removeprefix("blake3:"))])
+             for f in statement["subject"]]
+    model = Component(type=ComponentType.MACHINE_LEARNING_MODEL,
+                      name=cand["name"] or p["pipeline"]["name"], version=cand["id"],
+                      bom_ref=model_ref, description=pipeline_description,
+                      components=files,
+                      properties=[Property(name=f"{NS}:model-digest", value=cand["model"]),
+                                  Property(name=f"{NS}:bundle", value=digest),
+                                  Property(name=f"{NS}:run", value=p["run"]["id"])])
+    data = [Component(type=ComponentType.DATA, name=snap["input"],
+                      bom_ref=f"data-{snap['input']}",
+                      properties=[Property(name=f"{NS}:digest", value=str(snap["digest"])),
+                                  Property(name=f"{NS}:reference", value=str(snap["reference"]))])
+            for snap in p["snapshots"]]
+    sealed_at = p.get("sealed_at")
+    bom = Bom(serial_number=uuid.uuid5(uuid.NAMESPACE_URL, f"mlpipe:{digest}"),
+              metadata=BomMetaData(component=model, timestamp=datetime.fromisoformat(sealed_at)
+                                   if sealed_at else None,
+                                   properties=[Property(name=f"{NS}:bundle", value=digest)]),
+              components=data)
+    bom.register_dependency(model, data)   # the model was trained and evaluated on them
+    doc = json.loads(JsonV1Dot6(bom).output_as_string())
+    decisions = p["review"]["decisions"]
+    last = decisions[-1] if decisions else None
+    use = [f"pipeline {p['pipeline']['name']}: {pipeline_description or 'no description'}"]
+    if last and last.get("policy"):
+        use.append(f"qualified against policy {last['policy']['name']}"
+                   + (f": {_policy_description(last)}" if _policy_description(last) else ""))
+    doc["metadata"]["component"]["modelCard"] = {
+        "bom-ref": f"card-{cand['id']}",
+        "modelParameters": {
+            "datasets": [{"ref": f"data-{snap['input']}"} for snap in p["snapshots"]]},
+        "quantitativeAnalysis": {"performanceMetrics": [
+            {"type": x["name"], "value": f"{x['value']:g}",
+             "slice": f"{x.get('scope') or 'unknown'} on {x.get('population') or 'unknown'}"}
+            for x in _metrics(p)]},
+        "considerations": {
+            "useCases": use,
+            "technicalLimitations": [f"{f['severity']} {f['code']} {f['name']}: {f['message']}"
+                                     for f in p["findings"]]},
+        "properties": [{"name": f"{NS}:bundle", "value": digest},
+                       {"name": f"{NS}:decision",
+                        "value": "unreviewed" if last is None else
+                        f"{last['verdict']} by {last['by']} citing {last['bundle']}"}]}
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+def validate_bom(text: str) -> None:
+    """Check an ML-BOM against CycloneDX's own 1.6 JSON schema (the library's validator).
+
+    Raises:
+        StoreError: the document does not match the schema (a defect of mlpipe).
+    """
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation.json import JsonStrictValidator
+
+    error = JsonStrictValidator(SchemaVersion.V1_6).validate_str(text)
+    if error is not None:
+        raise StoreError(f"the ML-BOM does not match the CycloneDX 1.6 schema: {error}",
+                         hint="report this as an mlpipe defect")
+
+
+def write_card(url: str, ref: str, path: str | Path) -> Card:
+    """Write the Markdown card of the candidate's newest sealed bundle to ``path`` and its
+    ML-BOM beside it (``NAME.cdx.json``), the ML-BOM validated against CycloneDX 1.6 first, so
+    nothing is written when it does not match.
+
+    Raises:
+        UsageError: no such candidate; cyclonedx-python-lib is missing; a file not writable.
+
+    Example:
+        >>> write_card(url, "c-3f9a", "build/model-card.md").bom
+        PosixPath('build/model-card.cdx.json')
+    """
+    digest, statement, description = _facts(url, ref)
+    card = Path(path)
+    bom_path = card.with_name(card.name.removesuffix(".md") + ".cdx.json")
+    bom = ml_bom(digest, statement, description)
+    validate_bom(bom)
+    try:
+        card.parent.mkdir(parents=True, exist_ok=True)
+        card.write_text(markdown(digest, statement, description), encoding="utf-8")
+        bom_path.write_text(bom, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {exc.filename or card}: {exc.strerror}",
+                         hint="choose another path") from None
+    return Card(digest, card, bom_path)
+
+
+__all__ = ["Card", "markdown", "ml_bom", "validate_bom", "write_card"]

@@ -1,0 +1,178 @@
+"""Tracing a registered model back to its evidence (``mlpipe trace MODEL``): hash the bytes the
+registry hands out, find the candidate that has them, and show its bundle, decision and
+promotion, verifying the bundle.
+
+Talks to no registry itself: the caller passes the function that downloads the model (the
+MLflow registry's ``fetch``, or the Azure backend's), so this module knows no backend.
+"""
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from mlpipe.codes import REGISTERED_MODEL_REPLACED, REGISTERED_MODEL_UNKNOWN
+from mlpipe.evidence.promotion import TAG_PREFIX
+
+
+@dataclass(slots=True)
+class Fetched:
+    """A registered model version as downloaded: where from, its tags, the folder of its files."""
+
+    registry: str
+    target: str
+    name: str
+    version: str
+    uri: str
+    tags: dict[str, str]
+    folder: Path
+
+
+#: Downloads the registered model a reference names into a folder.
+Fetch = Callable[[str, Path], Fetched]
+
+
+@dataclass(slots=True)
+class Traced:
+    """What a registered model traces back to. ``problems``: (code, message), empty when the
+    registry's bytes are a candidate's and the promotion recorded them."""
+
+    fetched: Fetched
+    digest: str
+    candidate: str | None = None
+    bundle: str | None = None
+    decision: dict[str, Any] | None = None
+    promotion: dict[str, Any] | None = None
+    verification: dict[str, Any] | None = None
+    problems: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and bool(self.verification and self.verification["ok"])
+
+    def to_dict(self) -> dict[str, Any]:
+        f = self.fetched
+        return {"model": {"registry": f.registry, "target": f.target, "name": f.name,
+                          "version": f.version, "uri": f.uri, "tags": f.tags,
+                          "digest": self.digest},
+                "candidate": self.candidate, "bundle": self.bundle, "decision": self.decision,
+                "promotion": self.promotion, "verification": self.verification,
+                "problems": [{"code": c, "message": msg} for c, msg in self.problems],
+                "ok": self.ok}
+
+
+def trace(url: str, ref: str, fetch: Fetch) -> Traced:
+    """Download the registered model ``ref`` names, hash it as mlpipe hashes artifacts, and
+    find the candidate whose model has these bytes.
+
+    ``problems`` holds MP754 when the registry's bytes are not the model the version's
+    promotion registered (its ``mlpipe.model`` tag, or the recorded promotion), MP755 when no
+    candidate in the store has them.
+
+    Raises:
+        UsageError: the reference names no registered model, or the registry cannot be reached.
+        StoreError: the store cannot be opened.
+
+    Example:
+        >>> trace(url, "models:/defect@champion", fetch).candidate
+        'c-3f9a0c1b22'
+    """
+    from mlpipe.digests.snapshot import snapshot
+    from mlpipe.evidence import models as m
+    from mlpipe.evidence.bundle import decision_entry
+    from mlpipe.evidence.promotion import promotion_entry
+    from mlpipe.evidence.seal import latest
+    from mlpipe.evidence.store import Store
+
+    with tempfile.TemporaryDirectory(prefix="mlpipe-trace-") as tmp:
+        fetched = fetch(ref, Path(tmp))
+        digest = snapshot(fetched.folder).digest
+    out = Traced(fetched, digest)
+    claimed_model = fetched.tags.get(TAG_PREFIX + "model")
+    claimed = fetched.tags.get(TAG_PREFIX + "candidate")
+    store = Store.open(url, create=False)
+    try:
+        with store.session() as s:
+            row = s.scalars(select(m.Promotion).where(
+                m.Promotion.registry_kind == fetched.registry, m.Promotion.target == fetched.target,
+                m.Promotion.name == fetched.name, m.Promotion.version == fetched.version)).first()
+            if row is not None:
+                out.promotion = promotion_entry(row)
+                claimed_model, claimed = row.model_digest, row.candidate_id
+            cand = s.scalars(select(m.CandidateRow).join(
+                m.Artifact, m.Artifact.id == m.CandidateRow.model_artifact_id)
+                .where(m.Artifact.digest == digest)
+                .order_by(m.CandidateRow.created_at, m.CandidateRow.id)).first()
+            if claimed_model is not None and claimed_model != digest:
+                out.problems.append((REGISTERED_MODEL_REPLACED.code, (
+                    f"{fetched.uri} holds model bytes {digest}, but it was promoted from "
+                    f"{claimed or 'a candidate'} with model {claimed_model}: the registered "
+                    f"files were replaced or changed after the promotion")))
+            if cand is None:
+                out.problems.append((REGISTERED_MODEL_UNKNOWN.code, (
+                    f"no candidate in the evidence store has the model bytes {digest} of "
+                    f"{fetched.uri}")))
+                traced = claimed if claimed and s.get(m.CandidateRow, claimed) else None
+            else:
+                traced = cand.id
+            if traced is not None:
+                out.candidate = traced
+                newest = latest(s, traced)
+                out.bundle = None if newest is None else newest.digest
+                last = s.scalars(select(m.Decision).where(m.Decision.candidate_id == traced)
+                                 .order_by(m.Decision.decided_at.desc(), m.Decision.id.desc())
+                                 ).first()
+                out.decision = None if last is None else decision_entry(last)
+                if out.promotion is None:
+                    other = s.scalars(select(m.Promotion).where(
+                        m.Promotion.candidate_id == traced)
+                        .order_by(m.Promotion.promoted_at.desc())).first()
+                    out.promotion = None if other is None else promotion_entry(other)
+    finally:
+        store.close()
+    if out.candidate is not None:
+        from mlpipe.evidence.verify import verify_bundle
+
+        out.verification = verify_bundle(url, out.candidate).to_dict()
+    return out
+
+
+def render(t: Traced) -> str:
+    """The text ``mlpipe trace`` prints."""
+    f = t.fetched
+    lines = [f"model      {f.uri} ({f.registry}, {f.target})",
+             f"  bytes    {t.digest}"]
+    if t.candidate is not None:
+        lines.append(f"candidate  {t.candidate}")
+        lines.append(f"bundle     {t.bundle or 'none sealed'}")
+    if t.decision is not None:
+        d = t.decision
+        policy = d.get("policy") or {}
+        lines.append(f"decision   {d['verdict']} by {d['by']} at {d['decided_at']} citing "
+                     f"{d['bundle']}" + (f" (policy {policy['name']} {policy['digest']})"
+                                         if policy else ""))
+    if t.promotion is not None:
+        p = t.promotion
+        lines.append(f"promotion  {p['uri']}" + (f"@{p['alias']}" if p["alias"] else "")
+                     + f" at {p['target']}, {p['promoted_at']}"
+                     + (f" by {p['by']}" if p["by"] else ""))
+    if t.verification is not None:
+        v = t.verification
+        lines.append("verify     " + ("ok: the bundle and the files it names are unchanged"
+                                      if v["ok"] else
+                                      f"FAILED: {len(v.get('mismatches') or [])} mismatch(es)"
+                                      ", see `mlpipe evidence "
+                                      f"{t.candidate} --verify`"))
+    for code, message in t.problems:
+        lines.append(f"error[{code}] {message}")
+    lines.append("traced: the registered bytes are the candidate's model" if t.ok else
+                 "NOT TRACED: " + ("see the errors above" if t.problems else
+                                   "the candidate's bundle does not verify"))
+    return "\n".join(lines)
+
+
+__all__ = ["Fetch", "Fetched", "Traced", "render", "trace"]
