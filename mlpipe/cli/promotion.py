@@ -48,7 +48,7 @@ def promote(candidate: str, registry: str, name: str, alias: str | None,
     from mlpipe.evidence.config import locate
     from mlpipe.evidence.mlflowregistry import register
     from mlpipe.evidence.mlflowregistry import tracking_uri as configured_uri
-    from mlpipe.evidence.promotion import gate, record
+    from mlpipe.evidence.promotion import gate, record, signature_bytes
 
     policy = None
     if policy_file is not None:
@@ -61,10 +61,16 @@ def promote(candidate: str, registry: str, name: str, alias: str | None,
 
     with tempfile.TemporaryDirectory(prefix="mlpipe-card-") as tmp:
         card = write_card(url, passed.candidate, f"{tmp}/model-card.md")
+        attachments = {"model_card": str(card.markdown), "ml_bom": str(card.bom)}
+        signature = signature_bytes(url, passed.candidate)
+        if signature is not None:
+            from pathlib import Path
+
+            Path(tmp, "model.sig").write_bytes(signature)
+            attachments["model_signature"] = f"{tmp}/model.sig"
         uri = configured_uri(tracking_uri)
         reg = register(uri, name, passed.model_path, passed.tags, alias=alias,
-                       attachments={"model_card": str(card.markdown),
-                                    "ml_bom": str(card.bom)},
+                       attachments=attachments,
                        description=card.markdown.read_text(encoding="utf-8"))
     done = record(url, passed, reg, by=by)
     if fmt == "json":

@@ -82,7 +82,8 @@ def register(uri: str, name: str, model_dir: str, tags: dict[str, str], *,
     """Register the model folder ``model_dir`` as a version of ``name`` with ``tags``.
 
     The folder's files are logged, unchanged, as artifact ``model`` of a run in experiment
-    ``mlpipe-promotions`` (``attachments``, name -> file: artifact ``model-card/NAME``); the
+    ``mlpipe-promotions`` (``attachments``, tag -> file: artifact ``evidence/FILE``, its location
+    the version's tag ``mlpipe.TAG``); the
     version's source is that artifact. A version of ``name`` already tagged with the same
     candidate and model digest is returned instead (``new`` False), its alias set again.
 
@@ -122,8 +123,8 @@ def _register(client: Any, uri: str, name: str, model_dir: str, tags: dict[str, 
         run_id = run.info.run_id
         client.log_artifacts(run_id, model_dir, "model")
         for shown, path in (attachments or {}).items():
-            client.log_artifact(run_id, path, "model-card")
-            extra[f"{TAG_PREFIX}{shown}"] = f"runs:/{run_id}/model-card/{Path(path).name}"
+            client.log_artifact(run_id, path, "evidence")
+            extra[f"{TAG_PREFIX}{shown}"] = f"runs:/{run_id}/evidence/{Path(path).name}"
         client.set_terminated(run_id)
         try:
             client.create_registered_model(name)

@@ -150,6 +150,20 @@ def gate(url: str, ref: str, policy: Policy | None = None) -> Gate:
     return found
 
 
+def signature_bytes(url: str, candidate: str) -> bytes | None:
+    """The candidate's stored model signature (OpenSSF Model Signing), or None: unsigned."""
+    from mlpipe.evidence.signing import model_signature
+    from mlpipe.evidence.store import Store
+
+    store = Store.open(url, create=False)
+    try:
+        with store.session() as s:
+            found = model_signature(s, candidate)
+            return None if found is None else bytes(found.signature)
+    finally:
+        store.close()
+
+
 def _cited_policy(cid: str, entry: dict[str, Any], given: Policy | None) -> Policy:
     from mlpipe.evidence.policy import load_policy
 
@@ -228,6 +242,10 @@ def lineage(g: Gate) -> dict[str, str]:
     evaluation = p["candidate"].get("evaluation")
     if evaluation:
         tags["evaluation"] = str(evaluation)
+    signed = p.get("model_signature")
+    if signed:   # where the signature itself is: attached by the registry (model_signature)
+        tags["model_signature_digest"] = str(signed["digest"])
+        tags["model_signature_keyid"] = str(signed["keyid"])
     return {TAG_PREFIX + k: v for k, v in tags.items()}
 
 
@@ -305,4 +323,4 @@ def promotion_entry(p: Any) -> dict[str, Any]:
 
 
 __all__ = ["TAG_PREFIX", "Gate", "Promoted", "PromotionRefused", "Registered", "gate",
-           "lineage", "promotion_entry", "record"]
+           "lineage", "promotion_entry", "record", "signature_bytes"]

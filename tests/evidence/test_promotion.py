@@ -70,8 +70,8 @@ def test_promote_registers_the_model_with_its_lineage_and_trace_finds_it(accepte
     assert "mlpipe.signature" not in tags   # no model signature is stored yet: no location
     # the model card and ML-BOM are attached to the version
     assert mv.description.startswith(f"# Model card: review ({cand})")
-    assert tags["mlpipe.model_card"].endswith("/model-card/model-card.md")
-    assert tags["mlpipe.ml_bom"].endswith("/model-card/model-card.cdx.json")
+    assert tags["mlpipe.model_card"].endswith("/evidence/model-card.md")
+    assert tags["mlpipe.ml_bom"].endswith("/evidence/model-card.cdx.json")
     # recorded in the store and sealed into the next bundle
     [promotion] = p["promotions"]
     assert (promotion["registry"], promotion["name"], promotion["version"], promotion["alias"],
@@ -272,3 +272,34 @@ def test_the_model_card_and_its_ml_bom_cite_the_bundle(accepted):
     missing = proj.cli("evidence", cand, "--format", "model-card")
     assert missing.returncode == 2
     assert missing.stderr.startswith("error: --format model-card writes two files")
+
+
+def test_a_signed_model_s_signature_is_attached_and_tagged(tmp_path, mlflow_server):  # noqa: F811
+    pytest.importorskip("model_signing")
+    from mlflow import MlflowClient
+
+    env = {"MLFLOW_TRACKING_URI": mlflow_server, "MLPIPE_SIGNING_KEY": "ci.pem"}
+    proj = BundleProject(tmp_path / "proj")
+    assert proj.cli("keys", "generate", "ci.pem").returncode == 0
+    cand = proj.submit()
+    assert proj.cli("evidence", cand, env=env).returncode == 0   # the first seal signs the model
+    (proj.root / "policy.yml").write_text(POLICY)
+    assert proj.cli("review", cand, "--accept", "--by", "dana", "--note", "ok", "--policy",
+                    "policy.yml", env=env).returncode == 0
+    name = _name(tmp_path)
+    done = proj.cli("promote", cand, "--name", name, env=env)
+    assert done.returncode == 0, done.stderr
+    signed = proj.bundle(cand)["predicate"]["model_signature"]
+    client = MlflowClient(mlflow_server)
+    tags = client.get_model_version(name, "1").tags
+    assert tags["mlpipe.model_signature_digest"] == signed["digest"]
+    assert tags["mlpipe.model_signature_keyid"] == signed["keyid"]
+    location = tags["mlpipe.model_signature"]
+    assert location.endswith("/evidence/model.sig")
+    import hashlib
+
+    import mlflow
+
+    got = Path(mlflow.artifacts.download_artifacts(location, dst_path=str(tmp_path / "sig"),
+                                                   tracking_uri=mlflow_server)).read_bytes()
+    assert "sha256:" + hashlib.sha256(got).hexdigest() == signed["digest"]
