@@ -163,6 +163,9 @@ class BlobRoot:
     def publish(self, key: str, path: Path) -> None:
         if self.has(key):
             return
+        # the key's name, which is the file's or folder's own name for an output, and "input"
+        # for an input snapshot read in place under any name (evidence.roots.input_key)
+        entry_name = key.rsplit("/", 1)[-1]
         if path.is_dir():
             files, folders = [], []
             for here, dirs, names in os.walk(path):
@@ -177,11 +180,12 @@ class BlobRoot:
                     files.append(base + name)
             for rel in sorted(files):
                 self._upload(f"{self.prefix}{key}/{rel}", path / rel)
-            record = {"name": path.name, "kind": "folder", "files": sorted(files),
+            record = {"name": entry_name, "kind": "folder", "files": sorted(files),
                       "folders": sorted(folders)}
         else:
             self._upload(f"{self.prefix}{key}", path)
-            record = {"name": path.name, "kind": "file", "files": [path.name], "folders": []}
+            record = {"name": entry_name, "kind": "file", "files": [entry_name],
+                      "folders": []}
         self.container.upload_blob(self._record_name(key), json.dumps(record, sort_keys=True),
                                    overwrite=True)
 

@@ -6,7 +6,9 @@ its OWN root (a local folder: steps read files), and what that root lacks it fet
 shared root, when one is configured (a folder everyone can reach, or an Azure Blob Storage
 container), verifying the digest before the copy may be used. Knows digests and files; knows
 nothing of steps, runs or the store's rows. ``mlpipe gc`` and the executor use only
-``ArtifactRoots``: ``key_of``, ``path_of``, ``resolve``, ``publish`` and ``keys``.
+``ArtifactRoots``: ``key_of``, ``path_of``, ``resolve``, ``publish`` and ``keys``. A pipeline
+input read in place is published to the shared root by content too (``input_key``), so that a
+home that never saw the folder it was read from verifies it by its digest.
 """
 from __future__ import annotations
 
@@ -41,6 +43,16 @@ def key_of(digest: str, name: str) -> str:
         'blake3/c1/c1f0aa55aa55aa55aa55/data'
     """
     return f"{entry_of(digest)}/{name}"
+
+
+#: The name of a pipeline input's snapshot in a root (its key: ``<algo>/<2 hex>/<hex>/input``).
+INPUT_NAME = "input"
+
+
+def input_key(digest: str) -> str:
+    """The key an input snapshot with content ``digest`` is published under, whatever folder
+    or file name it was read from (the digest does not depend on it)."""
+    return key_of(digest, INPUT_NAME)
 
 
 def key_in(location: str, digest: str) -> str | None:
@@ -215,13 +227,14 @@ class ArtifactRoots:
         shared = f" or the shared root {self.shared.name}" if self.shared is not None else ""
         return f"{key} in the artifact root {self.own}{shared}"
 
-    def publish(self, key: str) -> str | None:
-        """Copy the own root's ``key`` to the shared root; the reason when that failed (the
-        artifact stays usable here; other homes re-run the step instead)."""
+    def publish(self, key: str, path: str | os.PathLike[str] | None = None) -> str | None:
+        """Copy the own root's ``key`` (or ``path``: an input snapshot read in place) to the
+        shared root, unless it holds it already; the reason when that failed (the artifact
+        stays usable here; other homes re-run the step instead)."""
         if self.shared is None:
             return None
         try:
-            self.shared.publish(key, self.path_of(key))
+            self.shared.publish(key, Path(path) if path is not None else self.path_of(key))
         except Exception as exc:  # any storage failure is the same news here
             return (f"could not publish {key} to the shared artifact root "
                     f"{self.shared.name}: {exc}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -35,7 +36,7 @@ from mlpipe.errors import StoreError
 from mlpipe.evidence import models as m
 from mlpipe.evidence.bundle import build, remote
 from mlpipe.evidence.compare import differences
-from mlpipe.evidence.roots import ArtifactRoots, configured
+from mlpipe.evidence.roots import ArtifactRoots, configured, input_key
 from mlpipe.evidence.seal import chain, load_sealed, unsealed
 from mlpipe.evidence.trust import Trust
 
@@ -131,6 +132,20 @@ def _hash_path(path: str, digest: str, what: str, out: Verification,
                                       f"{digest}, now {snap.digest}",
                                       "the bundle no longer describes these bytes; restore "
                                       "them or re-run the pipeline for a new candidate"))
+
+
+def _hash_in_place(roots: ArtifactRoots, path: str, digest: str, what: str,
+                   out: Verification) -> None:
+    """Re-hash an input read in place at ``path``; where that path no longer holds it (another
+    home's folder, moved since), its snapshot published by content (``input_key``) in this
+    home's root or the shared one stands for it, verified by its digest."""
+    if not roots.intact(Path(path), digest):
+        found = roots.resolve(input_key(digest), digest)
+        if found is not None:
+            _hash_path(str(found), digest, what, out,
+                       where=f"(published by content as {input_key(digest)})")
+            return
+    _hash_path(path, digest, what, out)
 
 
 def _check_keyed(roots: ArtifactRoots, key: str, digest: str, what: str,
@@ -322,7 +337,7 @@ def verify(s: Session, candidate: m.CandidateRow, *, fetch: Fetch | None = None,
                           f"content digest of it was recorded", "pass the data by a local "
                           "path to record its content, or pin the data asset version")
             continue
-        _hash_path(snap["reference"], snap["digest"], what, out)
+        _hash_in_place(roots, snap["reference"], snap["digest"], what, out)
     fetched: dict[str, str] = {}
     for art in p["artifacts"]:
         if (art["location"], art["digest"]) in seen:
@@ -344,7 +359,7 @@ def verify(s: Session, candidate: m.CandidateRow, *, fetch: Fetch | None = None,
         elif (key := roots.key_for(art["location"], art["digest"])) is not None:
             _check_keyed(roots, key, art["digest"], what, out)
         else:
-            _hash_path(art["location"], art["digest"], what, out)
+            _hash_in_place(roots, art["location"], art["digest"], what, out)
     _check_subject(statement, out, fetched, roots)
     if trust is not None:
         _check_model_signature(s, candidate, statement, trust, out)

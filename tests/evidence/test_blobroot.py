@@ -142,3 +142,25 @@ def test_two_machines_one_store_one_container(store, container, azurite, tmp_pat
     assert done.returncode == 0, done.stdout
     _third, progress = ana.submit()
     assert statuses(progress) == {"reused"}, progress
+
+
+@pytest.mark.slow
+def test_inputs_each_machine_read_in_its_own_folder_verify_through_the_container(
+        store, container, azurite, tmp_path):  # noqa: F811
+    """The data lives in each machine's own folder: the first machine's input snapshot is
+    published to the container by content, so the second verifies it once the first is gone."""
+    env = {"AZURE_STORAGE_CONNECTION_STRING": azurite}
+    homes = []
+    for machine in ("machine-a", "machine-b"):
+        data = tmp_path / machine / "data.txt"
+        data.parent.mkdir(parents=True)
+        data.write_text("1 2 3 4 5 6 7 8\n")
+        homes.append(Home(tmp_path / machine / "proj", store, container, data, env))
+    ana, ben = homes
+    first, _ = ana.submit()
+    shutil.move(tmp_path / "machine-a", tmp_path / "machine-a-away")
+    second, progress = ben.submit()
+    assert statuses(progress) == {"reused"}, progress
+    done = ben.verify(first)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert ben.verify(second).returncode == 0

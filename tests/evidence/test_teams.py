@@ -160,3 +160,31 @@ def _downgrade(engine, revision: str) -> None:
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn
         command.downgrade(cfg, revision)
+
+
+@pytest.mark.slow
+def test_inputs_read_in_each_homes_own_folder_are_verified_by_any_home(team, tmp_path):
+    """Each home reads the data from its own folder (the same bytes); once the first home's
+    folder is gone, the second verifies the first home's candidate: the input snapshot was
+    published to the shared root by content, and is found there by its digest."""
+    url, shared, data = team
+    homes = []
+    for who in ("ana", "ben"):
+        own = tmp_path / who / "data.txt"
+        own.parent.mkdir(parents=True)
+        own.write_bytes(data.read_bytes())
+        homes.append(Home(tmp_path / who / "proj", url, shared, own))
+    ana, ben = homes
+    first, _ = ana.submit()
+    inputs = {a["digest"] for a in ana.bundle(first)["predicate"]["artifacts"]
+              if a["location"] == str(tmp_path / "ana" / "data.txt")}
+    assert len(inputs) == 1, ana.bundle(first)["predicate"]["artifacts"]
+    published = [p for p in shared.rglob("input") if p.is_file()]
+    assert [p.read_bytes() for p in published] == [data.read_bytes()]
+    shutil.move(tmp_path / "ana", tmp_path / "ana-gone")
+    second, progress = ben.submit()
+    assert statuses(progress) == {"reused"}, progress
+    done = ben.verify(first)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert ben.verify(second).returncode == 0
+    assert len([p for p in shared.rglob("input") if p.is_file()]) == 1  # deduplicated

@@ -43,7 +43,7 @@ from mlpipe.evidence.checkresults import record_checks, summary
 from mlpipe.evidence.config import Location, locate, project_root
 from mlpipe.evidence.queries import running_run_ids
 from mlpipe.evidence.revision import file_states, git_revision, pipeline_files
-from mlpipe.evidence.roots import ArtifactRoots, shared_root
+from mlpipe.evidence.roots import ArtifactRoots, input_key, shared_root
 from mlpipe.evidence.store import Store, new_id
 from mlpipe.graph import FromInput, FromLiteral, FromStep, Graph, StepNode
 from mlpipe.paths import display_path
@@ -233,6 +233,11 @@ class _Run:
             self.inputs[name], snap = self._input_artifact(path, kind)
             snaps[name] = self.store.snapshot(snap.digest, path, snap.size, snap.file_count,
                                               mutable=True)
+            if self.roots.shared is not None:  # by content: every home verifies it
+                problem = self.roots.publish(input_key(snap.digest), path)
+                if problem:
+                    self.progress.note(f"input {name!r}: {problem}; other homes cannot verify "
+                                       f"it unless they hold the same bytes")
         pipeline = self.store.pipeline_spec(spec.digest, spec.name, spec.to_dict())
         commit, dirty = git_revision(str(project_root()))
         code = self.store.code_revision(commit, dirty) if commit else None
