@@ -13,6 +13,11 @@ from pathlib import Path
 FIXTURE = Path(__file__).parent / "fixtures" / "evidence" / "review.py"
 
 
+#: What ``submit`` says on stderr when its --fail-on gate makes it exit 1.
+GATED = re.compile(r"^error: candidate c-[0-9a-f]+ carries \d+ findings? of severity \w+ or "
+                   r"worse \(.*\): it is not ready for review", re.M)
+
+
 class BundleProject:
     def __init__(self, root: Path, store_url: str | None = None) -> None:
         self.root = root
@@ -38,7 +43,8 @@ class BundleProject:
 
     def submit(self, pipeline: str = "review", *extra: str, data: str = "data.txt") -> str:
         done = self.cli("submit", f"review.py:{pipeline}", "--input", f"data={data}", *extra)
-        assert done.returncode == 0, done.stderr
+        # submit's gate: exit 1 exactly when the candidate carries an error-severity finding
+        assert done.returncode == (1 if GATED.search(done.stderr) else 0), done.stderr
         return re.search(r"^candidate (c-[0-9a-f]+)$", done.stdout, re.M).group(1)
 
     def evidence(self, candidate: str, *extra: str) -> subprocess.CompletedProcess:
@@ -48,8 +54,11 @@ class BundleProject:
         done = self.evidence(candidate, "--format", "json", *extra)
         assert done.returncode in (0, 1), done.stderr
         bundle = json.loads(done.stdout)
-        # the findings gate: exit 1 exactly when the bundle has an error-severity finding
-        errors = [f for f in bundle["predicate"]["findings"] if f["severity"] == "error"]
+        # the findings gate: exit 1 exactly when the bundle carries an error-severity finding
+        # (compile-time, run-time or evidence: findings.every_finding)
+        from mlpipe.evidence.findings import every_finding
+
+        errors = [f for f in every_finding(bundle["predicate"]) if f["severity"] == "error"]
         assert done.returncode == (1 if errors else 0), done.stderr
         return bundle
 

@@ -103,7 +103,8 @@ def test_candidates_json(recorded):
     assert [c["run_id"] for c in document["candidates"]] == recorded[::-1]
     assert set(document["candidates"][0]) == {"candidate_id", "name", "pipeline", "run_id",
                                               "created_at", "model_digest", "metrics",
-                                              "findings", "productions", "review"}
+                                              "findings", "findings_by_source",
+                                              "productions", "review"}
     assert document["candidates"][0]["review"] == {"status": "unreviewed", "by": None,
                                                    "decided_at": None, "bundle": None}
     assert document["candidates"][0]["findings"] is None   # no bundle sealed yet

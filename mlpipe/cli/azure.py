@@ -144,7 +144,7 @@ def submit_to_workspace(target: str, values: dict[str, str], *, experiment: str 
                         resource_group: str | None, subscription_id: str | None,
                         config: str | None, wait: bool = False, poll_interval: float = 15.0,
                         fmt: str = "text", ignore: set[str] | None = None,
-                        offline: bool = False) -> None:
+                        offline: bool = False, fail_on: str = "error") -> None:
     """``mlpipe submit --target azure``: check, pre-flight against the workspace (unless
     ``offline``), record, submit; print the run, job and URL.
     With ``wait``, follow the job until Azure ML ends it, sync it into the store, and exit 0
@@ -190,20 +190,34 @@ def submit_to_workspace(target: str, values: dict[str, str], *, experiment: str 
                 "azure_status": run.status, "experiment": run.experiment,
                 "workspace": run.workspace.arm_id, "candidate_id": None, "failed_steps": [],
                 "ci": run.ci}
+    from mlpipe.cli.running import gate, gate_document, show_report
+    from mlpipe.evidence.config import locate
+    from mlpipe.evidence.gate import run_report
+
     if not wait:
         click.echo(f"follow it with: mlpipe sync {run.run_id}  (submitted, not completed)",
                    file=out)
+        report = run_report(locate().url, run.run_id, None)  # its compile-time checks
+        document.update(gate_document(report, fail_on))
         if fmt == "json":
             click.echo(json.dumps(document, indent=2, sort_keys=True))
+        else:
+            show_report(report)
+        gate(report, fail_on)
         return
     outcome, failed = _wait(run, service, poll_interval, out)
     document.update(status=outcome.status, azure_status=outcome.azure_status,
                     candidate_id=outcome.candidate_id,
                     failed_steps=[f.to_dict() for f in failed])
+    report = run_report(locate().url, run.run_id, outcome.candidate_id)
+    document.update(gate_document(report, fail_on))
     if fmt == "json":
         click.echo(json.dumps(document, indent=2, sort_keys=True))
+    else:
+        show_report(report)
     if outcome.azure_status != "Completed":
         sys.exit(EXIT_PROBLEMS)
+    gate(report, fail_on)
 
 
 def _wait(run, service, poll_interval: float, out):

@@ -179,12 +179,13 @@ def _show(fmt: str, digest: str, content: bytes, output: str | None) -> tuple[st
     cannot be read as a bundle (a digest recomputed over altered bytes), to say why."""
     from mlpipe.errors import StoreError
     from mlpipe.evidence.fastpath import sealed_statement
+    from mlpipe.evidence.findings import every_finding
 
     try:
         statement = sealed_statement(digest, content)
         predicate = statement["predicate"]
         shown = (str(predicate["candidate"]["id"]),
-                 [f["code"] for f in predicate["findings"] if f["severity"] == "error"])
+                 [f["code"] for f in every_finding(predicate) if f["severity"] == "error"])
         if fmt == "json":
             _emit(content, output)
             return shown

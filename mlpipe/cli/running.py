@@ -14,6 +14,7 @@ import click
 from mlpipe.cli.azure import AZURE_FLAGS, azure_options, submit_to_workspace
 from mlpipe.cli.base import (
     EXIT_INTERRUPTED,
+    EXIT_PROBLEMS,
     TARGET,
     assignments,
     code_set,
@@ -48,6 +49,10 @@ from mlpipe.errors import UsageError
                    "environment's conda file (cached by its digest), not on mlpipe's own "
                    "interpreter; the evidence records the interpreter and packages either way.")
 @ignore_option
+@click.option("--fail-on", type=click.Choice(["error", "warning", "info"]), default="error",
+              show_default=True,
+              help="Exit 1 when the run's candidate carries a finding (compile-time, run-time "
+                   "or evidence) of this severity or a worse one, as `check --fail-on`.")
 @azure_options
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True,
@@ -56,8 +61,10 @@ from mlpipe.errors import UsageError
 def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...],
            secrets: tuple[str, ...], run_target: str, no_reuse: bool, max_parallel: int | None,
            local_scale: tuple[str, ...], fmt: str, ignore: str | None, isolate: bool,
-           **azure: Any) -> None:
-    """Check a pipeline, run it (here, or on Azure ML), and record everything."""
+           fail_on: str, **azure: Any) -> None:
+    """Check a pipeline, run it (here, or on Azure ML), and record everything; then print
+    the compile-time diagnostics it ran with and the findings its candidate's evidence will
+    carry, and exit 1 when one is of --fail-on severity or worse."""
     ignored = code_set(ignore)
     if run_target == "azure":
         if secrets:
@@ -82,7 +89,7 @@ def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...],
                                   else azure["poll_interval"])
         submit_to_workspace(target, {**assignments(inputs, "--input"),
                                      **assignments(params, "--param")}, fmt=fmt,
-                            ignore=ignored, **azure)
+                            ignore=ignored, fail_on=fail_on, **azure)
         return
     given = sorted(AZURE_FLAGS[k] for k, v in azure.items() if v not in (None, False))
     if given:
@@ -96,7 +103,7 @@ def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...],
                          hint=f"give it once, with --secret {twice[0]}=ENV_VAR")
     _submit_local(target, assignments(inputs, "--input"), {**given, **from_env},
                   no_reuse, max_parallel, _scales(assignments(local_scale, "--local-scale")),
-                  fmt, ignored, isolate)
+                  fmt, ignored, isolate, fail_on)
 
 
 def _secrets(given: dict[str, str]) -> dict[str, Any]:
@@ -181,11 +188,14 @@ def _scales(given: dict[str, str]) -> dict[str, tuple[int, int] | str]:
 def _submit_local(target: str, inputs: dict[str, str], params: dict[str, Any], no_reuse: bool,
                   max_parallel: int | None, scale: dict[str, tuple[int, int] | str],
                   fmt: str = "text", ignored: set[str] | frozenset[str] = frozenset(),
-                  isolate: bool = False) -> None:
+                  isolate: bool = False, fail_on: str = "error") -> None:
+    import contextlib
     import signal
 
     from mlpipe.backends.local.executor import LocalExecutor
     from mlpipe.diagnostics import ChecksFailed, render_text
+    from mlpipe.errors import StepFailed
+    from mlpipe.evidence.gate import run_report
     from mlpipe.graph import compile_pipeline
     from mlpipe.loader import load_spec
 
@@ -206,12 +216,18 @@ def _submit_local(target: str, inputs: dict[str, str], params: dict[str, Any], n
     except ChecksFailed as err:
         click.echo(render_text(err.diagnostics), err=True)
         raise
+    except StepFailed:
+        if executor is not None and executor.run_id is not None:
+            with contextlib.redirect_stdout(sys.stderr):   # the failure is stderr's story
+                show_report(run_report(executor.location.url, executor.run_id, None))
+        raise
     except KeyboardInterrupt:
         begun = executor.run_id if executor is not None else None
         click.echo(f"error: interrupted; run {begun} is recorded as interrupted" if begun else
                    "error: interrupted before a run was recorded; nothing was recorded",
                    err=True)
         sys.exit(EXIT_INTERRUPTED)
+    report = run_report(executor.location.url, result.run_id, result.candidate_id)
     if fmt == "json":
         import json
 
@@ -222,12 +238,51 @@ def _submit_local(target: str, inputs: dict[str, str], params: dict[str, Any], n
             "pipeline": graph.spec.name, "pipeline_digest": graph.spec.digest,
             "status": result.status, "job_name": None, "studio_url": None,
             "azure_status": None, "experiment": None, "workspace": None,
-            "candidate_id": result.candidate_id, "failed_steps": [], "ci": ci_provenance()},
-            indent=2, sort_keys=True))
+            "candidate_id": result.candidate_id, "failed_steps": [], "ci": ci_provenance(),
+            **gate_document(report, fail_on)}, indent=2, sort_keys=True))
     else:
         click.echo(f"run {result.run_id} {result.status}")
         if result.candidate_id:
             click.echo(f"candidate {result.candidate_id}")
+        show_report(report)
+    gate(report, fail_on)
+
+
+def gate_document(report: Any, fail_on: str) -> dict[str, Any]:
+    """The keys ``submit --format json`` adds for the findings (docs/json.md)."""
+    return {"findings": report.findings, "fail_on": fail_on,
+            "failing_findings": len(report.failing(fail_on))}
+
+
+def show_report(report: Any) -> None:
+    """The findings a run's candidate carries, after its ids (stdout)."""
+    from mlpipe.evidence.findings import severities
+    from mlpipe.evidence.gate import finding_line
+
+    if not report.findings:
+        if report.candidate:
+            click.echo("no findings: no compile-time, run-time or evidence finding")
+        return
+    counts = severities(report.findings)
+    said = ", ".join(f"{n} {sev}{'' if n == 1 else 's'}" for sev, n in counts.items() if n)
+    click.echo(f"the candidate's evidence will carry {said} (mlpipe evidence "
+               f"{report.candidate}):" if report.candidate else
+               f"the compile-time checks it ran with found {said}:")
+    for f in report.findings:
+        click.echo("  " + finding_line(f, report.run).replace("\n", "\n  "))
+
+
+def gate(report: Any, fail_on: str) -> None:
+    """Exit 1 when a finding is of ``fail_on`` severity or worse (as ``check --fail-on``)."""
+    failing = report.failing(fail_on)
+    if not failing:
+        return
+    what = f"candidate {report.candidate}" if report.candidate else f"run {report.run}"
+    codes = ", ".join(sorted({f["code"] for f in failing}))
+    click.echo(f"error: {what} carries {len(failing)} finding{'' if len(failing) == 1 else 's'}"
+               f" of severity {fail_on} or worse ({codes}): it is not ready for review "
+               f"(--fail-on {fail_on})", err=True)
+    sys.exit(EXIT_PROBLEMS)
 
 
 FORMAT = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",

@@ -19,7 +19,7 @@ from mlpipe.digests import file_digests, is_reference
 from mlpipe.errors import UsageError
 from mlpipe.evidence import models as m
 from mlpipe.evidence.checkresults import stored_checks
-from mlpipe.evidence.findings import find
+from mlpipe.evidence.findings import find, own_findings
 from mlpipe.evidence.roots import ArtifactRoots, configured
 from mlpipe.version import __version__
 
@@ -285,13 +285,20 @@ def _review(s: Session, candidate: m.CandidateRow) -> dict[str, Any]:
             "decisions": [decision_entry(d) for d in decisions]}
 
 
-def _productions(s: Session, candidate: m.CandidateRow) -> list[dict[str, Any]]:
-    rows = s.execute(select(m.Run.id, m.Run.status, m.Run.started_at)
-                     .join(m.Production, m.Production.run_id == m.Run.id)
-                     .where(m.Production.candidate_id == candidate.id)
-                     .order_by(m.Run.started_at, m.Run.id)).all()
-    return [{"run": rid, "status": status, "started_at": started.isoformat()}
-            for rid, status, started in rows]
+def _productions(s: Session, candidate: m.CandidateRow, roots: ArtifactRoots | None
+                 ) -> list[dict[str, Any]]:
+    """The other runs that produced the candidate, oldest first, each with its pipeline and
+    its own findings (``findings.own_findings`` of that run's predicate, judged by the same
+    code as the candidate's): a finding of one production is not hidden behind another's
+    clean bundle."""
+    runs = list(s.scalars(select(m.Run).join(m.Production, m.Production.run_id == m.Run.id)
+                          .where(m.Production.candidate_id == candidate.id)
+                          .order_by(m.Run.started_at, m.Run.id)))
+    return [{"run": run.id, "status": run.status, "started_at": run.started_at.isoformat(),
+             "pipeline": {"name": run.pipeline_name, "digest": run.pipeline_digest},
+             "findings": [{k: v for k, v in f.items() if k != "run"}
+                          for f in own_findings(_predicate(s, candidate, run, roots))]}
+            for run in runs]
 
 
 def _promotions(s: Session, candidate: m.CandidateRow) -> list[dict[str, Any]]:
@@ -302,26 +309,10 @@ def _promotions(s: Session, candidate: m.CandidateRow) -> list[dict[str, Any]]:
         .order_by(m.Promotion.promoted_at, m.Promotion.id))]
 
 
-def build(s: Session, candidate: m.CandidateRow, *, hash_model: bool = True,
-          roots: ArtifactRoots | None = None) -> dict[str, Any]:
-    """The unsealed bundle of ``candidate``: the Statement with its predicate, without the
-    ``sealed_at``/``previous_bundle`` fields that sealing adds.
-
-    Args:
-        s: an open session.
-        candidate: the candidate row (see :func:`find_candidate`).
-        hash_model: False leaves the subject empty (verification re-hashes it itself).
-        roots: where artifacts in a root are read here (default: the configured roots).
-
-    Returns:
-        A JSON-ready dict; ``predicate.findings`` is filled in.
-
-    Example:
-        >>> statement = build(s, find_candidate(s, "c-3f9a"))
-        >>> statement["subject"][0]["name"]
-        'model/MLmodel'
-    """
-    run = candidate.run
+def _predicate(s: Session, candidate: m.CandidateRow, run: m.Run,
+               roots: ArtifactRoots | None) -> dict[str, Any]:
+    """The predicate of ``candidate`` as ``run`` produced it (its own run, or another
+    production), findings judged, without ``productions`` and ``review``."""
     inputs = s.execute(select(m.RunInput.name, m.Snapshot)
                        .join(m.Snapshot, m.Snapshot.id == m.RunInput.snapshot_id)
                        .where(m.RunInput.run_id == run.id).order_by(m.RunInput.name)).all()
@@ -382,8 +373,6 @@ def build(s: Session, candidate: m.CandidateRow, *, hash_model: bool = True,
         "coordination": [{"step": st["step"], **st["topology"]["coordination"]}
                          for st in steps if isinstance(st["topology"], dict)
                          and st["topology"].get("coordination")],
-        "productions": _productions(s, candidate),
-        "review": _review(s, candidate),
     }
     signed = s.get(m.ModelSignature, candidate.id)
     if signed is not None:   # absent, not null, for a model never signed (older bundles too)
@@ -395,9 +384,36 @@ def build(s: Session, candidate: m.CandidateRow, *, hash_model: bool = True,
     if promotions:  # absent when none: bundles sealed before promotions existed still match
         predicate["promotions"] = promotions
     predicate["findings"] = find(s, predicate)
-    label = "model" if not candidate.name else candidate.name
+    return predicate
+
+
+def build(s: Session, candidate: m.CandidateRow, *, hash_model: bool = True,
+          roots: ArtifactRoots | None = None) -> dict[str, Any]:
+    """The unsealed bundle of ``candidate``: the Statement with its predicate, without the
+    ``sealed_at``/``previous_bundle`` fields that sealing adds.
+
+    Args:
+        s: an open session.
+        candidate: the candidate row (see :func:`find_candidate`).
+        hash_model: False leaves the subject empty (verification re-hashes it itself).
+        roots: where artifacts in a root are read here (default: the configured roots).
+
+    Returns:
+        A JSON-ready dict; ``predicate.findings`` is filled in.
+
+    Example:
+        >>> statement = build(s, find_candidate(s, "c-3f9a"))
+        >>> statement["subject"][0]["name"]
+        'model/MLmodel'
+    """
+    predicate = _predicate(s, candidate, candidate.run, roots)
+    predicate["productions"] = _productions(s, candidate, roots)
+    predicate["review"] = _review(s, candidate)
+    # a name of its own labels the files; the default one (the pipeline's) keeps "model"
+    label = ("model" if not candidate.name or candidate.name == candidate.run.pipeline_name
+             else candidate.name)
     return {"_type": STATEMENT_TYPE,
-            "subject": subject(model, label, roots) if hash_model else [],
+            "subject": subject(candidate.model, label, roots) if hash_model else [],
             "predicateType": PREDICATE_TYPE, "predicate": predicate}
 
 

@@ -3,6 +3,11 @@ metrics that are not, reuse with nothing executed behind it, a model or report w
 nothing names, reads outside the declared inputs, code the recorded commit does not hold.
 Findings are MP417, MP660, MP701-MP704, MP717 and MP804.
 
+``every_finding`` is the one list every screen, gate and policy counts: these evidence
+findings, the compile-time diagnostics the run was checked with, what the run itself found
+(each distributed step's coordination check) and the same for every other production of the
+candidate, each labelled with where it came from and the run it is about.
+
 Judges the predicate the builder assembled; reads nothing else and never raises for what it
 finds.
 """
@@ -25,6 +30,10 @@ from mlpipe.diagnostics import Code, Severity
 from mlpipe.digests import is_reference
 
 _WHOLE = {"all", "full", "everything", "whole", "*"}
+#: Where a finding came from (``every_finding``'s ``source``).
+COMPILE_TIME, RUN_TIME, EVIDENCE = "compile-time", "run-time", "evidence"
+_ORDER = {"error": 0, "warning": 1, "info": 2}
+_SOURCES = {COMPILE_TIME: 0, RUN_TIME: 1, EVIDENCE: 2}
 
 
 def _finding(code: Code, message: str, hint: str, step: str | None = None,
@@ -448,3 +457,81 @@ def find(_session: Any, predicate: dict[str, Any]) -> list[dict[str, Any]]:
              + _provenance(predicate))
     order = {"error": 0, "warning": 1, "info": 2}
     return sorted(found, key=lambda f: (order[f["severity"]], f["code"], f["step"] or ""))
+
+
+def _labelled(f: Any, source: str, run: Any) -> dict[str, Any] | None:
+    if not isinstance(f, dict) or f.get("severity") not in _ORDER:
+        return None
+    return {"code": f.get("code"), "name": f.get("name"), "severity": f["severity"],
+            "step": f.get("step"), "message": f.get("message"), "hint": f.get("hint"),
+            "source": source, "run": run}
+
+
+def own_findings(predicate: dict[str, Any]) -> list[dict[str, Any]]:
+    """The findings about the predicate's own run: its compile-time diagnostics, its
+    coordination checks' findings and its evidence findings, each labelled (``source``,
+    ``run``), most severe first. Old bundles lacking a part simply have none of it."""
+    run = (predicate.get("run") or {}).get("id")
+    found: list[dict[str, Any] | None] = []
+    checks = predicate.get("checks") or {}
+    for part in ("error_results", "warnings", "info"):
+        found += [_labelled(d, COMPILE_TIME, run) for d in checks.get(part) or []]
+    for co in predicate.get("coordination") or []:
+        if isinstance(co, dict):
+            found += [_labelled({**f, "step": f.get("step") or co.get("step")}, RUN_TIME, run)
+                      for f in co.get("findings") or [] if isinstance(f, dict)]
+    found += [_labelled(f, EVIDENCE, run) for f in predicate.get("findings") or []]
+    return sorted((f for f in found if f is not None), key=_key)
+
+
+def every_finding(predicate: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every finding a reviewer must weigh about the candidate: its own run's
+    (``own_findings``) and, after them, those of each other run that produced the same
+    candidate (``productions[].findings``, judged when the bundle was built), so that a
+    finding of one production is never hidden behind another's clean bundle. A production's
+    finding that says exactly what one listed before it says is listed once.
+
+    Returns:
+        ``{"code", "name", "severity", "step", "message", "hint", "source", "run"}`` dicts:
+        ``source`` is ``compile-time``, ``run-time`` or ``evidence``; ``run`` the run the
+        finding is about.
+
+    Example:
+        >>> [(f["code"], f["source"]) for f in every_finding(bundle["predicate"])]
+        [('MP416', 'compile-time')]
+    """
+    found = own_findings(predicate)
+    seen = {_same(f) for f in found}
+    for prod in predicate.get("productions") or []:
+        if not isinstance(prod, dict):
+            continue
+        for x in prod.get("findings") or []:
+            f = _labelled(x, x.get("source") or EVIDENCE, prod.get("run")) \
+                if isinstance(x, dict) else None
+            if f is not None and _same(f) not in seen:   # the same finding, said once
+                seen.add(_same(f))
+                found.append(f)
+    return found
+
+
+def _same(f: dict[str, Any]) -> tuple:
+    return (f["source"], f["code"], f["step"], f["message"])
+
+
+def severities(findings: list[dict[str, Any]]) -> dict[str, int]:
+    """``{"error", "warning", "info"}`` counts of ``findings``."""
+    counts = {"error": 0, "warning": 0, "info": 0}
+    for f in findings:
+        counts[f["severity"]] += 1
+    return counts
+
+
+def where_from(f: dict[str, Any], run: str | None) -> str:
+    """How a screen labels a finding's origin: ``compile-time``, ``run-time`` or ``evidence``,
+    with ``, run R`` when it is about another production than ``run`` (the bundle's own)."""
+    return f["source"] + (f", run {f['run']}" if f.get("run") != run else "")
+
+
+def _key(f: dict[str, Any]) -> tuple:
+    return (_ORDER[f["severity"]], _SOURCES.get(f["source"], 3), str(f["code"]),
+            str(f["step"] or ""))

@@ -12,7 +12,16 @@ from typing import Any
 from urllib.parse import quote
 
 from mlpipe.evidence.dag import COLORS, svg
-from mlpipe.evidence.render import _population, _topology, _value, reuse_origins, reuse_summary
+from mlpipe.evidence.findings import every_finding, where_from
+from mlpipe.evidence.render import (
+    _population,
+    _topology,
+    _value,
+    own_name,
+    production_line,
+    reuse_origins,
+    reuse_summary,
+)
 
 _STYLE = """
 :root{--line:#d4d4d4;--muted:#555}
@@ -156,7 +165,7 @@ def _who(statement: dict[str, Any], digest: str) -> str:
     trained = (p.get("training") or {}).get("step")
     model += f" <span class='muted'>trained by step {_e(trained)}</span>" if trained else ""
     rows = [("candidate", f"<code>{_e(c['id'])}</code>"
-             + (f" <b>{_e(c['name'])}</b>" if c["name"] else "")
+             + (f" <b>{_e(c['name'])}</b>" if own_name(p) else "")
              + f" <span class='muted'>created {_e(c['created_at'][:19])}</span>"),
             ("pipeline", f"<b>{_e(pipe['name'])}</b> <code>{_e(pipe['digest'])}</code>"),
             ("model", model),
@@ -167,12 +176,11 @@ def _who(statement: dict[str, Any], digest: str) -> str:
                     + (f" by {_e(run['user'])}@{_e(run['host'])}" if run.get("user") else "")),
             ("review status", _badge(status, status_cls)),
             ("decision", decision),
-            *[("reproduced by", f"run <code>{_e(x['run'])}</code> ({_e(x['status'])}, started "
-                                f"{_e(x['started_at'][:19])}): the same model and evaluation "
-                                f"bytes") for x in p.get("productions") or []],
+            *[("reproduced by", _e(production_line(x).removeprefix("reproduced by ")))
+              for x in p.get("productions") or []],
             ("bundle", f"<code id='bundle-digest'>{_e(digest)}</code> "
                        f"<span class='muted'>sealed {_e(p['sealed_at'])} UTC</span>")]
-    title = f"Candidate <code>{_e(c['id'])}</code>" + (f" · {_e(c['name'])}" if c["name"]
+    title = f"Candidate <code>{_e(c['id'])}</code>" + (f" · {_e(c['name'])}" if own_name(p)
                                                        else "")
     return (f'<header class="who" id="who"><h1>{title}</h1>'
             f'<p class="muted">Evidence for review. Orchestration produced this candidate; '
@@ -180,19 +188,26 @@ def _who(statement: dict[str, Any], digest: str) -> str:
 
 
 def _findings(p: dict[str, Any]) -> str:
-    if not p["findings"]:
-        return ('<section id="findings"><h2>Findings</h2><p class="ok">No findings: nothing '
-                'about evaluation, metric scope or reuse needs attention.</p></section>')
+    """The verdict: every finding the bundle carries (``every_finding``: compile-time,
+    run-time and evidence, of every production), each with where it came from; green only
+    when there is none at all."""
+    found = every_finding(p)
+    if not found:
+        return ('<section id="findings"><h2>Findings</h2><p class="ok">No findings: no '
+                'compile-time, run-time or evidence finding (evaluation, metric scope, reuse, '
+                'provenance) needs attention.</p></section>')
     counts: dict[str, int] = {}
-    for f in p["findings"]:
+    for f in found:
         counts[f["severity"]] = counts.get(f["severity"], 0) + 1
-    summary = ", ".join(f"{n} {sev}" for sev, n in sorted(counts.items()))
+    summary = ", ".join(f"{counts[sev]} {sev}" for sev in ("error", "warning", "info")
+                        if sev in counts)
     rows = [[_badge(f["severity"], "sev-" + f["severity"]),
              f"<code>{_e(f['code'])}</code> {_e(f['name'])}"
              + (f"<br><span class='muted'>step {_e(f['step'])}</span>" if f.get("step") else ""),
-             _e(f["message"]), _e(f.get("hint") or "-")] for f in p["findings"]]
+             _e(where_from(f, p["run"]["id"])), _e(f["message"]), _e(f.get("hint") or "-")]
+            for f in found]
     return (f'<section id="findings"><h2>Findings ({_e(summary)})</h2>'
-            f'{_table(["Severity", "Finding", "What is wrong", "Fix"], rows, "findings")}'
+            f'{_table(["Severity", "Finding", "From", "What is wrong", "Fix"], rows, "findings")}'
             f'</section>')
 
 

@@ -20,7 +20,7 @@ from mlpipe.codes import (
 )
 from mlpipe.digests import digest_bytes
 from mlpipe.errors import UsageError
-from mlpipe.evidence.findings import population_name
+from mlpipe.evidence.findings import every_finding, population_name
 
 _TOP = ("name", "description", "metrics", "findings_absent", "verify")
 _METRIC = ("name", "at_least", "at_most", "population")
@@ -248,15 +248,16 @@ def judge(policy: Policy, statement: dict[str, Any], digest: str,
     p = statement["predicate"]
     out = Qualification(policy, p["candidate"]["id"], digest)
     out.criteria += [_metric(rule, p) for rule in policy.metrics]
+    found = every_finding(p)   # compile-time, run-time and evidence findings alike
     for wanted in policy.findings_absent:
-        hits = [f for f in p["findings"]
-                if f["code"] == wanted or f["severity"] == wanted]
+        hits = [f for f in found if f["code"] == wanted or f["severity"] == wanted]
         label = f"{wanted} findings" if wanted in _SEVERITIES else f"finding {wanted}"
         out.criteria.append(Criterion(
             f"no {label}", "absent", "absent" if not hits else
             ", ".join(sorted({f["code"] for f in hits})) + f" ({len(hits)})", not hits,
             None if not hits else POLICY_FINDING_PRESENT.code,
-            None if not hits else f"the bundle has {hits[0]['code']} {hits[0]['name']}: "
+            None if not hits else f"the bundle has {hits[0]['code']} {hits[0]['name']} "
+                                  f"({hits[0]['source']}, run {hits[0]['run']}): "
                                   f"{hits[0]['message']}"))
     if policy.verify is not None:
         v = verification or {}
@@ -277,16 +278,17 @@ def judge(policy: Policy, statement: dict[str, Any], digest: str,
 
 def qualify(url: str, ref: str, policy: Policy) -> Qualification:
     """``mlpipe qualify REF --policy FILE``: the policy judged against the candidate's newest
-    sealed bundle (sealed first when there is none), verified when the policy says so.
-    Records nothing about the judgement.
+    sealed bundle, verified when the policy says so. Records nothing about the judgement and
+    seals nothing: like ``--verify``, it is refused (MP720) when no bundle was sealed yet.
 
     Raises:
+        NothingSealed: no bundle of the candidate is sealed (``mlpipe evidence`` seals one).
         UsageError: no candidate, or more than one, matches ``ref``.
         StoreError: the store cannot be opened, or a sealed bundle was altered in it.
     """
     from mlpipe.evidence.seal import load_sealed, sealed_bundle
 
-    sealed = sealed_bundle(url, ref)
+    sealed = sealed_bundle(url, ref, first="qualify")
     statement = load_sealed(sealed.digest, sealed.content)
     verification = None
     if policy.verify is not None:

@@ -199,6 +199,7 @@ class Candidate:
 
     id: str
     run_id: str
+    #: ``Candidate(name=...)``, else the pipeline's name (stored NULL before mlpipe kept it)
     name: str | None
     model_artifact_id: int
     evaluation_artifact_id: int | None
@@ -207,8 +208,11 @@ class Candidate:
     model_digest: str
     #: The evaluation's global metrics: (name, value, population), as its step logged them.
     metrics: list[tuple[str, float, str | None]] = field(default_factory=list)
-    #: Findings of the newest sealed bundle by severity; None when none is sealed yet.
+    #: Findings of the newest sealed bundle by severity (``findings.every_finding``:
+    #: compile-time, run-time and evidence, of every production); None when none is sealed.
     findings: dict[str, int] | None = None
+    #: The same findings by where they came from (``compile-time``, ``run-time``, ``evidence``).
+    findings_by_source: dict[str, int] | None = None
     #: The newest decision: (verdict, by, decided_at, bundle digest); None when unreviewed.
     review: tuple[str, str, datetime, str] | None = None
     #: How many later runs reproduced it (``candidate_productions``).
@@ -547,7 +551,9 @@ class Reader:
                     f"SELECT b.candidate_id, b.content FROM bundles b WHERE b.candidate_id IN "
                     f"({marks}) AND b.sealed_at = (SELECT MAX(b2.sealed_at) FROM bundles b2 "
                     f"WHERE b2.candidate_id = b.candidate_id)", ids):
-                by_id[cid].findings = _severities(bytes(content))
+                counted = _severities(bytes(content))
+                if counted is not None:
+                    by_id[cid].findings, by_id[cid].findings_by_source = counted
             for cid, keyid in self._rows(
                     f"SELECT b.candidate_id, g.keyid FROM bundles b JOIN bundle_signatures g "
                     f"ON g.bundle_digest = b.digest WHERE b.candidate_id IN ({marks}) AND "
@@ -558,37 +564,30 @@ class Reader:
 
     def _candidates(self, tail: str, params: dict[str, Any]) -> list[Candidate]:
         rows = self._rows(
-            "SELECT c.id, c.run_id, c.name, c.model_artifact_id, c.evaluation_artifact_id, "
-            "c.created_at, r.pipeline_name, a.digest FROM candidates c "
+            "SELECT c.id, c.run_id, COALESCE(c.name, r.pipeline_name), c.model_artifact_id, "
+            "c.evaluation_artifact_id, c.created_at, r.pipeline_name, a.digest FROM candidates c "
             "JOIN runs r ON r.id = c.run_id JOIN artifacts a ON a.id = c.model_artifact_id "
             + tail, params)
         return [Candidate(r[0], r[1], r[2], r[3], r[4], self._time(r[5]), r[6], r[7])
                 for r in rows]
 
 
-def _severities(content: bytes) -> dict[str, int] | None:
-    """Findings by severity of a sealed bundle's bytes, parsing only its findings array where
-    the canonical form (sorted keys) lets it be found; the whole bundle otherwise. None when
-    the bytes are not a bundle (``--verify`` says why)."""
-    text = content.decode("utf-8", "replace")
-    findings: Any = None
-    at = text.find('"findings":[')
-    if at >= 0:
-        try:
-            findings = json.JSONDecoder().raw_decode(text, at + len('"findings":'))[0]
-        except ValueError:
-            findings = None
-    if not (isinstance(findings, list)
-            and all(isinstance(f, dict) and "severity" in f and "code" in f for f in findings)):
-        try:
-            findings = json.loads(text)["predicate"]["findings"]
-        except (ValueError, KeyError, TypeError):
-            return None
-    counts = {"error": 0, "warning": 0, "info": 0}
-    for f in findings:
-        if isinstance(f, dict) and f.get("severity") in counts:
-            counts[f["severity"]] += 1
-    return counts
+def _severities(content: bytes) -> tuple[dict[str, int], dict[str, int]] | None:
+    """The findings of a sealed bundle's bytes by severity and by where they came from
+    (``findings.every_finding``: compile-time, run-time and evidence findings, those of every
+    production too), read from the decoded statement, never by searching its text. None
+    when the bytes are not a bundle (``--verify`` says why)."""
+    from mlpipe.evidence.findings import every_finding, severities
+
+    try:
+        predicate = json.loads(content)["predicate"]
+        found = every_finding(predicate)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    by_source: dict[str, int] = {}
+    for f in found:
+        by_source[f["source"]] = by_source.get(f["source"], 0) + 1
+    return severities(found), by_source
 
 
 def _chunks(values: list[str], size: int = 500) -> Iterator[list[str]]:

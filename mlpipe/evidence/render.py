@@ -7,9 +7,29 @@ from __future__ import annotations
 
 from typing import Any
 
+from mlpipe.evidence.findings import every_finding, where_from
 from mlpipe.evidence.terminal import shown
 
 _SEV = {"error": "ERROR", "warning": "WARNING", "info": "INFO"}
+
+
+def own_name(p: dict[str, Any]) -> str | None:
+    """The candidate's name where it is its own (``Candidate(name=...)``); None where it is
+    its pipeline's, the default, which the pipeline line already shows."""
+    name = p["candidate"].get("name")
+    return name if name and name != (p.get("pipeline") or {}).get("name") else None
+
+
+def production_line(x: dict[str, Any]) -> str:
+    """A production of the candidate: its run, pipeline where it was recorded, and how many
+    findings of its own it has (listed with the candidate's findings)."""
+    pipe = x.get("pipeline") or {}
+    found = x.get("findings")
+    counts = ("" if found is None else
+              f"; its own findings: {len(found)}" if found else "; no finding of its own")
+    return (f"reproduced by run {x['run']} ({x['status']}, started {x['started_at']}"
+            + (f", pipeline {pipe['name']} {pipe['digest']}" if pipe else "")
+            + f"): the same model and evaluation bytes{counts}")
 
 
 def _short(digest: str | None, n: int = 19) -> str:
@@ -147,21 +167,22 @@ def sections(statement: dict[str, Any], digest: str) -> list[tuple[str, list[str
     """The bundle as titled sections of lines, shared by the text and Markdown views."""
     p = statement["predicate"]
     c = p["candidate"]
+    own = p["run"]["id"]
     out: list[tuple[str, list[str]]] = []
-    findings = [f"{_SEV[f['severity']]} [{f['code']} {f['name']}] {f['message']}"
-                + (f" (fix: {f['hint']})" if f.get("hint") else "") for f in p["findings"]]
-    out.append(("Findings", findings or ["none: no finding about evaluation, metric scope or "
-                                         "reuse"]))
+    findings = [f"{_SEV[f['severity']]} [{f['code']} {f['name']}] ({where_from(f, own)}) "
+                f"{f['message']}" + (f" (fix: {f['hint']})" if f.get("hint") else "")
+                for f in every_finding(p)]
+    out.append(("Findings", findings or ["none: no compile-time, run-time or evidence finding "
+                                         "(evaluation, metric scope, reuse, provenance)"]))
     model = next((a for a in p["artifacts"] if a["digest"] == c["model"]), {})
     out.append(("Candidate", [
-        f"id {c['id']}" + (f"  name {c['name']}" if c["name"] else ""),
+        f"id {c['id']}" + (f"  name {c['name']}" if own_name(p) else ""),
         f"model {c['model']}" + _held(model),
         *([f"  file {s['name']}  sha256:{s['digest']['sha256']}" for s in statement["subject"]]
           or ["  files: unknown (no digest of them was recorded)"]),
         f"run {p['run']['id']} ({p['run']['status']}, {p['run']['target']}) pipeline "
         f"{p['pipeline']['name']} {p['pipeline']['digest']}",
-        *[f"reproduced by run {x['run']} ({x['status']}, started {x['started_at']}): the same "
-          f"model and evaluation bytes" for x in p.get("productions") or []]]))
+        *[production_line(x) for x in p.get("productions") or []]]))
     if "review" in p:  # bundles sealed before decisions were recorded have no such field
         out.append(("Review", review_lines(p["review"])))
     ev = p["evaluation"]
@@ -268,8 +289,9 @@ def sections(statement: dict[str, Any], digest: str) -> list[tuple[str, list[str
 def render_text(statement: dict[str, Any], digest: str) -> str:
     """The default ``mlpipe evidence`` view; names and values escaped (evidence.terminal)."""
     statement = shown(statement)
-    c = statement["predicate"]["candidate"]
-    lines = [f"evidence for candidate {c['id']}" + (f" ({c['name']})" if c["name"] else "")]
+    p = statement["predicate"]
+    c = p["candidate"]
+    lines = [f"evidence for candidate {c['id']}" + (f" ({c['name']})" if own_name(p) else "")]
     for title, body in sections(statement, digest):
         lines += ["", title.upper()] + [f"  {b}" for b in body]
     return "\n".join(lines)

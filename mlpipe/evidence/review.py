@@ -235,13 +235,16 @@ def _may_decide(s: Any, cand: Any, key: Signer, trust: Trust) -> None:
 
 def _may_accept(candidate: str, statement: dict[str, Any],
                 qualification: Qualification | None) -> None:
-    errors = [f for f in statement["predicate"]["findings"] if f["severity"] == "error"]
+    from mlpipe.evidence.findings import every_finding
+
+    errors = [f for f in every_finding(statement["predicate"]) if f["severity"] == "error"]
     if errors:
         raise ReviewRefused(ACCEPTANCE_REFUSED,
                             f"candidate {candidate} cannot be accepted: its bundle has "
                             f"{len(errors)} error-severity finding"
                             f"{'' if len(errors) == 1 else 's'}, first {errors[0]['code']} "
-                            f"{errors[0]['name']}",
+                            f"{errors[0]['name']} ({errors[0]['source']}, run "
+                            f"{errors[0]['run']})",
                             hint=f"fix the cause and produce a new candidate, or record "
                                  f"`mlpipe review {candidate} --reject` with the reason")
     if qualification is not None and not qualification.passed:

@@ -14,8 +14,9 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from mlpipe.codes import BUNDLE_CHAIN_MISSING
 from mlpipe.digests import canonical_json, digest_bytes
-from mlpipe.errors import StoreError
+from mlpipe.errors import MlpipeError, StoreError
 from mlpipe.evidence import models as m
 from mlpipe.evidence.bundle import build
 from mlpipe.evidence.store import utcnow
@@ -86,6 +87,24 @@ def load_sealed(digest: str, content: bytes) -> dict[str, Any]:
         raise StoreError(f"sealed bundle {digest} no longer matches the bundle schema "
                          f"({why}): it was altered in the store", hint=hint) from None
     return statement
+
+
+class NothingSealed(MlpipeError):
+    """A command that judges or verifies a bundle (``qualify``, ``--verify``) found none
+    sealed: only ``mlpipe evidence``, which shows the bundle it seals, seals the first one
+    (MP720; exit 1, a problem with the candidate, not the command line)."""
+
+    exit_code = 1
+
+    def __init__(self, candidate: str, doing: str) -> None:
+        self.code = BUNDLE_CHAIN_MISSING.code
+        super().__init__(
+            f"[{BUNDLE_CHAIN_MISSING.code} {BUNDLE_CHAIN_MISSING.name}] candidate {candidate} "
+            f"has no sealed bundle to {doing}: none was ever sealed (nobody has read its "
+            f"evidence), or its bundles were removed from the store",
+            hint=f"run `mlpipe evidence {candidate}`: it seals the first bundle from the store "
+                 f"as it is now and shows it; read it, then {doing} that one (if a reviewer "
+                 f"saw its evidence before, restore its bundles from a copy you trust instead)")
 
 
 @dataclass(slots=True)
@@ -179,21 +198,28 @@ def seal(s: Session, candidate: m.CandidateRow, *, now: datetime | None = None,
     return Sealed(digest, content, True, None if before is None else before.digest, changes)
 
 
-def sealed_bundle(url: str, ref: str, *, rebuild: bool = False) -> Sealed:
+def sealed_bundle(url: str, ref: str, *, rebuild: bool = False,
+                  first: str | None = None) -> Sealed:
     """The bundle ``mlpipe evidence REF`` shows.
 
     Without ``rebuild``, the newest sealed bundle is read straight from a SQLite store when it
     can be (``fastpath``). Otherwise the bundle is built from the store and sealed anew when it
     differs from the newest sealed one (``changes`` says what) or when none is sealed yet.
 
+    One rule for every command: only ``mlpipe evidence`` (which shows what it seals) seals a
+    candidate's first bundle; a command that judges or verifies one passes ``first`` (what it
+    was to do, ``"qualify"``) and is refused when none is sealed.
+
     Args:
         url: the store URL (``mlpipe.evidence.locate().url``).
         ref: a candidate id or an unambiguous prefix of one.
         rebuild: build from the store even when a sealed bundle could be read directly.
+        first: seal nothing; raise NothingSealed, saying the caller could not ``first``.
 
     Raises:
         UsageError: no candidate, or more than one, matches ``ref``.
         StoreError: the store cannot be opened, or a sealed bundle was altered in it.
+        NothingSealed: ``first`` was given and no bundle of the candidate is sealed.
 
     Example:
         >>> sealed_bundle(locate().url, "c-3f9a").digest[:7]
@@ -210,7 +236,13 @@ def sealed_bundle(url: str, ref: str, *, rebuild: bool = False) -> Sealed:
     store = Store.open(url, create=False)
     try:
         with store.session() as s:
-            return seal(s, find_candidate(s, ref))
+            candidate = find_candidate(s, ref)
+            if first is not None and not rebuild:
+                kept = sealed_or_none(s, candidate)
+                if kept is None:
+                    raise NothingSealed(candidate.id, first)
+                return kept
+            return seal(s, candidate)
     finally:
         store.close()
 
@@ -223,5 +255,17 @@ def sealed_or_none(s: Session, candidate: m.CandidateRow) -> Sealed | None:
     return Sealed(row.digest, bytes(row.content), False, row.previous_digest)
 
 
-__all__ = ["CONFIGURED", "SCHEMA_PATH", "Sealed", "canonical", "chain", "latest", "seal",
-           "sealed_bundle", "sealed_or_none", "unsealed", "validate"]
+__all__ = [
+    "CONFIGURED",
+    "SCHEMA_PATH",
+    "NothingSealed",
+    "Sealed",
+    "canonical",
+    "chain",
+    "latest",
+    "seal",
+    "sealed_bundle",
+    "sealed_or_none",
+    "unsealed",
+    "validate",
+]

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import bindparam, create_engine, event, insert, select, text, update
+from sqlalchemy import bindparam, create_engine, event, func, insert, select, text, update
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -436,8 +436,13 @@ class Store:
     def register_candidate(self, run_id: str, model: m.Artifact,
                            evaluation: m.Artifact | None, name: str | None) -> str:
         """The candidate of ``run_id``'s model and evaluation: a new one, or, when an earlier
-        run's candidate has the same model bytes, evaluation bytes and name, that one, with
-        this run recorded as another production of it (a re-run that reproduced it).
+        run of the same pipeline (its name and spec digest, which covers every component's
+        code digest, the training component's too) registered a candidate with the same
+        model bytes, evaluation bytes and name, that one, with this run recorded as another
+        production of it (a re-run that reproduced it). A run of another pipeline that
+        happens to produce the same bytes gets a candidate of its own (docs/review.md).
+        ``name`` None is the pipeline's name (a candidate stored before mlpipe kept the
+        default has NULL, read the same way).
 
         One transaction, serialized per model: on SQLite every session holds the write lock
         (BEGIN IMMEDIATE); on PostgreSQL an advisory lock on the model's artifact, so runs
@@ -446,12 +451,19 @@ class Store:
             if s.get_bind().dialect.name == "postgresql":
                 s.execute(text("SELECT pg_advisory_xact_lock(:k)"),
                           {"k": _CANDIDATE_LOCK ^ int(model.id)})
+            run = s.get(m.Run, run_id)
+            if run is None:
+                raise StoreError(f"run {run_id} is not in the evidence store",
+                                 hint="report this as an mlpipe defect")
+            name = name or run.pipeline_name
             same = (select(m.CandidateRow.id)
+                    .join(m.Run, m.Run.id == m.CandidateRow.run_id)
                     .where(m.CandidateRow.model_artifact_id == model.id,
                            m.CandidateRow.evaluation_artifact_id.is_(None) if evaluation is None
                            else m.CandidateRow.evaluation_artifact_id == evaluation.id,
-                           m.CandidateRow.name.is_(None) if name is None
-                           else m.CandidateRow.name == name,
+                           func.coalesce(m.CandidateRow.name, m.Run.pipeline_name) == name,
+                           m.Run.pipeline_name == run.pipeline_name,
+                           m.Run.pipeline_digest == run.pipeline_digest,
                            m.CandidateRow.run_id != run_id)
                     .order_by(m.CandidateRow.created_at, m.CandidateRow.id).limit(1))
             found = s.scalars(same).first()

@@ -301,9 +301,13 @@ def verify(s: Session, candidate: m.CandidateRow, *, fetch: Fetch | None = None,
     rows = chain(s, candidate.id)
     out = Verification(rows[-1].digest if rows else "(none)")
     if not rows:
+        cited = _cited(s, candidate.id)
+        why = (f"its bundles were removed from the store (decisions cite "
+               f"{', '.join(cited[:2])}{' ...' if len(cited) > 2 else ''})" if cited else
+               "it was never sealed, or its bundles were removed from the store")
         out.findings.append(_mismatch(
             BUNDLE_CHAIN_MISSING, f"candidate {candidate.id} has no sealed bundle to verify "
-            f"against: it was never sealed, or its bundles were removed from the store",
+            f"against: {why}",
             f"if a reviewer saw its evidence, restore the bundles from a copy you trust (their "
             f"saved --format json output); if it was never shown, `mlpipe evidence "
             f"{candidate.id}` seals its first bundle from the store as it is now"))
@@ -401,6 +405,15 @@ def _check_model_signature(s: Session, candidate: m.CandidateRow, statement: dic
                                       f"does not hold: {why}", hint))
 
 
+def _cited(s: Session, candidate_id: str) -> list[str]:
+    """The bundle digests the candidate's recorded decisions cite, oldest first."""
+    from sqlalchemy import select
+
+    return list(dict.fromkeys(s.scalars(
+        select(m.Decision.bundle_digest).where(m.Decision.candidate_id == candidate_id)
+        .order_by(m.Decision.decided_at, m.Decision.id))))
+
+
 def later_productions(sealed: dict[str, Any], rebuilt: dict[str, Any]) -> list[Any]:
     """Drop from ``rebuilt`` the runs that reproduced the candidate after ``sealed`` was sealed
     (its productions are a prefix of the store's), and return them: a later re-run of the same
@@ -411,10 +424,15 @@ def later_productions(sealed: dict[str, Any], rebuilt: dict[str, Any]) -> list[A
     if not isinstance(now, list) or not isinstance(before, (list, type(None))):
         return []
     before = before or []
-    if now[:len(before)] != before:
+    # a bundle sealed before productions carried their pipeline and findings lists them
+    # without: the same production, read as it was sealed
+    kept = [{k: v for k, v in n.items() if k in b}
+            if isinstance(n, dict) and isinstance(b, dict) and "findings" not in b else n
+            for n, b in zip(now, before)]
+    if kept != before:
         return []
     if "productions" in sealed.get("predicate", {}):
-        rebuilt["predicate"]["productions"] = now[:len(before)]
+        rebuilt["predicate"]["productions"] = kept
     else:   # sealed before productions were recorded
         rebuilt["predicate"].pop("productions")
     return now[len(before):]
@@ -434,7 +452,9 @@ def verify_bundle(url: str, ref: str, *, fetch: Fetch | None = None,
     """``mlpipe evidence REF --verify [--trust FILE]``: verify the candidate's sealed bundles
     (``fetch``, ``trust``: see ``verify``). Never seals: a candidate without a sealed bundle is
     finding MP720 (``bundle-chain-missing``), since a store whose bundles were removed and whose
-    rows were edited would otherwise be sealed as it is and verified against itself.
+    rows were edited would otherwise be sealed as it is and verified against itself; the one
+    rule of every command (``seal.sealed_bundle``, docs/review.md): only ``mlpipe evidence``
+    seals a first bundle.
 
     Raises:
         UsageError: no candidate, or more than one, matches ``ref``.

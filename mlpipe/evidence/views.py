@@ -63,12 +63,15 @@ def headline(metrics: list[tuple[str, float, str | None]], most: int = 2) -> str
     return ", ".join(shown) + (f" (+{len(metrics) - most})" if len(metrics) > most else "")
 
 
-def findings_summary(counts: dict[str, int] | None) -> str:
-    """``{"error": 1, "warning": 2, "info": 0}`` -> ``1 error, 2 warnings``."""
+def findings_summary(counts: dict[str, int] | None,
+                     by_source: dict[str, int] | None = None) -> str:
+    """``{"error": 1, "warning": 2, "info": 0}`` -> ``1 error, 2 warnings``; with where they
+    came from, ``1 error, 2 warnings (2 compile-time, 1 evidence)``."""
     if counts is None:
         return "not sealed"
     parts = [f"{n} {sev}{'' if n == 1 else 's'}" for sev, n in counts.items() if n]
-    return ", ".join(parts) or "none"
+    where = [f"{n} {source}" for source, n in sorted((by_source or {}).items()) if n]
+    return (", ".join(parts) + (f" ({', '.join(where)})" if where else "")) if parts else "none"
 
 
 def review_status(c: Candidate) -> str:
@@ -85,11 +88,13 @@ def candidates_table(rows: list[Candidate], signed: dict[str, str] | None = None
     signed = signed or {}
     return _table(["CANDIDATE", "PIPELINE", "RUN", "CREATED (UTC)", "GLOBAL METRICS",
                    "FINDINGS", "REVIEW", "SIGNED"],
-                  [[c.id + (f" ({c.name})" if c.name else ""), c.pipeline,
+                  [[c.id + (f" ({c.name})" if c.name and c.name != c.pipeline else ""),
+                    c.pipeline,
                     c.run_id + (f" (+{c.productions} re-run{'' if c.productions == 1 else 's'})"
                                 if c.productions else ""),
                     c.created_at.strftime("%Y-%m-%d %H:%M:%S"), headline(c.metrics),
-                    findings_summary(c.findings), review_status(c), signed.get(c.id, "-")]
+                    findings_summary(c.findings, c.findings_by_source), review_status(c),
+                    signed.get(c.id, "-")]
                    for c in rows])
 
 

@@ -231,7 +231,7 @@ def test_a_later_bundle_records_the_previous_digest(tmp_path):
     changed = proj.evidence(cand, "--format", "json", "--rebuild")
     second = json.loads(changed.stdout)
     assert second["predicate"]["previous_bundle"] == first_digest
-    assert "candidate.name: None -> 'renamed'" in changed.stderr
+    assert "candidate.name: 'review' -> 'renamed'" in changed.stderr
     assert proj.evidence(cand, "--verify").returncode == 0
 
 

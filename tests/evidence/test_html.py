@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from bundle_project import BundleProject
+from bundle_project import GATED, BundleProject
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     (shutil.which("chromium") or shutil.which("chromium-browser")) is None,
@@ -113,7 +113,7 @@ def pages(tmp_path_factory):
     # the evaluation on the training split: an error finding, and fit reused from `first`
     done = proj.cli("submit", "review.py:review", "--input", "data=data.txt", "--param",
                     "split=train")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1 and GATED.search(done.stderr), done.stderr  # submit's gate
     flagged = re.search(r"^candidate (c-[0-9a-f]+)$", done.stdout, re.M).group(1)
     out["flagged"] = tmp / "flagged.html"
     done = proj.evidence(flagged, "--format", "html", "-o", str(out["flagged"]))
@@ -162,8 +162,9 @@ def test_the_page_reads_top_down_who_findings_evaluation_reuse_provenance_detail
     else:  # until review decisions are recorded in bundles
         assert who["review status"] == "not recorded"
     assert who["bundle"].startswith("sha256:")
-    assert probe["findings"] == ("Findings\n\nNo findings: nothing about evaluation, metric "
-                                 "scope or reuse needs attention.")
+    assert probe["findings"] == ("Findings\n\nNo findings: no compile-time, run-time or "
+                                 "evidence finding (evaluation, metric scope, reuse, "
+                                 "provenance) needs attention.")
     assert probe["evaluation"] == [
         ["accuracy", "0.875", "global", "test, 8 examples", "logged by step score"],
         ["accuracy", "0.875", "global", "examples 8, split test",
@@ -251,8 +252,8 @@ def test_a_finding_is_shown_with_its_severity_message_and_fix_before_the_evaluat
     probe = _probe(pages["tmp"], pages["flagged"])
     assert probe["order"][:3] == ["who", "findings", "evaluation"]
     assert probe["findings"].startswith("Findings (1 error)")
-    [[severity, finding, message, fix]] = probe["findingRows"]
-    assert severity == "error"
+    [[severity, finding, source, message, fix]] = probe["findingRows"]
+    assert severity == "error" and source == "evidence"
     assert finding.split("\n")[0] == "MP702 evaluation-overlaps-training"
     assert "ran on population 'train', which overlaps 'train'" in message
     assert fix and fix != "-"
@@ -269,8 +270,9 @@ def test_a_recorded_decision_and_a_reproduction_head_the_page(pages):
     assert re.fullmatch(r"accepted by dana at \S+ UTC on bundle sha256:[0-9a-f]{12} \(this "
                         r"bundle's predecessor\); policy review-gate passed: “meets Q-7”",
                         who["decision"]), who["decision"]
-    assert re.fullmatch(r"run r-[0-9a-f]{10} \(succeeded, started \S+\): the same model and "
-                        r"evaluation bytes", who["reproduced by"]), who["reproduced by"]
+    assert re.fullmatch(r"run r-[0-9a-f]{10} \(succeeded, started \S+, pipeline review "
+                        r"sha256:[0-9a-f]{64}\): the same model and evaluation bytes; no "
+                        r"finding of its own", who["reproduced by"]), who["reproduced by"]
     [decision] = probe["decisions"]
     assert "verdict\taccepted\nby\tdana" in decision
     assert re.search(r"metric accuracy\t.*test.*\tmet", decision), decision

@@ -133,11 +133,11 @@ def test_findings_show_severity_code_message_and_fix(statement):
     page = render_html(statement, DIGEST)
     section = page[page.index('<section id="findings"'):page.index('<section id="evaluation"')]
     text = " ".join("".join(_read(section).parts).split())
-    assert text.startswith("Findings (1 error, 1 warning) Severity Finding What is wrong Fix "
-                           "error MP702 evaluation-on-training-data step score evaluation ran "
-                           "on population 'train' evaluate on a split the model never trained "
-                           "on warning MP660 content-unknown only a reference was recorded "
-                           "sync the run")
+    assert text.startswith("Findings (1 error, 1 warning) Severity Finding From What is wrong "
+                           "Fix error MP702 evaluation-on-training-data step score evidence "
+                           "evaluation ran on population 'train' evaluate on a split the model "
+                           "never trained on warning MP660 content-unknown evidence only a "
+                           "reference was recorded sync the run")
 
 
 def test_no_value_is_shown_as_json_text(statement):

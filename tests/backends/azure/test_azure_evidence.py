@@ -78,7 +78,7 @@ def test_a_candidate_whose_steps_left_no_record(mlpipe, candidate):
     assert sorted((st["step"], st["step_record"], st["metrics"]) for st in p["steps"]) == [
         ("evaluate", False, []), ("fit", False, []), ("prepare", False, [])]
     text = mlpipe("evidence", cand).output
-    assert "ERROR [MP660 content-unknown] the candidate's model (fit.model)" in text
+    assert "ERROR [MP660 content-unknown] (evidence) the candidate's model (fit.model)" in text
     assert f"(content unknown: only its location {model_uri} was recorded)" in text
     assert "  files: unknown (no digest of them was recorded)" in text
     assert "    no step record: what its runtime would have observed" in text

@@ -48,7 +48,12 @@ def test_wait_follows_the_job_syncs_it_and_exits_0_when_it_completed(mlpipe, azu
           lambda p: p.child("evaluate").start(),
           lambda p: (p.child("evaluate").complete(), p.complete()))
     result = mlpipe("submit", "--wait", "--poll-interval", "0", pipeline="nested")
-    assert result.exit_code == 0, result.output
+    # the job completed; its candidate's outputs left no step record (MP660, an error): the
+    # findings gate says 1 after the whole story was told
+    assert result.exit_code == 1, result.output
+    assert re.search(r"^error: candidate c-[0-9a-f]{10} carries 2 findings of severity error or "
+                     r"worse \(MP660\): it is not ready for review \(--fail-on error\)$",
+                     result.output, re.M), result.output
     job = azureml.last_job
     lines = result.output.splitlines()
     assert lines[0].startswith("submitted run r-") and f"Azure ML job {job.name}" in lines[0]
@@ -145,7 +150,7 @@ def test_losing_the_service_while_waiting_says_the_job_goes_on(mlpipe, azureml):
 
 SUBMIT_KEYS = {"format", "run_id", "target", "pipeline", "pipeline_digest", "status",
                "job_name", "studio_url", "azure_status", "experiment", "workspace",
-               "candidate_id", "failed_steps", "ci"}
+               "candidate_id", "failed_steps", "ci", "findings", "fail_on", "failing_findings"}
 
 
 def test_submit_json_is_one_document_on_stdout_with_the_job_and_its_url(mlpipe, azureml,
