@@ -162,9 +162,12 @@ def test_the_page_reads_top_down_who_findings_evaluation_reuse_provenance_detail
     else:  # until review decisions are recorded in bundles
         assert who["review status"] == "not recorded"
     assert who["bundle"].startswith("sha256:")
-    assert probe["findings"] == ("Findings\n\nNo findings: no compile-time, run-time or "
-                                 "evidence finding (evaluation, metric scope, reuse, "
-                                 "provenance) needs attention.")
+    # the review pipeline's score reads fit's data: MP416 at compile time, a finding like any
+    assert probe["findings"].startswith("Findings (1 warning)")
+    assert "No findings" not in probe["findings"]
+    [[severity, finding, source, _message, _fix]] = probe["findingRows"]
+    assert (severity, source) == ("warning", "compile-time")
+    assert finding.split("\n")[0] == "MP416 evaluation-reads-training-artifact"
     assert probe["evaluation"] == [
         ["accuracy", "0.875", "global", "test, 8 examples", "logged by step score"],
         ["accuracy", "0.875", "global", "examples 8, split test",
@@ -251,9 +254,11 @@ def test_a_screenshot_at_1280_px_and_a_printed_pdf_have_content(pages):
 def test_a_finding_is_shown_with_its_severity_message_and_fix_before_the_evaluation(pages):
     probe = _probe(pages["tmp"], pages["flagged"])
     assert probe["order"][:3] == ["who", "findings", "evaluation"]
-    assert probe["findings"].startswith("Findings (1 error)")
-    [[severity, finding, source, message, fix]] = probe["findingRows"]
+    assert probe["findings"].startswith("Findings (1 error, 1 warning)")
+    [[severity, finding, source, message, fix], compiled] = probe["findingRows"]
     assert severity == "error" and source == "evidence"
+    assert compiled[:3] == ["warning", "MP416 evaluation-reads-training-artifact\nstep score",
+                            "compile-time"]
     assert finding.split("\n")[0] == "MP702 evaluation-overlaps-training"
     assert "ran on population 'train', which overlaps 'train'" in message
     assert fix and fix != "-"
@@ -271,8 +276,8 @@ def test_a_recorded_decision_and_a_reproduction_head_the_page(pages):
                         r"bundle's predecessor\); policy review-gate passed: “meets Q-7”",
                         who["decision"]), who["decision"]
     assert re.fullmatch(r"run r-[0-9a-f]{10} \(succeeded, started \S+, pipeline review "
-                        r"sha256:[0-9a-f]{64}\): the same model and evaluation bytes; no "
-                        r"finding of its own", who["reproduced by"]), who["reproduced by"]
+                        r"sha256:[0-9a-f]{64}\): the same model and evaluation bytes; its own "
+                        r"findings: 1", who["reproduced by"]), who["reproduced by"]
     [decision] = probe["decisions"]
     assert "verdict\taccepted\nby\tdana" in decision
     assert re.search(r"metric accuracy\t.*test.*\tmet", decision), decision

@@ -91,18 +91,20 @@ def test_candidates_show_metrics_with_population_findings_and_review(tmp_path):
     assert done.returncode == 0, done.stderr
     rows = {row[0]: row[4:] for row in (re.split(r"\s{2,}", line) for line in
                                         proj.cli("candidates").stdout.splitlines()[1:])}
-    assert rows == {good: ["accuracy 0.875 on test", "none", "unreviewed",
+    # the review pipeline's score reads fit's data: MP416 at compile time, counted like any
+    assert rows == {good: ["accuracy 0.875 on test", "1 warning (1 compile-time)", "unreviewed",
                            "local key (untrusted)"],
-                    bad: ["accuracy 0.875 on train", "1 error (1 evidence)", "rejected by lee",
+                    bad: ["accuracy 0.875 on train",
+                          "1 error, 1 warning (1 compile-time, 1 evidence)", "rejected by lee",
                           "local key (untrusted)"]}
     listed = {c["candidate_id"]: c for c in _candidates(proj)}
     assert listed[bad]["metrics"] == [{"name": "accuracy", "value": 0.875,
                                        "population": "train, 8 examples"}]
-    assert listed[bad]["findings"] == {"error": 1, "warning": 0, "info": 0}
+    assert listed[bad]["findings"] == {"error": 1, "warning": 1, "info": 0}
     assert listed[bad]["review"]["status"] == "rejected"
     assert listed[bad]["review"]["by"] == "lee"
     assert listed[bad]["review"]["bundle"].startswith("sha256:")
-    assert listed[good]["findings"] == {"error": 0, "warning": 0, "info": 0}
+    assert listed[good]["findings"] == {"error": 0, "warning": 1, "info": 0}
     assert listed[good]["review"] == {"status": "unreviewed", "by": None, "decided_at": None,
                                       "bundle": None}
 
