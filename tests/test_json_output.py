@@ -104,7 +104,7 @@ def test_candidates_json(recorded):
     assert set(document["candidates"][0]) == {"candidate_id", "name", "pipeline", "run_id",
                                               "created_at", "model_digest", "metrics",
                                               "findings", "findings_by_source",
-                                              "productions", "review"}
+                                              "productions", "review", "signature"}
     assert document["candidates"][0]["review"] == {"status": "unreviewed", "by": None,
                                                    "decided_at": None, "bundle": None}
     assert document["candidates"][0]["findings"] is None   # no bundle sealed yet

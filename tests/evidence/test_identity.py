@@ -40,7 +40,11 @@ def _finding(code="MP703", severity="error", step="fit", message="one rank's vie
 
 
 def _statement(**parts) -> dict:
+    """The golden bundle, with no finding of any source unless ``parts`` gives some."""
     statement = json.loads(GOLDEN.read_text())
+    statement["predicate"].update(
+        findings=[], coordination=[], productions=[],
+        checks={"recorded": True, "errors": 0, "error_results": [], "warnings": [], "info": []})
     statement["predicate"].update(parts)
     return statement
 
