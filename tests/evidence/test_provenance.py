@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -47,7 +48,7 @@ def cli(root: Path, *args: str) -> subprocess.CompletedProcess:
 def submit(root: Path, *extra: str) -> dict:
     done = cli(root, "submit", "flow.py:flow", "--input", "data=data.txt", *extra)
     assert done.returncode == 0, done.stderr
-    cand = done.stdout.split("candidate ")[-1].strip()
+    cand = re.search(r"^candidate (c-[0-9a-f]+)$", done.stdout, re.M).group(1)
     shown = cli(root, "evidence", cand, "--format", "json")
     assert shown.returncode == 0, shown.stderr   # MP717 is a warning: the gate lets it through
     return {"candidate": cand, "bundle": json.loads(shown.stdout),
