@@ -105,12 +105,16 @@ def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsServi
             created = parse_job(service.create(job, experiment))
         else:
             from mlpipe.backends.azure import record
+            from mlpipe.evidence.checkresults import record_checks
 
             record.begin_azure_run(store, graph, run_id=run_id, workspace=workspace,
                                    experiment=experiment, inputs=inputs,
                                    default_compute=default_compute, ci=ci,
                                    preflight=None if preflight is None else {
                                        "resolved": resolved, "requests": preflight.requests})
+            # the compile-time warnings it was submitted with are the run's evidence, as a
+            # local run's are (the bundle's checks, policies' findings_absent)
+            record_checks(store, run_id, diagnostics)
             try:
                 created = parse_job(service.create(job, experiment))
             except BaseException as exc:

@@ -321,6 +321,7 @@ def test_submit_sync_runs_and_show_commands_on_the_loopback_service(tmp_path, mo
                                                                    azureml, azureml_project):
     monkeypatch.setenv("MLPIPE_STORE_URL", f"sqlite:///{tmp_path / 'store.sqlite'}")
     monkeypatch.setattr(cli_azure, "_credential", azureml.credential)
+    azureml.add_data("x", "1", "uri_folder")  # the pre-flight finds the input's data asset
     flags = ["--workspace", "ws-defects", "--resource-group", "rg-ml", "--subscription",
              "00000000-0000-0000-0000-000000000000"]
     result = CliRunner().invoke(main, ["submit", f"{azureml_project / 'lbflow.py'}:flat",
@@ -364,6 +365,7 @@ def test_sync_of_a_job_the_workspace_lost_is_one_line(tmp_path, monkeypatch, azu
                                                       azureml_project):
     monkeypatch.setenv("MLPIPE_STORE_URL", f"sqlite:///{tmp_path / 'store.sqlite'}")
     monkeypatch.setattr(cli_azure, "_credential", azureml.credential)
+    azureml.add_data("x", "1", "uri_folder")  # the pre-flight finds the input's data asset
     result = CliRunner().invoke(main, ["submit", f"{azureml_project / 'lbflow.py'}:flat",
                                        "--target", "azure", "--input", "raw=azureml:x:1",
                                        "--workspace", "ws-defects", "--resource-group", "rg-ml",
