@@ -15,8 +15,12 @@ from mlpipe.evidence import keys
 
 @pytest.fixture
 def vault(monkeypatch, tmp_path):
+    from azure.keyvault.keys._shared import http_challenge_cache
     from loopback.keyvault import KeyVaultLoopback
 
+    # the client caches each vault's challenge for the process: start as a fresh process does,
+    # so every test sees the challenge handshake (the vault is new for each test)
+    http_challenge_cache.clear()
     kv = KeyVaultLoopback(tmp_path / "kv").start()
     for name, value in kv.environ().items():
         monkeypatch.setenv(name, value)
