@@ -124,7 +124,6 @@ def test_a_model_replaced_in_the_registry_after_promotion_does_not_trace(accepte
 
 
 def test_a_model_no_candidate_has_is_not_traced(accepted, tmp_path):
-    import mlflow
     from mlflow import MlflowClient
 
     proj, _, _, env = accepted
@@ -133,9 +132,11 @@ def test_a_model_no_candidate_has_is_not_traced(accepted, tmp_path):
     folder = tmp_path / "elsewhere"
     folder.mkdir()
     (folder / "weights.txt").write_text("42")
-    mlflow.set_tracking_uri(env["MLFLOW_TRACKING_URI"])
-    with mlflow.start_run() as run:
-        mlflow.log_artifacts(str(folder), "model")
+    # through the client, not mlflow's process-wide tracking URI (a later test's forked steps
+    # would inherit it and log to this server)
+    run = client.create_run("0")
+    client.log_artifacts(run.info.run_id, str(folder), "model")
+    client.set_terminated(run.info.run_id)
     client.create_registered_model(name)
     client.create_model_version(name, f"{run.info.artifact_uri}/model", run.info.run_id)
     traced = proj.cli("trace", f"models:/{name}/1", env=env)
