@@ -203,8 +203,16 @@ def channel() -> Channel | None:
         if _CHANNEL is None or _CHANNEL_PID != os.getpid():
             _CHANNEL, _CHANNEL_PID = Channel(), os.getpid()
             import atexit
-            atexit.register(_CHANNEL.flush)
+            atexit.register(_flush_at_exit, _CHANNEL)
         return _CHANNEL
+
+
+def _flush_at_exit(channel: "Channel") -> None:
+    """Flush what is left at interpreter exit with bounded requests: a tracking server that is
+    gone by then must not hold the process for MLflow's minutes of retries."""
+    os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"
+    os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = "5"
+    channel.flush()
 
 
 def log(record: dict[str, Any]) -> None:
