@@ -17,8 +17,7 @@ MAX_FUNCTION_LINES = 80
 MODULE_EXCEPTIONS: dict[str, int] = {
     "mlpipe/backends/azure/export.py": 763,
     "mlpipe/backends/azure/importer.py": 695,
-    "mlpipe/backends/local/executor.py": 713,
-    "mlpipe/backends/local/stepproc.py": 655,
+    "mlpipe/backends/local/executor.py": 709,
     "mlpipe/checks/body.py": 605,
     "mlpipe/codes.py": 621,
     "mlpipe/evidence/reader.py": 618,
@@ -30,7 +29,6 @@ FUNCTION_EXCEPTIONS: dict[str, int] = {
     "mlpipe/backends/azure/service.py::azure_failure": 89,
     "mlpipe/backends/azure/submit.py::submit_to_azure": 81,
     "mlpipe/backends/local/launcher/__init__.py::launch": 85,
-    "mlpipe/backends/local/stepproc.py::_execute": 113,
     "mlpipe/checks/coordination.py::check_coordination": 101,
     "mlpipe/evidence/promotion.py::gate": 85,
     "mlpipe/evidence/render.py::sections": 121,
