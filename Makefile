@@ -101,9 +101,11 @@ $(AZURITE):
 	    npm install --prefix .tools --no-audit --no-fund --loglevel=error azurite@3.37.0; \
 	else echo "npm not found: the Azure Blob Storage artifact-root tests will be skipped"; fi
 
-# ruff: lint and import order over everything we write (configured in pyproject.toml).
+# ruff: lint and import order over everything we write; vulture: dead code (both configured
+# in pyproject.toml; what vulture cannot see is used is in tests/vulture_whitelist.py).
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check mlpipe tests benchmarks components pipelines scripts loopback
+	$(BIN)/vulture
 
 # pyright over the example components and pipelines, read as a user's code: zero errors.
 typecheck: $(VENV)/.installed-torch

@@ -89,12 +89,9 @@ def azure_build_and_validate(steps: list[tuple[int, ...]]) -> int:
             handles.append(comp(**{p: handles[s].outputs.out for p, s in zip("ab", sources)}))
         return {"last": handles[-1].outputs.out}
 
-    t0 = time.perf_counter()
     job = generated()
-    built = time.perf_counter() - t0
     result = job._validate()
     assert result.passed, result.error_messages
-    azure_build_and_validate.last_build = built
     return len(job.jobs)
 
 

@@ -18,7 +18,7 @@ from typing import Any, Generic, TypeVar, overload
 
 from mlpipe.distribution import Distribution, as_distribution
 from mlpipe.errors import DefinitionError, MlpipeError
-from mlpipe.signature import _marker, read_component_signature, type_hints
+from mlpipe.signature import marker_of, read_component_signature, type_hints
 from mlpipe.source import FunctionSource, code_digest, function_source
 from mlpipe.spec import (
     Binding,
@@ -382,7 +382,7 @@ def _trace_pipeline(p: Pipeline) -> PipelineSpec:
                   f"a pipeline's inputs must each be named", "declare each input as its own "
                   "argument", src.location(name))
         placeholders[name] = InputRef(trace, name)
-        marker = _marker(hints[name]) if name in hints else None
+        marker = marker_of(hints[name]) if name in hints else None
         if marker is not None and marker.problem:
             fail(f"input {name!r} of {what}: {marker.problem}", None, src.location(name))
         declared[name] = marker

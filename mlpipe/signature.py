@@ -40,7 +40,9 @@ def type_hints(fn: FunctionType, what: str, src: FunctionSource) -> dict[str, An
         raise  # unreachable: _fail raises
 
 
-def _marker(hint: Any) -> PortMarker | ParamMarker | None:
+def marker_of(hint: Any) -> PortMarker | ParamMarker | None:
+    """The port or parameter marker an annotation carries (``Input[...]``, ``Param[...]``,
+    ``Annotated[int, Range(1, 200)]``), or None for a plain type."""
     for meta in getattr(hint, "__metadata__", ()):
         if isinstance(meta, (PortMarker, ParamMarker)):
             return meta
@@ -73,7 +75,7 @@ def read_component_signature(fn: FunctionType, what: str, src: FunctionSource
         if name not in hints:
             _fail(f"parameter {name!r} of {what} has no annotation", _ANNOTATE_HINT, src, name)
         hint = hints[name]
-        marker = _marker(hint)
+        marker = marker_of(hint)
         has_default = p.default is not inspect.Parameter.empty
         if marker is None:
             if hint in (int, float, str, bool, Secret) or (isinstance(hint, type)

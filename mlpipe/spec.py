@@ -288,11 +288,6 @@ class ComponentSpec:
             "code": self.code_digest,
         }
 
-    @property
-    def runs_here(self) -> bool:
-        """Whether the local backend can run it (False for what runs only on Azure ML)."""
-        return self.azure_only is None
-
     def port(self, name: str) -> PortSpec | None:
         for p in self.inputs:
             if p.name == name:

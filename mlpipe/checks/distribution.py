@@ -41,8 +41,8 @@ from mlpipe.distribution import (
 )
 from mlpipe.graph import FromLiteral, Graph, StepNode
 
-_LAUNCHERS = re.compile(r"(?<![\w.-])(torchrun|torch\.distributed\.(?:launch|run)|mpirun|mpiexec|"
-                        r"deepspeed|horovodrun|accelerate\s+launch)(?![\w-])")
+LAUNCHERS = re.compile(r"(?<![\w.-])(torchrun|torch\.distributed\.(?:launch|run)|mpirun|mpiexec|"
+                       r"deepspeed|horovodrun|accelerate\s+launch)(?![\w-])")
 _WORLD_FLAG = re.compile(r"--world[-_]size[=\s]+(\d+)")
 _TF1 = re.compile(r"(tensorflow|tf)[-_:.]?1(\b|[._-])", re.I)
 
@@ -199,7 +199,7 @@ def mpi(graph: Graph) -> Iterator[Diagnostic]:
 def launchers(graph: Graph) -> Iterator[Diagnostic]:
     for node in graph.step_nodes():
         c = node.component
-        m = _LAUNCHERS.search(c.command or "")
+        m = LAUNCHERS.search(c.command or "")
         if m:
             yield Diagnostic.of(
                 LAUNCHER_IN_COMMAND,

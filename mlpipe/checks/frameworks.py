@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 from mlpipe import codes
 from mlpipe.checks.body import body_facts, uses_accelerator
-from mlpipe.checks.distribution import _LAUNCHERS
+from mlpipe.checks.distribution import LAUNCHERS
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_step
 from mlpipe.compute import CATALOGUE
@@ -21,9 +21,9 @@ from mlpipe.diagnostics import Diagnostic
 from mlpipe.distribution import Mpi, PyTorch, TensorFlow
 from mlpipe.graph import Graph, StepNode
 
-_PYTORCH_VARS = ("MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "NODE_RANK", "WORLD_SIZE",
-                 "LOCAL_WORLD_SIZE", "GROUP_RANK")
-_MPI_VARS = re.compile(r"^(OMPI_COMM_WORLD_\w+|PMI_RANK|PMI_SIZE|PMIX_RANK)$")
+PYTORCH_VARS = ("MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "NODE_RANK", "WORLD_SIZE",
+                "LOCAL_WORLD_SIZE", "GROUP_RANK")
+MPI_VARS = re.compile(r"^(OMPI_COMM_WORLD_\w+|PMI_RANK|PMI_SIZE|PMIX_RANK)$")
 _CONTRACT = {
     "pytorch": "torch.distributed.init_process_group(init_method='env://') reads MASTER_ADDR, "
                "MASTER_PORT, RANK and WORLD_SIZE, which Azure ML sets",
@@ -33,7 +33,8 @@ _CONTRACT = {
 }
 
 
-def _framework(node: StepNode) -> str | None:
+def framework_of(node: StepNode) -> str | None:
+    """The distribution framework a step declares (pytorch, tensorflow, mpi), or None."""
     dist = node.component.distribution
     if isinstance(dist, PyTorch):
         return "pytorch"
@@ -48,9 +49,9 @@ def _owner(variable: str) -> str | None:
     """The framework whose launch contract a variable belongs to."""
     if variable == "TF_CONFIG":
         return "tensorflow"
-    if variable in _PYTORCH_VARS:
+    if variable in PYTORCH_VARS:
         return "pytorch"
-    if _MPI_VARS.match(variable):
+    if MPI_VARS.match(variable):
         return "mpi"
     return None
 
@@ -70,7 +71,7 @@ _NAMES = {"pytorch": "PyTorch", "tensorflow": "TensorFlow", "mpi": "MPI"}
 @check(codes.FOREIGN_LAUNCH_VARIABLE)
 def foreign_launch_variables(graph: Graph) -> Iterator[Diagnostic]:
     for node in graph.step_nodes():
-        framework = _framework(node)
+        framework = framework_of(node)
         if framework is None:
             continue
         c = node.component
@@ -107,7 +108,7 @@ def launchers_in_body(graph: Graph) -> Iterator[Diagnostic]:
         if facts is None:
             continue
         for command, line in facts.commands:
-            m = _LAUNCHERS.search(command)
+            m = LAUNCHERS.search(command)
             if m is None:
                 continue
             world = c.distribution.world_size(c.instances)

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 from mlpipe import codes
 from mlpipe.checks.body import BodyFacts, names_used, step_facts
-from mlpipe.checks.distribution import _LAUNCHERS
-from mlpipe.checks.frameworks import _MPI_VARS, _PYTORCH_VARS, _framework
+from mlpipe.checks.distribution import LAUNCHERS
+from mlpipe.checks.frameworks import MPI_VARS, PYTORCH_VARS, framework_of
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_step
 from mlpipe.diagnostics import Diagnostic, Severity
@@ -92,12 +92,12 @@ def workers_started(graph: Graph) -> Iterator[Diagnostic]:
         found = [(n, line) for n, line in facts.names if n in SPAWNERS]
         if c.distribution is None:  # a launcher in a command of a distributed step is MP509
             found += [(m.group(1), line) for cmd, line in facts.commands
-                      if (m := _LAUNCHERS.search(cmd)) is not None]
+                      if (m := LAUNCHERS.search(cmd)) is not None]
         for name, line in found[:1]:
             if c.distribution is not None:
                 world = c.distribution.world_size(c.instances)
                 said = (f"Azure ML already starts {world} process(es) for it "
-                        f"({_NAMES.get(_framework(node) or '', 'declared')} distribution): "
+                        f"({_NAMES.get(framework_of(node) or '', 'declared')} distribution): "
                         f"each would start a group of its own")
                 severity = Severity.ERROR
             else:
@@ -117,17 +117,17 @@ def workers_started(graph: Graph) -> Iterator[Diagnostic]:
 
 def _owned(framework: str, variable: str) -> bool:
     if framework == "pytorch":
-        return variable in _PYTORCH_VARS
+        return variable in PYTORCH_VARS
     if framework == "tensorflow":
         return variable == "TF_CONFIG"
-    return bool(_MPI_VARS.match(variable))
+    return bool(MPI_VARS.match(variable))
 
 
 @check(codes.LAUNCH_VARIABLE_OVERWRITTEN)
 def launch_variables(graph: Graph) -> Iterator[Diagnostic]:
     for node, facts in _steps(graph):
         c = node.component
-        framework = _framework(node)
+        framework = framework_of(node)
         if framework is None or facts is None:
             continue
         for variable, line in facts.env_overwrites:
@@ -171,7 +171,7 @@ def _foreign_strategy(framework: str, facts: BodyFacts, names: frozenset[str]
 @check(codes.FOREIGN_DISTRIBUTION_STRATEGY)
 def foreign_strategy(graph: Graph) -> Iterator[Diagnostic]:
     for node, facts in _steps(graph):
-        framework = _framework(node)
+        framework = framework_of(node)
         if framework is None or facts is None:
             continue
         found = _foreign_strategy(framework, facts, names_used(facts)[0])
@@ -219,7 +219,7 @@ def tf_workers(graph: Graph) -> Iterator[Diagnostic]:
 def without_coordination(graph: Graph) -> Iterator[Diagnostic]:
     for node, facts in _steps(graph):
         c = node.component
-        framework, dist = _framework(node), c.distribution
+        framework, dist = framework_of(node), c.distribution
         if framework is None or dist is None or dist.world_size(c.instances) < 2:
             continue
         if facts is None or facts.commands:

@@ -33,17 +33,14 @@ def check(*codes: Code) -> Callable[[CheckFn], CheckFn]:
     return register
 
 
-def run_checks(graph: Graph, select: Iterable[str] | None = None) -> list[Diagnostic]:
-    """Run every registered check (or those reporting a code in ``select``) on ``graph``.
+def run_checks(graph: Graph) -> list[Diagnostic]:
+    """Run every registered check on ``graph``.
 
     Returns:
         All diagnostics found, in the order the checks produced them.
     """
-    wanted = set(select) if select is not None else None
     found: list[Diagnostic] = []
     for c in CHECKS:
-        if wanted is not None and not wanted.intersection(code.code for code in c.codes):
-            continue
         try:
             found.extend(c.fn(graph))
         except Exception as exc:  # a crashed check is reported, never raised
@@ -52,8 +49,6 @@ def run_checks(graph: Graph, select: Iterable[str] | None = None) -> list[Diagno
                 CHECK_CRASHED, f"check {c.name!r} raised {type(exc).__name__}: {exc} "
                 f"(at {frame.filename}:{frame.lineno})",
                 hint="this is a bug in mlpipe; report it with the pipeline that triggers it"))
-    if wanted is not None:
-        found = [d for d in found if d.code in wanted]
     return found
 
 

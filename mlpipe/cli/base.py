@@ -12,7 +12,7 @@ import click
 from mlpipe.errors import MlpipeError
 from mlpipe.version import __version__
 
-EXIT_CLEAN, EXIT_PROBLEMS, EXIT_LOAD = 0, 1, 2
+EXIT_CLEAN, EXIT_PROBLEMS = 0, 1
 EXIT_INTERRUPTED = 130
 TARGET = "FILE.py[:function]|pipeline.yml"
 
@@ -71,17 +71,6 @@ def ignore_option(fn):
     nor allowed to stop the command (a team proceeds past a finding it has reviewed)."""
     return click.option("--ignore", "ignore", metavar="CODES", default=None,
                         help="Do not report (or stop for) these codes (comma-separated).")(fn)
-
-
-def open_evidence_store(*, create: bool = True):
-    """The configured evidence store, opened (and migrated when needed).
-
-    Commands that only read pass ``create=False``: a store that does not exist is reported,
-    not silently made empty.
-    """
-    from mlpipe.evidence import open_store
-
-    return open_store(create=create)
 
 
 def open_evidence_reader():

@@ -18,15 +18,6 @@ from mlpipe.errors import ContractError, DefinitionError
 
 _VERSION = re.compile(r"^(\d+)(?:\.(\d+))?$")
 
-#: The kebab names a Difference may carry; each is a diagnostic of the MP4xx family.
-DIFFERENCE_KINDS = (
-    "contract-kind-mismatch", "contract-version-incompatible", "schema-column-missing",
-    "schema-dtype-mismatch", "schema-unit-mismatch",
-    "schema-nullability-mismatch", "feature-order-mismatch", "label-encoding-mismatch",
-    "split-disjointness-not-promised", "split-missing", "metric-scope-mismatch",
-    "contract-requirement-unmet",
-)
-
 
 @dataclass(frozen=True, slots=True)
 class Difference:
@@ -35,7 +26,7 @@ class Difference:
     Args:
         message: the concrete difference, both sides quoted (``class 'dent' is 2 here, 1 there``).
         hint: what to change, imperative.
-        kind: which MP4xx diagnostic reports it (one of ``DIFFERENCE_KINDS``);
+        kind: which MP4xx diagnostic reports it (its name in ``mlpipe.codes``);
             user-defined contracts normally keep the default.
     """
 

@@ -86,16 +86,6 @@ def run_steps(s: Session, run_id: str) -> list[m.StepRun]:
     return list(s.scalars(query))
 
 
-def reusable(s: Session, cache_key: str) -> list[m.StepRun]:
-    """Executed, cacheable step runs with ``cache_key``, newest first, outputs loaded."""
-    query = (select(m.StepRun)
-             .where(m.StepRun.cache_key == cache_key, m.StepRun.status == m.EXECUTED,
-                    m.StepRun.cacheable.is_(True))
-             .options(selectinload(m.StepRun.artifacts).selectinload(m.StepArtifact.artifact))
-             .order_by(m.StepRun.started_at.desc()).limit(5))
-    return list(s.scalars(query))
-
-
 @dataclass(slots=True)
 class Reusable:
     """An executed step run whose outputs a new step may reuse (detached, plain data)."""
@@ -109,8 +99,9 @@ class Reusable:
 
 
 def reusable_outputs(s: Session | Connection, cache_key: str) -> list[Reusable]:
-    """What :func:`reusable` finds (up to five, newest first), with its output artifacts, in
-    one query. The executor asks this for every step it considers reusing."""
+    """The executed, cacheable step runs with ``cache_key`` (up to five, newest first), with
+    their output artifacts, in one query. The executor asks this for every step it considers
+    reusing."""
     a = m.Artifact
     found: dict[str, Reusable] = {}
     for r in s.execute(_reusable_outputs_query(), {"cache_key": cache_key}):

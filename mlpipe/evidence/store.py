@@ -352,12 +352,6 @@ class Store:
             for metric in metrics or ():
                 s.add(m.Metric(step_run_id=step_run_id, **metric))
 
-    def link_inputs(self, step_run_id: str, inputs: dict[str, m.Artifact]) -> None:
-        with self.session() as s:
-            for port, art in inputs.items():
-                s.add(m.StepArtifact(step_run_id=step_run_id, direction="input", port=port,
-                                     artifact_id=art.id))
-
     # --- one transaction per step event -----------------------------------------------------
 
     def begin_step_run(self, *, inputs: dict[str, m.Artifact], **fields: Any) -> str:

@@ -113,19 +113,6 @@ def preload() -> None:
     observe.preload()
 
 
-def run(request: dict[str, Any]) -> None:
-    """Run one step's body as ``request`` describes (keys: function, sys_path, inputs,
-    outputs, params), without the record or any validation (see :func:`execute`)."""
-    for entry in reversed(request.get("sys_path", [])):
-        if entry not in sys.path:
-            sys.path.insert(0, entry)
-    component = _resolve(request["function"])
-    fn = getattr(component, "fn", component)
-    kwargs = {**request["inputs"], **request["outputs"],
-              **_params(component, {**request["params"], **take_from_environment()})}
-    fn(**kwargs)
-
-
 def _ran(result: Any) -> None:
     """Refuse what a generator or coroutine function returned: its body never ran (check
     MP960 says so before a run; this holds when that finding was ignored)."""

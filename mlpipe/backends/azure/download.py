@@ -12,7 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mlpipe.backends.azure.sync import _single
 from mlpipe.backends.azure.workspace import Workspace
 from mlpipe.errors import UsageError
 
@@ -62,7 +61,7 @@ class OutputFetcher:
         got = self._service.fetch_output(job, port, target)
         if got is None or not any(p.is_file() for p in [got, *got.rglob("*")]):
             return None
-        return str(_single(got))
+        return str(downloaded_file(got))
 
 
 def _recorded(statement: dict[str, Any]) -> Workspace:
@@ -75,4 +74,14 @@ def _recorded(statement: dict[str, Any]) -> Workspace:
     return Workspace(*(stored[k] for k in names), source="the evidence bundle")
 
 
-__all__ = ["OutputFetcher"]
+def downloaded_file(path: Path) -> Path:
+    """The file a downloaded uri_file output is: Azure ML downloads it as a folder holding the
+    one file."""
+    if path.is_dir():
+        entries = list(path.iterdir())
+        if len(entries) == 1 and entries[0].is_file():
+            return entries[0]
+    return path
+
+
+__all__ = ["OutputFetcher", "downloaded_file"]

@@ -16,7 +16,6 @@ from typing import Any, Protocol
 from mlpipe.backends.azure.workspace import Workspace
 from mlpipe.errors import AzureError
 
-MANAGEMENT_SCOPE = "https://management.azure.com/.default"
 NO_CREDENTIALS_HINT = ("run `az login`, or set AZURE_CLIENT_ID, AZURE_TENANT_ID and "
                        "AZURE_CLIENT_SECRET, or run where a managed identity is assigned")
 #: Retries of a throttled (429) or failing (408, 500, 502, 503, 504) request: how many, and

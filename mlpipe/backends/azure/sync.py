@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from mlpipe.backends.azure.download import downloaded_file
 from mlpipe.errors import AzureError
 
 #: Azure ML's run properties that mark a reused child job.
@@ -286,18 +287,9 @@ def _download(record: JobRecord, service: Any, ports: set[str], into: Path) -> J
                 if got is None:
                     continue
                 target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.move(str(_single(got)), target)
+                shutil.move(str(downloaded_file(got)), target)
         found[port] = str(target)
     return replace(record, downloaded=found)
-
-
-def _single(path: Path) -> Path:
-    """A downloaded uri_file output is a folder holding the one file."""
-    if path.is_dir():
-        entries = list(path.iterdir())
-        if len(entries) == 1 and entries[0].is_file():
-            return entries[0]
-    return path
 
 
 def _leaf_jobs(name: str, service: Any, prefix: str, fetch: dict[str, set[str]],

@@ -128,10 +128,6 @@ class Upload:
         return path
 
 
-def posixdir(rel: str) -> str:
-    return rel.rpartition("/")[0]
-
-
 def plan(root: str | os.PathLike[str], modules: Iterable[str | os.PathLike[str]],
          never: Iterable[str | os.PathLike[str]] = ()) -> Upload:
     """The upload of ``root`` for the given module files, never holding the ``never`` folders

@@ -20,16 +20,12 @@ from typing import Any, TextIO
 from mlpipe.backends.local import forkserver, isolation, reuse
 from mlpipe.backends.local import inputs as inputs_mod
 from mlpipe.backends.local.cas import ArtifactStore
+from mlpipe.backends.local.distlaunch import rendezvous_timeout
+from mlpipe.backends.local.processes import Processes
 from mlpipe.backends.local.progress import Progress
-from mlpipe.backends.local.stepproc import (
-    Processes,
-    StepJob,
-    StepOutcome,
-    declared_topology,
-    execute,
-    rendezvous_timeout,
-    tail,
-)
+from mlpipe.backends.local.stepjob import StepJob, StepOutcome
+from mlpipe.backends.local.steplogs import tail
+from mlpipe.backends.local.stepproc import execute
 from mlpipe.checks import run_checks
 from mlpipe.checks.diagnosis import wiring
 from mlpipe.checks.reads import check_reads
@@ -48,7 +44,7 @@ from mlpipe.evidence.store import Store, new_id
 from mlpipe.graph import FromInput, FromLiteral, FromStep, Graph, StepNode
 from mlpipe.paths import display_path
 from mlpipe.secret import Redactor, keyed_hash
-from mlpipe.spec import ComponentSpec, ParamType
+from mlpipe.spec import ComponentSpec, ParamType, declared_topology
 
 
 @dataclass(slots=True)

@@ -11,7 +11,7 @@ import pytest
 from mlpipe import Compute, PyTorch, TensorFlow
 from mlpipe.backends.local.launcher import launch
 from mlpipe.backends.local.launcher.accelerators import fitted, node_devices, refusal, uses_cuda, visible_gpus
-from mlpipe.backends.local.stepproc import combined_rank_logs
+from mlpipe.backends.local.steplogs import combined_rank_logs
 from mlpipe.distribution import Mpi
 from mlpipe.errors import LaunchRefused
 
