@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import os
 import secrets
 from dataclasses import dataclass
@@ -245,29 +246,64 @@ def load_private(path: str | os.PathLike[str]) -> LocalKey:
 
 def load_public(pem: bytes):  # -> ec.EllipticCurvePublicKey
     """The ECDSA P-256 public key in ``pem`` (its point read from the DER, so that checking a
-    signature imports ``cryptography``'s EC module only, not its serialization package).
+    signature imports ``cryptography``'s EC module only, not its serialization package); read
+    once per process for each key (a chain's bundles, decisions and model signature are often
+    all one or two keys).
 
     Raises:
         ValueError: not a PEM public key of that curve (the caller says whose).
     """
-    from cryptography.hazmat.primitives.asymmetric import ec
-
     point = _spki_der(pem)[len(_P256_SPKI):]
-    return ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), point)
+    found = _PUBLIC.get(point)
+    if found is None:
+        from cryptography.hazmat.primitives.asymmetric import ec
+
+        found = _PUBLIC[point] = ec.EllipticCurvePublicKey.from_encoded_point(
+            ec.SECP256R1(), point)
+    return found
+
+
+#: Public keys read in this process, by their uncompressed point (immutable objects).
+_PUBLIC: dict[bytes, object] = {}
 
 
 def valid(public_key, signature: bytes, data: bytes) -> bool:
     """Whether ``signature`` (DER) is ``public_key``'s ECDSA P-256 / SHA-256 signature of
     ``data``."""
     from cryptography.exceptions import InvalidSignature
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.asymmetric import ec
 
     try:
-        public_key.verify(signature, data, ec.ECDSA(hashes.SHA256()))
+        public_key.verify(signature, data, _ecdsa_sha256())
     except (InvalidSignature, ValueError):
         return False
     return True
+
+
+@functools.cache
+def _ecdsa_sha256():  # -> ec.ECDSA
+    """ECDSA with SHA-256, for verifying. ``ec.ECDSA()`` imports cryptography's whole OpenSSL
+    backend (its ciphers, RSA, padding: about a third of what ``--verify --trust`` imported)
+    only to ask whether deterministic signing is supported, which verifying never uses; this
+    is the same algorithm (an ``ec.ECDSA``, its ``algorithm`` SHA-256, not deterministic)
+    without that question. Signing still uses ``ec.ECDSA`` itself."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    sha256 = hashes.SHA256()
+
+    class _VerifyingECDSA(ec.ECDSA):
+        def __init__(self) -> None:  # no backend question (see above)
+            pass
+
+        @property
+        def algorithm(self):
+            return sha256
+
+        @property
+        def deterministic_signing(self) -> bool:
+            return False
+
+    return _VerifyingECDSA()
 
 
 def signer_for(spec: str | None, home: Path) -> Signer | None:

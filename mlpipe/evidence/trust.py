@@ -8,6 +8,8 @@ is documented in docs/signing.md#the-trust-policy.
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,18 +80,13 @@ def load_trust(path: str | Path) -> Trust:
         >>> load_trust("policies/trust.yml").identities[keyid].name
         'ci'
     """
-    import yaml
-
     where = str(path)
     try:
         raw = Path(path).read_bytes()
     except OSError as exc:
         raise UsageError(f"cannot read the trust policy {where}: {exc.strerror or exc}",
                          hint="give the path of a trust policy (docs/signing.md)") from None
-    try:
-        data = yaml.safe_load(raw)
-    except yaml.YAMLError as exc:
-        raise _fail(where, f"not valid YAML ({str(exc).splitlines()[0]})") from None
+    data = _parsed(where, raw)
     if not isinstance(data, dict) or not isinstance(data.get("identities"), dict) \
             or not data["identities"]:
         raise _fail(where, "it needs an 'identities' mapping of name -> {public_key, may}")
@@ -109,6 +106,76 @@ def load_trust(path: str | Path) -> Trust:
         identities[ident.keyid] = ident
     return Trust(where, digest_bytes(raw), identities,
                  **{k: rules.get(k, v) for k, v in _RULES.items()})
+
+
+def _parsed(where: str, raw: bytes) -> Any:
+    """The policy file's YAML, as PyYAML's ``safe_load`` reads it; from this user's parse cache
+    when these very bytes were read before (``--verify --trust`` runs often, and importing
+    PyYAML was a third of what it added to ``--verify``: docs/performance.md#signing)."""
+    digest = digest_bytes(raw)
+    cached = _cache_read(digest)
+    if cached is not None:
+        return cached[0]
+    import yaml
+
+    try:
+        data = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        raise _fail(where, f"not valid YAML ({str(exc).splitlines()[0]})") from None
+    _cache_write(digest, data)
+    return data
+
+
+def cache_folder() -> Path:
+    """Where parsed trust policies are kept: ``$XDG_CACHE_HOME/mlpipe/trust`` (default
+    ``~/.cache``), the user's own, never the store's home (whoever writes the store must not
+    be able to say what a policy holds). Each file is named by the sha256 of the policy bytes
+    it was parsed from, so an edited policy is parsed anew; the keys it names are read from
+    their files each time."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "mlpipe" / "trust"
+
+
+def _owned(st: os.stat_result) -> bool:
+    """Only this user can have written it (owned, not group- or world-writable)."""
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
+def _cache_read(digest: str) -> tuple[Any] | None:
+    folder = cache_folder()
+    file = folder / f"{digest.removeprefix('sha256:')}.json"
+    try:
+        if not (_owned(folder.stat()) and _owned(file.stat())):
+            return None
+        entry = json.loads(file.read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(entry, dict) or entry.get("policy_digest") != digest or "data" not in entry:
+        return None
+    return (entry["data"],)
+
+
+def _cache_write(digest: str, data: Any) -> None:
+    """Keep the parse when JSON holds it exactly (YAML's dates or non-string keys do not
+    round-trip: such a policy is parsed each time); a cache that cannot be written is none."""
+    try:
+        text = json.dumps({"policy_digest": digest, "data": data}, sort_keys=True)
+    except (TypeError, ValueError):
+        return
+    if json.loads(text)["data"] != data:
+        return
+    folder = cache_folder()
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".policy-")
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "w") as f:   # mkstemp: mode 0600
+            f.write(text)
+        os.replace(tmp, folder / f"{digest.removeprefix('sha256:')}.json")
+    except OSError:
+        Path(tmp).unlink(missing_ok=True)
 
 
 def _identity(where: str, base: Path, name: str, entry: Any) -> Identity:

@@ -240,15 +240,14 @@ def _check_subject(statement: dict[str, Any], out: Verification,
                 "the bundle no longer describes this model; restore it"))
 
 
-def _check_decisions(s: Session, candidate: m.CandidateRow, rows: list[m.BundleRow],
-                     statement: dict[str, Any] | None, out: Verification) -> None:
-    """Every decision, in the store or in the newest bundle, cites a bundle of the chain: one
-    that does not was made on evidence the chain no longer holds (resealed after it)."""
-    from mlpipe.evidence.signing import decisions_of
-
+def _check_decisions(candidate: m.CandidateRow, rows: list[m.BundleRow],
+                     decisions: list[dict[str, Any]], statement: dict[str, Any] | None,
+                     out: Verification) -> None:
+    """Every decision, in the store (``decisions``: ``signing.decisions_of``) or in the newest
+    bundle, cites a bundle of the chain: one that does not was made on evidence the chain no
+    longer holds (resealed after it)."""
     in_chain = {r.digest for r in rows}
-    cited = [(d["verdict"], d["bundle"], "recorded in the store")
-             for d in decisions_of(s, candidate.id)]
+    cited = [(d["verdict"], d["bundle"], "recorded in the store") for d in decisions]
     review = ((statement or {}).get("predicate") or {}).get("review") or {}
     cited += [(d.get("verdict"), d.get("bundle"), "named by the newest bundle")
               for d in review.get("decisions") or [] if isinstance(d, dict)]
@@ -265,16 +264,15 @@ def _check_decisions(s: Session, candidate: m.CandidateRow, rows: list[m.BundleR
 
 
 def _check_trust(s: Session, candidate: m.CandidateRow, rows: list[m.BundleRow],
-                 trust: Trust, out: Verification) -> None:
-    from mlpipe.evidence.signing import bundle_envelopes, decisions_of, submitters
+                 decisions: list[dict[str, Any]], trust: Trust, out: Verification) -> None:
+    from mlpipe.evidence.signing import bundle_envelopes, submitters
     from mlpipe.evidence.trust import judge_bundles, judge_decisions
 
     out.trust = trust.cited()
     envelopes = bundle_envelopes(s, [r.digest for r in rows])
     out.findings += judge_bundles(trust, [(r.digest, bytes(r.content), envelopes.get(r.digest))
                                           for r in rows])
-    out.findings += judge_decisions(trust, decisions_of(s, candidate.id),
-                                    submitters(s, candidate.id))
+    out.findings += judge_decisions(trust, decisions, submitters(s, candidate.id))
 
 
 def verify(s: Session, candidate: m.CandidateRow, *, fetch: Fetch | None = None,
@@ -312,10 +310,13 @@ def verify(s: Session, candidate: m.CandidateRow, *, fetch: Fetch | None = None,
             f"saved --format json output); if it was never shown, `mlpipe evidence "
             f"{candidate.id}` seals its first bundle from the store as it is now"))
         return out
+    from mlpipe.evidence.signing import decisions_of
+
     statement = _check_chain(rows, out)
-    _check_decisions(s, candidate, rows, statement, out)
+    decisions = decisions_of(s, candidate.id)   # read once: cited, and judged under trust
+    _check_decisions(candidate, rows, decisions, statement, out)
     if trust is not None:
-        _check_trust(s, candidate, rows, trust, out)
+        _check_trust(s, candidate, rows, decisions, trust, out)
     if statement is None:
         return out
     roots = roots if roots is not None else configured()
