@@ -18,6 +18,14 @@ challenge-resource check (the vault host must be under ``vault.azure.net``) hold
     key_id = kv.create_key("ci-sealer")          # https://mlpipe-test.vault.azure.net/keys/...
     CryptographyClient(key_id, kv.credential()).sign(SignatureAlgorithm.es256, digest)
 
+A process that is not the test's (the ``mlpipe`` command line) authenticates as a program on
+Azure does, through ``DefaultAzureCredential``: ``identity_environ()`` adds App Service's
+managed identity variables (``IDENTITY_ENDPOINT``, ``IDENTITY_HEADER``), pointing at a token
+endpoint served here over plain HTTP on 127.0.0.1 as App Service serves its own (``GET
+?api-version=2019-08-01&resource=...`` with the ``X-IDENTITY-HEADER`` secret, answered with
+``access_token``, ``expires_on``, ``resource``, ``token_type``); ``kv.tokens`` counts the
+tokens it issued.
+
 ``kv.requests`` lists (method, path, status) of what the client sent; ``kv.signatures`` counts
 the sign operations; ``stop()`` shuts it down.
 """
@@ -58,6 +66,9 @@ class KeyVaultLoopback:
         self.keys: dict[str, dict[str, Any]] = {}   # name -> {version: private key}
         self.requests: list[tuple[str, str, int]] = []
         self.signatures = 0
+        self.tokens = 0
+        self._identity_secret = secrets.token_hex(16)
+        self._identity: ThreadingHTTPServer | None = None
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._proxy: Any = None
@@ -83,10 +94,15 @@ class KeyVaultLoopback:
         port = server.server_address[1]
         self._proxy, self.tunnels = serve_proxy(
             lambda host: ("127.0.0.1", port) if host == VAULT_HOST else None)
+        identity = type("IdentityHandler", (_IdentityHandler,), {"vault": self})
+        self._identity = ThreadingHTTPServer(("127.0.0.1", 0), identity)
+        self._identity.daemon_threads = True
+        threading.Thread(target=self._identity.serve_forever, name="loopback-identity",
+                         daemon=True).start()
         return self
 
     def stop(self) -> None:
-        for server in (self._server, self._proxy):
+        for server in (self._server, self._proxy, self._identity):
             if server is not None:
                 server.shutdown()
                 server.server_close()
@@ -100,6 +116,15 @@ class KeyVaultLoopback:
         return {"HTTPS_PROXY": proxy, "https_proxy": proxy, "NO_PROXY": bypass,
                 "no_proxy": bypass, "REQUESTS_CA_BUNDLE": str(self.cert_path),
                 "SSL_CERT_FILE": str(self.cert_path)}
+
+    def identity_environ(self) -> dict[str, str]:
+        """``environ()`` and App Service's managed identity variables: what a separate process
+        needs for ``DefaultAzureCredential`` to get a vault token here."""
+        assert self._identity is not None, "start() the vault first"
+        return {**self.environ(),
+                "IDENTITY_ENDPOINT": f"http://127.0.0.1:{self._identity.server_address[1]}"
+                                     f"/msi/token",
+                "IDENTITY_HEADER": self._identity_secret}
 
     def credential(self) -> StaticTokenCredential:
         """A token credential the vault accepts."""
@@ -203,6 +228,44 @@ class _Handler(BaseHTTPRequestHandler):
             self.vault.signatures += 1
         raw = r.to_bytes(32, "big") + s.to_bytes(32, "big")
         return 200, {"kid": kid, "value": _b64url(raw)}, {}
+
+
+class _IdentityHandler(BaseHTTPRequestHandler):
+    """App Service's managed identity endpoint (REST API version 2019-08-01)."""
+
+    vault: KeyVaultLoopback
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        from urllib.parse import parse_qs, urlsplit
+
+        from loopback.azureml.credential import audience_of, make_token
+
+        url = urlsplit(self.path)
+        query = {k: v[0] for k, v in parse_qs(url.query).items()}
+        if self.headers.get("X-IDENTITY-HEADER") != self.vault._identity_secret:
+            status, payload = 401, {"statusCode": 401, "message": "X-IDENTITY-HEADER is missing "
+                                                                  "or wrong"}
+        elif url.path != "/msi/token" or query.get("api-version") != "2019-08-01" \
+                or not query.get("resource"):
+            status, payload = 400, {"statusCode": 400, "message": "expected GET /msi/token?"
+                                                                  "api-version=2019-08-01&"
+                                                                  "resource=..."}
+        else:
+            resource = audience_of(query["resource"])
+            token, expires = make_token(resource)
+            with self.vault._lock:
+                self.vault.tokens += 1
+            status, payload = 200, {"access_token": token, "expires_on": str(expires),
+                                    "resource": resource, "token_type": "Bearer"}
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
 
 def _valid_token(token: str) -> bool:

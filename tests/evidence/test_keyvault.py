@@ -74,3 +74,42 @@ def test_a_key_vault_key_that_cannot_be_used_is_one_line(vault):
                          credential=vault.credential())
     with pytest.raises(UsageError, match=r"https://example.com/x is not a Key Vault key id"):
         KeyVaultKey.open("https://example.com/x", credential=vault.credential())
+
+
+def test_the_command_line_seals_with_the_configured_vault_key_and_verifies_it(
+        vault, store_url, tmp_path, monkeypatch):
+    """`mlpipe` as its own process: the key id from mlpipe.toml, DefaultAzureCredential finding
+    a managed identity (the loopback's App Service token endpoint), the vault signing, and
+    `--verify --trust` judging the envelope against a policy naming the vault key."""
+    from bundle_project import BundleProject
+
+    for name, value in vault.identity_environ().items():
+        monkeypatch.setenv(name, value)
+    key_id = vault.create_key("ci-sealer")
+    pem = vault.public_pem(key_id).decode()
+    proj = BundleProject(tmp_path / "proj", store_url)
+    (proj.root / "mlpipe.toml").write_text(f'[signing]\nkey = "{key_id}"\n')
+    (proj.root / "trust.yml").write_text(
+        "identities:\n  ci:\n    may: [seal]\n    key_vault: " + key_id + "\n"
+        "    public_key_pem: |\n" + "".join(f"      {line}\n" for line in pem.splitlines()))
+    cand = proj.submit()
+    done = proj.evidence(cand)
+    assert done.returncode == 0, done.stderr
+    assert vault.signatures == 1 and vault.tokens >= 1
+    assert vault.tunnels and set(vault.tunnels) == {"mlpipe-test.vault.azure.net"}
+    done = proj.evidence(cand, "--format", "dsse")
+    assert done.returncode == 0, done.stderr
+    payload = sslib_verify(done.stdout.encode(), pem.encode())
+    assert json.loads(payload)["predicate"]["candidate"]["id"] == cand
+    assert json.loads(done.stdout)["signatures"][0]["keyid"] == keys.keyid_of(pem.encode())
+    done = proj.evidence(cand, "--verify", "--trust", "trust.yml")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "signatures checked against the trust policy trust.yml, nothing changed" in done.stdout
+    assert vault.signatures == 1   # verifying signs nothing: the public key checks it here
+    # the same key refused by a policy that does not name it: MP732, exit 1
+    other = vault.public_pem(vault.create_key("someone-else")).decode()
+    (proj.root / "other.yml").write_text(
+        "identities:\n  ci:\n    may: [seal]\n    public_key_pem: |\n"
+        + "".join(f"      {line}\n" for line in other.splitlines()))
+    done = proj.evidence(cand, "--verify", "--trust", "other.yml")
+    assert done.returncode == 1 and "error[MP732]" in done.stdout, done.stdout
