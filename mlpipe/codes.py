@@ -20,18 +20,15 @@ ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 #: code -> Code, for every published code.
 CODES: dict[str, Code] = {}
-#: The kebab-case names taken (a set, so that publishing the table stays linear).
-_NAMES: set[str] = set()
 
 
 def _code(code: str, name: str, severity: Severity, summary: str) -> Code:
     entry = Code(code, name, severity, summary)
     if code in CODES:
         raise ValueError(f"diagnostic code {code} is published twice")
-    if name in _NAMES:
+    if any(c.name == name for c in CODES.values()):
         raise ValueError(f"diagnostic name {name!r} is used by two codes")
     CODES[code] = entry
-    _NAMES.add(name)
     return entry
 
 
