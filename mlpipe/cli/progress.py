@@ -10,6 +10,8 @@ import sys
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from mlpipe.backends.azure.sync import job_time
+
 #: Variables that mark a CI log (plain lines there even if it claims to be a terminal).
 CI_VARIABLES = ("CI", "GITHUB_ACTIONS", "GITLAB_CI", "TF_BUILD", "BUILDKITE", "JENKINS_URL")
 
@@ -21,19 +23,9 @@ def live_terminal(stream: TextIO) -> bool:
     return hasattr(stream, "isatty") and stream.isatty()
 
 
-def _when(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
 def took(step: Any, now: datetime | None = None) -> str:
     """How long a step has run (or ran): ``1m05s``; ``-`` before it started."""
-    start, end = _when(step.started_at), _when(step.finished_at)
+    start, end = job_time(step.started_at), job_time(step.finished_at)
     if start is None:
         return "-"
     seconds = max(0, int(((end or now or datetime.now(UTC)) - start).total_seconds()))

@@ -9,10 +9,11 @@ that go into each spec digest are listed in docs/digests.md.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -132,19 +133,55 @@ def file_digests(path: str | os.PathLike[str]) -> dict[str, str]:
     return {"sha256": sha.hexdigest(), "blake3": b3.hexdigest()}
 
 
-def _files_below(root: str) -> list[tuple[str, str, os.stat_result]]:
-    """Every file below ``root``: (relative posix path, path, stat), sorted by relative path."""
-    found = []
-    stack = [("", root)]
+def files_under(root: str) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """Every file in folder ``root``, at any depth: (relative posix path, its entry), in the
+    order the file system lists them (not sorted). The one walk over a folder's content that
+    its digests read (here and in ``digests.snapshot``).
+
+    Raises:
+        OSError: a folder cannot be listed, or a linked folder leads back to one above it.
+    """
+    stack = _top(root)
     while stack:
-        rel, folder = stack.pop()
+        rel, folder, dev, above = stack.pop()
         with os.scandir(folder) as it:
             for entry in it:
                 if entry.is_dir():
-                    stack.append((f"{rel}{entry.name}/", entry.path))
+                    stack.append(_below(rel, entry, dev, above))
                 elif entry.is_file():
-                    found.append((rel + entry.name, entry.path, entry.stat()))
-    return sorted(found)
+                    yield rel + entry.name, entry
+
+
+# a folder still to list: (relative posix path, path, device, the folders above it)
+_Pending = tuple[str, str, int, tuple[tuple[int, int], ...]]
+
+
+def _top(root: str) -> list[_Pending]:
+    st = os.stat(root)
+    return [("", root, st.st_dev, ((st.st_dev, st.st_ino),))]
+
+
+def _below(rel: str, entry: os.DirEntry, dev: int, above: tuple[tuple[int, int], ...]
+           ) -> _Pending:
+    """The folder ``entry`` to list next. A linked folder is followed (its files are part of
+    the content) unless it leads back to a folder above it: that cycle would never end.
+
+    Raises:
+        OSError: ELOOP, naming the link.
+    """
+    if entry.is_symlink():
+        st = entry.stat()
+        key = (st.st_dev, st.st_ino)
+        if key in above:
+            raise OSError(errno.ELOOP, f"the link {rel}{entry.name} leads back to a folder "
+                                       f"that holds it (a symlink cycle)", entry.path)
+        return f"{rel}{entry.name}/", entry.path, st.st_dev, (*above, key)
+    return f"{rel}{entry.name}/", entry.path, dev, (*above, (dev, entry.inode()))
+
+
+def _files_below(root: str) -> list[tuple[str, str, os.stat_result]]:
+    """Every file below ``root``: (relative posix path, path, stat), sorted by relative path."""
+    return sorted((rel, entry.path, entry.stat()) for rel, entry in files_under(root))
 
 
 def output_digests(path: str, max_files: int) -> dict[str, Any]:
@@ -224,6 +261,6 @@ def script_code_digest(code: str | None, command: str, base: Path) -> str:
 
 
 __all__ = ["FOLDER_HEADER", "REFERENCE", "canonical_json", "digest_bytes", "digest_lines",
-           "digest_of", "file_digests", "is_reference", "manifest_line", "output_digests",
-           "preload", "reference_digest", "script_code_digest", "sha256_file",
+           "digest_of", "file_digests", "files_under", "is_reference", "manifest_line",
+           "output_digests", "preload", "reference_digest", "script_code_digest", "sha256_file",
            "sha256_hex"]

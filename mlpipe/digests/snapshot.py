@@ -7,7 +7,6 @@ only a cache: any trouble with it falls back to hashing. Knows nothing of steps 
 """
 from __future__ import annotations
 
-import errno
 import os
 import pickle
 import sqlite3
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import blake3
 
-from mlpipe.digests import FOLDER_HEADER, manifest_line
+from mlpipe.digests import FOLDER_HEADER, files_under, manifest_line
 
 ALGO = "blake3"
 _MMAP_FROM = 1 << 20          # files this large are hashed from a memory map, multithreaded
@@ -184,18 +183,10 @@ def _walk(root: str) -> tuple[list[Row], list[str]]:
     order the file system lists them (not sorted)."""
     rows: list[Row] = []
     paths: list[str] = []
-    stack = _top(root)
-    while stack:
-        rel, folder, dev, above = stack.pop()
-        with os.scandir(folder) as it:
-            for entry in it:
-                if entry.is_dir():
-                    stack.append(_below(rel, entry, dev, above))
-                elif entry.is_file():
-                    st = entry.stat()
-                    rows.append((rel + entry.name, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
-                                 st.st_ino))
-                    paths.append(entry.path)
+    for rel, entry in files_under(root):
+        st = entry.stat()
+        rows.append((rel, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+        paths.append(entry.path)
     return rows, paths
 
 
@@ -259,44 +250,9 @@ def _listing(rows: list[Row]) -> str:
 def _names(root: str) -> list[tuple[str, str]]:
     """Every file under ``root`` as (relative posix path, absolute path), in the order the file
     system lists them (as ``_walk``); no stat."""
-    found: list[tuple[str, str]] = []
-    stack = _top(root)
-    while stack:
-        rel, folder, dev, above = stack.pop()
-        with os.scandir(folder) as it:
-            for entry in it:
-                if entry.is_dir():
-                    stack.append(_below(rel, entry, dev, above))
-                elif entry.is_file():
-                    found.append((rel + entry.name, entry.path))
-    return found
+    return [(rel, entry.path) for rel, entry in files_under(root)]
 
 
-# a folder still to list: (relative posix path, path, device, the folders above it)
-_Pending = tuple[str, str, int, tuple[tuple[int, int], ...]]
-
-
-def _top(root: str) -> list[_Pending]:
-    st = os.stat(root)
-    return [("", root, st.st_dev, ((st.st_dev, st.st_ino),))]
-
-
-def _below(rel: str, entry: os.DirEntry, dev: int, above: tuple[tuple[int, int], ...]
-           ) -> _Pending:
-    """The folder ``entry`` to list next. A linked folder is followed (its files are part of
-    the content) unless it leads back to a folder above it: that cycle would never end.
-
-    Raises:
-        OSError: ELOOP, naming the link.
-    """
-    if entry.is_symlink():
-        st = entry.stat()
-        key = (st.st_dev, st.st_ino)
-        if key in above:
-            raise OSError(errno.ELOOP, f"the link {rel}{entry.name} leads back to a folder "
-                                       f"that holds it (a symlink cycle)", entry.path)
-        return f"{rel}{entry.name}/", entry.path, st.st_dev, (*above, key)
-    return f"{rel}{entry.name}/", entry.path, dev, (*above, (dev, entry.inode()))
 
 
 def _hash_folder(files: list[tuple[str, str]]) -> tuple[Snapshot, list[Row], list[str]]:

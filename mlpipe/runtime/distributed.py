@@ -17,28 +17,13 @@ from typing import Any, TypeVar
 
 from mlpipe.errors import DistributedError
 from mlpipe.runtime import record as step_record
+from mlpipe.runtime.launchenv import int_var, tf_config
 from mlpipe.runtime.metrics import log_metric
 
 T = TypeVar("T", bound=Hashable)
 
 #: Set by the launcher: the step's writer policy as JSON (``{"*": "rank0", "model": 1}``).
 WRITERS_VAR = "MLPIPE_WRITERS"
-
-
-def _int_var(*names: str) -> int | None:
-    for name in names:
-        value = os.environ.get(name)
-        if value is not None and value.strip().isdigit():
-            return int(value)
-    return None
-
-
-def _tf_config() -> dict[str, Any] | None:
-    raw = os.environ.get("TF_CONFIG")
-    try:
-        return json.loads(raw) if raw else None
-    except ValueError:
-        return None
 
 
 def rank() -> int:
@@ -49,32 +34,32 @@ def rank() -> int:
         >>> rank()
         0
     """
-    found = _int_var("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
+    found = int_var("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
     if found is not None:
         return found
-    tf = _tf_config()
+    tf = tf_config()
     return int(tf["task"]["index"]) if tf and tf.get("task", {}).get("type") == "worker" else 0
 
 
 def world_size() -> int:
     """How many processes the step runs as (``WORLD_SIZE``, ``OMPI_COMM_WORLD_SIZE`` or the
     TF_CONFIG worker count); 1 outside a distributed launch."""
-    found = _int_var("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
+    found = int_var("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
     if found is not None:
         return found
-    tf = _tf_config()
+    tf = tf_config()
     return len(tf["cluster"].get("worker", [])) or 1 if tf and "cluster" in tf else 1
 
 
 def local_rank() -> int:
     """This process's rank on its node (``LOCAL_RANK``): the GPU it should use."""
-    found = _int_var("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK")
+    found = int_var("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK")
     return 0 if found is None else found
 
 
 def node_rank() -> int:
     """The index of this process's node (``NODE_RANK``)."""
-    found = _int_var("NODE_RANK", "OMPI_COMM_WORLD_NODE_RANK")
+    found = int_var("NODE_RANK", "OMPI_COMM_WORLD_NODE_RANK")
     return 0 if found is None else found
 
 

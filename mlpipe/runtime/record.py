@@ -19,6 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from mlpipe.runtime.launchenv import int_var, tf_config
+
 #: The folder of this step's record (set by the local executor, or by the runtime from
 #: ``--record`` on Azure ML).
 RECORD_DIR_ENV = "MLPIPE_STEP_DIR"
@@ -46,21 +48,9 @@ def now() -> str:
     return datetime.now(UTC).isoformat()
 
 
-def _int_var(*names: str) -> int | None:
-    for name in names:
-        value = os.environ.get(name)
-        if value is not None and value.strip().isdigit():
-            return int(value)
-    return None
-
-
 def _tf_task() -> tuple[int | None, int | None, str]:
-    raw = os.environ.get("TF_CONFIG")
-    try:
-        tf = json.loads(raw) if raw else None
-    except ValueError:
-        tf = None
-    if not isinstance(tf, dict):
+    tf = tf_config()
+    if tf is None:
         return None, None, "worker"
     task = tf.get("task") or {}
     workers = len((tf.get("cluster") or {}).get("worker", [])) or None
@@ -73,15 +63,15 @@ def identity() -> dict[str, Any]:
     """This process's place in its launch, from the variables the launcher set (Azure ML or
     mlpipe's local one): rank, world size, local rank, node rank and role."""
     tf_index, tf_workers, role = _tf_task()
-    rank = _int_var("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
-    world = _int_var("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
+    rank = int_var("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
+    world = int_var("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
     if rank is None:
         rank = tf_index if tf_index is not None and role == "worker" else 0
     if world is None:
         world = tf_workers or 1
     return {"rank": rank, "world_size": world,
-            "local_rank": _int_var("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK") or 0,
-            "node_rank": _int_var("NODE_RANK", "OMPI_COMM_WORLD_NODE_RANK") or 0,
+            "local_rank": int_var("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK") or 0,
+            "node_rank": int_var("NODE_RANK", "OMPI_COMM_WORLD_NODE_RANK") or 0,
             "role": role}
 
 

@@ -7,6 +7,7 @@ import hashlib
 import os
 
 import blake3
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -77,3 +78,20 @@ def test_the_golden_folder_digest_never_changes(tmp_path):
                              "64af5b97") == snapshot(tmp_path).digest
     assert got["sha256"] == ("sha256:616792094dae5961711b9090908a926297f0f06cbfb0a019ffb252ab"
                              "dfefd5c4")
+
+
+def test_a_linked_folder_that_leads_back_up_is_refused_as_snapshot_refuses_it(tmp_path):
+    # one walk (digests.files_under) for both: a link is followed, a cycle is an ELOOP error
+    (tmp_path / "out" / "sub").mkdir(parents=True)
+    (tmp_path / "out" / "sub" / "a.txt").write_text("a")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "b.txt").write_text("b")
+    (tmp_path / "out" / "linked").symlink_to(tmp_path / "elsewhere")
+    got = output_digests(str(tmp_path / "out"), 10)
+    assert [f["name"] for f in got["files"]] == ["linked/b.txt", "sub/a.txt"]
+    assert got["digest"] == snapshot(tmp_path / "out").digest
+    (tmp_path / "out" / "sub" / "up").symlink_to(tmp_path / "out")
+    with pytest.raises(OSError, match="leads back to a folder that holds it"):
+        output_digests(str(tmp_path / "out"), 10)
+    with pytest.raises(OSError, match="leads back to a folder that holds it"):
+        snapshot(tmp_path / "out")

@@ -11,14 +11,14 @@ Azure (``sync`` fetches) and never reloads the user's pipeline (the plan ``recor
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from mlpipe.backends.azure.record import reference_digest
-from mlpipe.backends.azure.sync import TERMINAL, JobRecord, SyncedRun
+from mlpipe.backends.azure.sync import TERMINAL, JobRecord, SyncedRun, job_time
 from mlpipe.checks.coordination import check_coordination
 from mlpipe.checks.reads import check_reads
 from mlpipe.digests.snapshot import snapshot
@@ -76,15 +76,9 @@ def find_azure_run(s: Session, ref: str) -> m.Run:
 
 
 def _when(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if value.tzinfo is not None:
-        value = value.astimezone(UTC).replace(tzinfo=None)
-    return value
+    """A time Azure ML reported, as the store keeps times (naive UTC)."""
+    value = job_time(text)
+    return None if value is None else value.replace(tzinfo=None)
 
 
 def step_status(job: JobRecord) -> str:

@@ -36,6 +36,18 @@ NAME_TAG, RANK_TAG, REDUCED_TAG = "mlpipe.metric.", "mlpipe.rank.", "mlpipe.redu
 RECORD_OUTPUT = "mlpipe_record"
 
 
+def job_time(text: str | None) -> datetime | None:
+    """A time Azure ML reports on a job (ISO 8601 with ``Z`` or an offset; one without is UTC),
+    aware; None when absent or unreadable."""
+    if not text:
+        return None
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+
+
 @dataclass(frozen=True, slots=True)
 class JobRecord:
     """One Azure ML job (a pipeline job or one of its child jobs) as mlpipe records it."""
