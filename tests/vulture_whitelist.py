@@ -6,7 +6,8 @@ Nothing here runs. A name used only by tests does not belong here: such code is 
 """
 # --- protocols Python itself calls -------------------------------------------------------
 _.__class_getitem__  # annotations: Input[...]/Output[...]/Param[...] subscript a class
-_.__getattr__  # evidence/__init__: PEP 562 lazy module attributes
+_.__getattr__  # mlpipe/__init__, evidence/__init__: PEP 562 lazy module attributes
+_.__dir__  # mlpipe/__init__: PEP 562, dir() of the lazy package
 _.__wrapped__  # runtime/loaders: functools' and inspect's unwrap read it
 _.__doc__  # component_yaml: help() and the docs read the component's docstring
 
