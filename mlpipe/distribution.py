@@ -40,7 +40,7 @@ def _positive(name: str, value: int | None, *, allow_zero: bool = False) -> None
 
 
 @dataclass(frozen=True, slots=True)
-class Metric:
+class MetricPolicy:
     """How a metric logged by a distributed step describes its population.
 
     Args:
@@ -50,8 +50,8 @@ class Metric:
             reported by check MP514.
 
     Example:
-        >>> Metric("global", "mean")
-        Metric(scope='global', reduce='mean')
+        >>> MetricPolicy("global", "mean")
+        MetricPolicy(scope='global', reduce='mean')
     """
 
     scope: str = "global"
@@ -67,10 +67,10 @@ class Metric:
             raise ValueError(f"a partial metric is not reduced, got reduce={self.reduce!r}")
 
     @classmethod
-    def parse(cls, value: "Metric | str") -> "Metric":
+    def parse(cls, value: "MetricPolicy | str") -> "MetricPolicy":
         """``"mean"``/``"sum"``/``"min"``/``"max"``/``"rank0"`` (global, reduced that way),
-        ``"partial"``, ``"global"`` (global, no reduction declared) or a ``Metric``."""
-        if isinstance(value, Metric):
+        ``"partial"``, ``"global"`` (global, no reduction declared) or a ``MetricPolicy``."""
+        if isinstance(value, MetricPolicy):
             return value
         if value == "partial":
             return cls("partial")
@@ -79,7 +79,7 @@ class Metric:
         if isinstance(value, str) and value in REDUCTIONS:
             return cls("global", value)
         raise ValueError(f"metric declaration {value!r} is not one of {', '.join(REDUCTIONS)}, "
-                         f"'partial', 'global' or a Metric(...)")
+                         f"'partial', 'global' or a MetricPolicy(...)")
 
     def to_dict(self) -> dict[str, Any]:
         return {"scope": self.scope, "reduce": self.reduce}
@@ -104,11 +104,11 @@ def _writers(value: Any) -> tuple[tuple[str, WriterPolicy], ...]:
     return tuple(sorted(items, key=lambda p: p[0]))
 
 
-def _metrics(value: Any) -> tuple[tuple[str, Metric], ...]:
+def _metrics(value: Any) -> tuple[tuple[str, MetricPolicy], ...]:
     if value is None:
         return ()
     items = value if isinstance(value, tuple) else list(dict(value).items())
-    return tuple(sorted(((str(k), Metric.parse(v)) for k, v in items), key=lambda p: p[0]))
+    return tuple(sorted(((str(k), MetricPolicy.parse(v)) for k, v in items), key=lambda p: p[0]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +118,7 @@ class Distribution:
     Every type takes, keyword-only:
         writers: who writes the outputs: one policy for all outputs (``"rank0"``) or a dict
             ``{output: policy}``; a policy is ``"rank0"``, a rank number or ``"sharded"``.
-        metrics: ``{name: declaration}`` for the metrics the step logs (see ``Metric.parse``).
+        metrics: ``{name: declaration}`` for the metrics the step logs (see ``MetricPolicy.parse``).
     """
 
     type: ClassVar[str] = ""
@@ -139,7 +139,7 @@ class Distribution:
         table = dict(getattr(self, "writers", ()))
         return table.get(output, table.get(ALL_OUTPUTS))
 
-    def metric(self, name: str) -> Metric | None:
+    def metric(self, name: str) -> MetricPolicy | None:
         return dict(getattr(self, "metrics", ())).get(name)
 
     def _common(self) -> dict[str, Any]:

@@ -3,7 +3,7 @@ import pytest
 
 from mlpipe import Compute, Input, Output, PyTorch, TensorFlow, component
 from mlpipe.compute import CATALOGUE, define_cluster, vm_size
-from mlpipe.distribution import Metric, Mpi, NotAJobType, as_distribution
+from mlpipe.distribution import MetricPolicy, Mpi, NotAJobType, as_distribution
 from mlpipe.errors import DefinitionError
 
 
@@ -17,16 +17,16 @@ def test_world_size_is_instances_times_processes_per_node():
 
 def test_writers_and_metrics_are_normalised_and_in_the_digest_material():
     d = PyTorch(processes_per_node=2, writers={"model": "rank0", "shards": "sharded"},
-                metrics={"loss": "mean", "acc": Metric("global", "rank0"), "lr": "partial"})
+                metrics={"loss": "mean", "acc": MetricPolicy("global", "rank0"), "lr": "partial"})
     assert d.writer_policy("model") == "rank0" and d.writer_policy("shards") == "sharded"
     assert d.writer_policy("other") is None
     assert PyTorch(writers=1).writer_policy("anything") == 1
-    assert d.metric("loss") == Metric("global", "mean") and d.metric("lr") == Metric("partial")
+    assert d.metric("loss") == MetricPolicy("global", "mean") and d.metric("lr") == MetricPolicy("partial")
     assert d.to_dict()["metrics"]["acc"] == {"scope": "global", "reduce": "rank0"}
     assert hash(d) == hash(PyTorch(processes_per_node=2, writers={"shards": "sharded",
                                                                   "model": "rank0"},
                                    metrics={"lr": "partial", "loss": "mean",
-                                            "acc": Metric("global", "rank0")}))
+                                            "acc": MetricPolicy("global", "rank0")}))
 
 
 @pytest.mark.parametrize("kwargs, match", [

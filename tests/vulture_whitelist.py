@@ -22,6 +22,7 @@ down_revision  # evidence/migrations/versions/*: Alembic reads the revision chai
 branch_labels  # evidence/migrations/versions/*: Alembic's revision header
 depends_on  # evidence/migrations/versions/*: Alembic's revision header
 downgrade  # evidence/migrations/versions/*: Alembic calls upgrade()/downgrade() by name
+_.deterministic_signing  # evidence/keys: cryptography's ECDSA signature algorithm reads it
 _.predict  # components/serving: MLflow's PythonModel interface
 _load_pyfunc  # components/serving: MLflow's loader_module entry point
 

@@ -26,7 +26,7 @@ _RACY_SECONDS = 2.0           # a file modified this recently may change again w
 
 
 @dataclass(frozen=True, slots=True)
-class Snapshot:
+class ContentDigest:
     """What a path held: ``digest`` (``blake3:<hex>``), total bytes, file count, kind."""
 
     digest: str
@@ -190,7 +190,7 @@ def _walk(root: str) -> tuple[list[Row], list[str]]:
     return rows, paths
 
 
-def snapshot(path: str | os.PathLike[str], cache: StatCache | None = None) -> Snapshot:
+def snapshot(path: str | os.PathLike[str], cache: StatCache | None = None) -> ContentDigest:
     """Hash a file or a folder (recursively), reusing cached digests of unchanged files.
 
     Raises:
@@ -210,7 +210,7 @@ def snapshot(path: str | os.PathLike[str], cache: StatCache | None = None) -> Sn
         digest = _digest_of(root, row, known, fresh, settled)
         if cache is not None and fresh:
             cache.remember(fresh)
-        return Snapshot(f"{ALGO}:{digest}", st.st_size, 1, "file")
+        return ContentDigest(f"{ALGO}:{digest}", st.st_size, 1, "file")
     if cache is None:
         return _hash_folder(sorted(_names(root)))[0]
     hit = cache.folder(root)
@@ -225,7 +225,7 @@ def snapshot(path: str | os.PathLike[str], cache: StatCache | None = None) -> Sn
     rows, paths = _walk(root)
     listing = _listing(rows)
     if hit is not None and hit[0] == listing:  # the same stat listing: nothing changed
-        return Snapshot(hit[1], hit[2], hit[3], "folder")
+        return ContentDigest(hit[1], hit[2], hit[3], "folder")
     known = cache.tree(root)
     fresh = {}
     manifest = blake3.blake3(FOLDER_HEADER)
@@ -234,7 +234,7 @@ def snapshot(path: str | os.PathLike[str], cache: StatCache | None = None) -> Sn
         digest = _digest_of(abspath, row, known, fresh, settled)
         manifest.update(manifest_line(row[0], row[1], digest).encode())
         size += row[1]
-    result = Snapshot(f"{ALGO}:{manifest.hexdigest()}", size, len(rows), "folder")
+    result = ContentDigest(f"{ALGO}:{manifest.hexdigest()}", size, len(rows), "folder")
     whole = all(r[2] < settled and r[3] < settled for r in rows)
     cache.remember(fresh, {root: (listing, result.digest, result.size, len(rows))}
                    if whole else None)
@@ -255,7 +255,7 @@ def _names(root: str) -> list[tuple[str, str]]:
 
 
 
-def _hash_folder(files: list[tuple[str, str]]) -> tuple[Snapshot, list[Row], list[str]]:
+def _hash_folder(files: list[tuple[str, str]]) -> tuple[ContentDigest, list[Row], list[str]]:
     """The snapshot of a folder holding ``files`` (sorted (relative path, absolute path)
     pairs), every file read whole, with each file's digest. One tight loop: this is most of
     what many small files cost."""
@@ -288,11 +288,11 @@ def _hash_folder(files: list[tuple[str, str]]) -> tuple[Snapshot, list[Row], lis
         total += size
     manifest = blake3.blake3(FOLDER_HEADER)
     manifest.update("".join(lines).encode())
-    return Snapshot(f"{ALGO}:{manifest.hexdigest()}", total, len(files), "folder"), [], digests
+    return ContentDigest(f"{ALGO}:{manifest.hexdigest()}", total, len(files), "folder"), [], digests
 
 
 def _read_folder(listed: list[tuple[str, str]], settled_ns: int
-                 ) -> tuple[Snapshot, list[Row], dict[str, Entry], bool]:
+                 ) -> tuple[ContentDigest, list[Row], dict[str, Entry], bool]:
     """A folder nothing remembers, read in one loop in the order the file system lists it:
     its snapshot, its stat rows in that order (the open file's stat), the entries the stat
     cache may remember, and whether every file is settled (older than the racy window).
@@ -334,7 +334,7 @@ def _read_folder(listed: list[tuple[str, str]], settled_ns: int
     lines.sort()
     manifest = blake3.blake3(FOLDER_HEADER)
     manifest.update("".join(lines).encode())
-    return (Snapshot(f"{ALGO}:{manifest.hexdigest()}", total, len(rows), "folder"), rows,
+    return (ContentDigest(f"{ALGO}:{manifest.hexdigest()}", total, len(rows), "folder"), rows,
             fresh, whole)
 
 

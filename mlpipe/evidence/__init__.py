@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mlpipe.evidence.config import Location, locate
+from mlpipe.evidence.config import StoreConfig, locate
 
 if TYPE_CHECKING:
     from mlpipe.evidence.store import Store
@@ -39,4 +39,4 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'mlpipe.evidence' has no attribute {name!r}")
 
 
-__all__ = ["Location", "Store", "locate", "open_store"]
+__all__ = ["Store", "StoreConfig", "locate", "open_store"]

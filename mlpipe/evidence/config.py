@@ -97,7 +97,7 @@ def scrub(text: str, url: str | None) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Location:
+class StoreConfig:
     """The store URL; the local folder for logs, scratch space and stat cache; this home's
     artifact root (default ``<home>/artifacts``) and the shared artifact root, if any (a
     folder path or an Azure Blob Storage container URL, docs/teams.md)."""
@@ -142,7 +142,7 @@ def missing_store(path: str) -> StoreError:
                            "MLPIPE_STORE_URL at the store you mean")
 
 
-def locate(start: str | os.PathLike[str] | None = None) -> Location:
+def locate(start: str | os.PathLike[str] | None = None) -> StoreConfig:
     """Resolve the store URL and local evidence folder for the project at ``start``.
 
     ``MLPIPE_HOME`` overrides the local folder (default ``<project>/evidence``);
@@ -169,7 +169,7 @@ def locate(start: str | os.PathLike[str] | None = None) -> Location:
                   or _path_in(_from_file(root, setting), root)
                   for name, setting in (("MLPIPE_SIGNING_KEY", "signing_key"),
                                         ("MLPIPE_TRUST", "trust")))
-    return Location(url, home, (root / Path(own).expanduser()).resolve() if own else None,
+    return StoreConfig(url, home, (root / Path(own).expanduser()).resolve() if own else None,
                     shared or None, key, trust)
 
 

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from mlpipe.evidence.config import Location, project_root
+from mlpipe.evidence.config import StoreConfig, project_root
 
 GITIGNORE = ".gitignore"
 HEADER = ("# mlpipe: this home's evidence store and artifacts, and the .amlignore that "
@@ -28,7 +28,7 @@ def _under(root: Path, folder: Path) -> str | None:
     return None if rel == Path(".") else rel.as_posix()
 
 
-def wanted(root: Path, location: Location) -> list[str]:
+def wanted(root: Path, location: StoreConfig) -> list[str]:
     """The ``.gitignore`` lines this home needs at project ``root`` (anchored folders)."""
     lines = []
     for folder in (location.home, location.artifacts):
@@ -56,14 +56,15 @@ def _ignored_by_git(root: Path, paths: list[str]) -> set[str] | None:
     return {p for p, probe in probes.items() if probe in hit}
 
 
-def first_run(location: Location) -> bool:
+def first_run(location: StoreConfig) -> bool:
     """Whether this home, or its SQLite store, has not been made yet: the first run."""
     url = location.url
     database = url[len("sqlite:///"):] if url.startswith("sqlite:///") else ""
     return not location.home.exists() or (bool(database) and not os.path.exists(database))
 
 
-def ensure_ignored(location: Location, start: str | os.PathLike[str] | None = None) -> Path | None:
+def ensure_ignored(location: StoreConfig, start: str | os.PathLike[str] | None = None
+                   ) -> Path | None:
     """Append the lines this home needs to the project's ``.gitignore``; its path when it
     wrote something, else None (all ignored already, or nothing of the home in the project).
 

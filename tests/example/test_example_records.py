@@ -6,7 +6,7 @@ from sqlalchemy import select
 from components.synthetic import make_dataset
 from mlpipe.backends.local.executor import LocalExecutor
 from mlpipe.evidence import models as m
-from mlpipe.evidence.config import Location
+from mlpipe.evidence.config import StoreConfig
 from mlpipe.evidence.store import Store
 
 
@@ -23,7 +23,7 @@ def _records(location, run_id):
 
 def _run(tmp_path, graph, **options):
     raw, split = make_dataset(tmp_path / "data", per_class=12)
-    location = Location(f"sqlite:///{tmp_path / 'store.db'}", tmp_path / "evidence")
+    location = StoreConfig(f"sqlite:///{tmp_path / 'store.db'}", tmp_path / "evidence")
     result = LocalExecutor(location, stream=None, **options).submit(
         graph, inputs={"raw": str(raw), "split": str(split)}, params={"epochs": 2})
     assert result.status == "succeeded"

@@ -22,7 +22,7 @@ from mlpipe.backends.azure.sync import TERMINAL, JobRecord, SyncedRun, job_time
 from mlpipe.checks.coordination import check_coordination
 from mlpipe.checks.reads import check_reads
 from mlpipe.digests.snapshot import snapshot
-from mlpipe.distribution import Metric, as_distribution
+from mlpipe.distribution import MetricPolicy, as_distribution
 from mlpipe.errors import UsageError
 from mlpipe.evidence import models as m
 from mlpipe.evidence.queries import find_run
@@ -404,7 +404,7 @@ def _declared_distribution(value: dict[str, Any] | None) -> Any:
         return as_distribution({
             **{k: v for k, v in value.items() if k not in ("writers", "metrics")},
             "writers": dict(value.get("writers") or []),
-            "metrics": {k: Metric(**v) for k, v in (value.get("metrics") or {}).items()}})
+            "metrics": {k: MetricPolicy(**v) for k, v in (value.get("metrics") or {}).items()}})
     except (TypeError, ValueError):
         return None
 

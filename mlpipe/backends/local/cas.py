@@ -12,7 +12,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-from mlpipe.digests.snapshot import Snapshot, StatCache, snapshot
+from mlpipe.digests.snapshot import ContentDigest, StatCache, snapshot
 from mlpipe.evidence.roots import remove_path
 
 #: The lock file in the root: runs hold it shared, ``mlpipe gc`` exclusively.
@@ -65,7 +65,7 @@ class ArtifactStore:
         algo, _, hexdigest = digest.partition(":")
         return self.root / algo / hexdigest[:2] / hexdigest
 
-    def put(self, path: str | os.PathLike[str], snap: Snapshot, *, alone: bool = False
+    def put(self, path: str | os.PathLike[str], snap: ContentDigest, *, alone: bool = False
             ) -> Path:
         """Move the finished output at ``path`` (already hashed as ``snap``) into the store.
 

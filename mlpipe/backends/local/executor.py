@@ -36,7 +36,7 @@ from mlpipe.errors import StepFailed, UsageError
 from mlpipe.evidence import ignores
 from mlpipe.evidence import models as m
 from mlpipe.evidence.checkresults import record_checks, summary
-from mlpipe.evidence.config import Location, locate, project_root
+from mlpipe.evidence.config import StoreConfig, locate, project_root
 from mlpipe.evidence.queries import running_run_ids
 from mlpipe.evidence.revision import file_states, git_revision, pipeline_files
 from mlpipe.evidence.roots import ArtifactRoots, input_key, shared_root
@@ -82,7 +82,7 @@ class LocalExecutor:
             ``MLPIPE_FORKSERVER=0``. Off, every step starts a fresh interpreter.
         isolate: run each step in a virtual environment built from its declared environment's
             conda file (``--isolate``; built once per environment digest, under
-            ``Location.environments``), not on mlpipe's own interpreter. Either way each
+            ``StoreConfig.environments``), not on mlpipe's own interpreter. Either way each
             executed step records the interpreter and package set that ran it.
 
     Example:
@@ -91,7 +91,7 @@ class LocalExecutor:
         'succeeded'
     """
 
-    def __init__(self, location: Location | None = None, *, max_parallel: int | None = None,
+    def __init__(self, location: StoreConfig | None = None, *, max_parallel: int | None = None,
                  reuse: bool = True, stream: TextIO | None = sys.stderr,
                  local_scale: dict[str, tuple[int, int] | str] | None = None,
                  fork_server: bool | None = None, isolate: bool = False) -> None:
@@ -580,7 +580,7 @@ class _Run:
         return self.store.register_candidate(run_id, model, artifact(cand.evaluation), cand.name)
 
 
-def _refuse_files_in_place_of_folders(location: Location) -> None:
+def _refuse_files_in_place_of_folders(location: StoreConfig) -> None:
     """The evidence folders a run writes must be folders: ``artifacts`` left as a file (a
     copy gone wrong) would otherwise fail the run after its first step."""
     for path in (location.home, location.artifacts, location.logs, location.work):

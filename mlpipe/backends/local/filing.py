@@ -9,7 +9,7 @@ import shutil
 from typing import Any
 
 from mlpipe.backends.local.stepjob import StepJob
-from mlpipe.digests.snapshot import Snapshot, StatCache, snapshot
+from mlpipe.digests.snapshot import ContentDigest, StatCache, snapshot
 from mlpipe.runtime import record as step_record
 from mlpipe.spec import ComponentSpec
 
@@ -54,7 +54,7 @@ def materialize_links(port: str, path: str) -> str | None:
     return None
 
 
-def recorded_snapshot(step: dict[str, Any], port: str, path: str) -> Snapshot | None:
+def recorded_snapshot(step: dict[str, Any], port: str, path: str) -> ContentDigest | None:
     """The output's snapshot from the record's digest when the files are still those the
     runtime hashed (the same names, sizes and modification times); else None."""
     entry = (step.get("outputs") or {}).get(port) or {}
@@ -74,7 +74,8 @@ def recorded_snapshot(step: dict[str, Any], port: str, path: str) -> Snapshot | 
     then = sorted((f["name"], f["size"], f.get("mtime_ns")) for f in files)
     if now != then:
         return None
-    return Snapshot(digest, int(entry.get("size") or 0), int(entry.get("file_count") or 0), kind)
+    return ContentDigest(digest, int(entry.get("size") or 0), int(entry.get("file_count") or 0),
+                         kind)
 
 
 def _stats(root: str):
@@ -89,7 +90,8 @@ def _stats(root: str):
                     yield rel + entry.name, entry.stat()
 
 
-def output_files(step: dict[str, Any], port: str, snap: Snapshot) -> list[dict[str, Any]] | None:
+def output_files(step: dict[str, Any], port: str, snap: ContentDigest
+                 ) -> list[dict[str, Any]] | None:
     """The per-file sha256/blake3 list of an output, when the record's digest is the one filed."""
     entry = (step.get("outputs") or {}).get(port) or {}
     if entry.get("digest") != snap.digest or entry.get("files_omitted"):

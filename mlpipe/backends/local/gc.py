@@ -16,7 +16,7 @@ from pathlib import Path
 
 from mlpipe.backends.local.cas import ArtifactStore, StoreBusy
 from mlpipe.errors import UsageError
-from mlpipe.evidence.config import Location
+from mlpipe.evidence.config import StoreConfig
 from mlpipe.evidence.reader import Reader
 from mlpipe.evidence.retention import Retained, retained
 
@@ -61,7 +61,7 @@ class GcReport:
                 "running_runs": self.running}
 
 
-def collect(location: Location, *, older_than_days: float | None = None,
+def collect(location: StoreConfig, *, older_than_days: float | None = None,
             dry_run: bool = False) -> GcReport:
     """Remove (``dry_run``: only list) what no protected candidate or running run needs.
 
@@ -98,7 +98,7 @@ def collect(location: Location, *, older_than_days: float | None = None,
                               "--dry-run` shows what it would free meanwhile)") from None
 
 
-def _collect(location: Location, cas: ArtifactStore, days: float | None, *,
+def _collect(location: StoreConfig, cas: ArtifactStore, days: float | None, *,
              dry_run: bool) -> GcReport:
     with Reader.open(location.url) as s:
         kept = retained(s)

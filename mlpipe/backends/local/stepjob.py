@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mlpipe.digests.snapshot import Snapshot
+from mlpipe.digests.snapshot import ContentDigest
 from mlpipe.spec import ComponentSpec
 
 
@@ -40,7 +40,7 @@ class StepOutcome:
 
     ok: bool
     seconds: float
-    outputs: dict[str, tuple[Snapshot, Path]] = field(default_factory=dict)
+    outputs: dict[str, tuple[ContentDigest, Path]] = field(default_factory=dict)
     metrics: list[dict[str, Any]] = field(default_factory=list)
     message: str | None = None
     not_cached: str | None = None

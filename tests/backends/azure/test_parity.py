@@ -36,7 +36,7 @@ from mlpipe.backends.local.script import render_command
 from mlpipe.errors import LaunchFailed, StepFailed
 from mlpipe.evidence import models as m
 from mlpipe.evidence.bundle import build
-from mlpipe.evidence.config import Location
+from mlpipe.evidence.config import StoreConfig
 from mlpipe.evidence.roots import ArtifactRoots
 from mlpipe.evidence.store import Store
 from mlpipe.graph import FromInput, FromLiteral, FromStep, compile_pipeline
@@ -55,8 +55,8 @@ def _importable(monkeypatch):
             monkeypatch.delenv(name)
 
 
-def _location(tmp_path: Path) -> Location:
-    return Location(f"sqlite:///{tmp_path / 'store.sqlite'}", tmp_path / "evidence")
+def _location(tmp_path: Path) -> StoreConfig:
+    return StoreConfig(f"sqlite:///{tmp_path / 'store.sqlite'}", tmp_path / "evidence")
 
 
 def run_locally(spec, inputs, params, tmp_path, **options):

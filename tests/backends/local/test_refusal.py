@@ -8,13 +8,13 @@ from fixtures.checks import mp202, mp301
 from mlpipe.backends.local.executor import LocalExecutor
 from mlpipe.codes import UNREADABLE_BINDING_EXPRESSION
 from mlpipe.diagnostics import ChecksFailed, Diagnostic
-from mlpipe.evidence.config import Location
+from mlpipe.evidence.config import StoreConfig
 from mlpipe.graph import compile_pipeline
 
 
 def _executor(tmp_path) -> LocalExecutor:
     home = tmp_path / "evidence"
-    return LocalExecutor(Location(f"sqlite:///{home / 'store.sqlite'}", home), stream=None)
+    return LocalExecutor(StoreConfig(f"sqlite:///{home / 'store.sqlite'}", home), stream=None)
 
 
 def test_a_graph_with_a_check_error_is_refused_before_anything_is_recorded(tmp_path):
