@@ -197,3 +197,35 @@ def test_an_mpi_rank_that_exits_3_is_named(tmp_path):
         launch([sys.executable, str(SCRIPTS / "mpi_script.py"), str(tmp_path), "1"],
                distribution=Mpi(processes_per_node=2), env=_env(tmp_path), cwd=str(ROOT),
                log_dir=tmp_path / "logs", timeout=120)
+
+
+_JOINS_FROM_A_CHILD = r'''
+import os, socket, threading, time
+port = int(os.environ["MASTER_PORT"])
+if os.environ["RANK"] == "0":
+    server = socket.create_server(("127.0.0.1", port))
+    held = []
+    def serve():
+        while True:
+            held.append(server.accept()[0])
+    threading.Thread(target=serve, daemon=True).start()
+for _ in range(200):
+    try:
+        client = socket.create_connection(("127.0.0.1", port))
+        break
+    except OSError:
+        time.sleep(0.05)
+time.sleep(1.5)
+'''
+
+
+@pytest.mark.slow
+def test_a_rank_whose_child_holds_the_store_connection_is_seen_joining(tmp_path):
+    # the rank's leader is a shell; the connection to the store is its child's: the probe
+    # finds it among the processes of the rank's group
+    script = tmp_path / "joins.py"
+    script.write_text(_JOINS_FROM_A_CHILD)
+    result = launch(["bash", "-c", f"{sys.executable} {script}; exit $?"],
+                    distribution=PyTorch(processes_per_node=2), instances=1, env=dict(os.environ),
+                    log_dir=tmp_path / "logs", timeout=60, rendezvous_timeout=30)
+    assert [r["joined"] for r in result.topology()["ranks"]] == [True, True]

@@ -162,14 +162,28 @@ class ProcessGroup:
                             log_tail=tail(log), hint=hint, kind=kind)
 
     def _probe_rendezvous(self, port: int) -> bool:
-        """True when every running PyTorch rank holds a connection to the store at ``port``."""
+        """True when every running PyTorch rank holds a connection to the store at ``port``.
+
+        A probe runs every 0.2 s while the ranks start, on the cores they start on, so it
+        does the least that answers: nothing past ``/proc/net/tcp`` while no process is
+        connected to the store, each rank's own sockets next (the process that connects),
+        and one pass over ``/proc`` for the processes of the groups of the ranks still not
+        seen there."""
         clients = _client_socket_inodes(port)
         if clients is None:
             return True   # no /proc: the step timeout is the only limit
-        for (rank, *_), proc in zip(self.layout.roles, self.procs):
-            if self.joined.get(rank) or proc.returncode is not None:
-                continue
-            self.joined[rank] = bool(_socket_inodes(proc.pid) & clients)
+        pending = [(rank, proc) for (rank, *_), proc in zip(self.layout.roles, self.procs)
+                   if not self.joined.get(rank) and proc.returncode is None]
+        unseen = []
+        for rank, proc in pending:
+            self.joined[rank] = bool(clients) and bool(_socket_inodes(proc.pid) & clients)
+            if clients and not self.joined[rank]:
+                unseen.append((rank, proc))
+        if unseen:
+            members = _group_members({proc.pid for _, proc in unseen})
+            for rank, proc in unseen:
+                self.joined[rank] = any(_socket_inodes(m) & clients
+                                        for m in members.get(proc.pid, ()))
         # only a rank seen at the store counts: one that exited 0 unseen may never have joined
         return all(self.joined.get(r[0]) for r in self.layout.roles)
 
@@ -218,36 +232,38 @@ def _client_socket_inodes(port: int) -> set[str] | None:
 
 
 def _socket_inodes(pid: int) -> set[str]:
-    """Socket inodes held by ``pid`` and the processes of its group."""
+    """Inodes of the sockets process ``pid`` holds (empty when it cannot be read)."""
     inodes: set[str] = set()
-    for member in _group_members(pid):
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return inodes
+    for fd in fds:
         try:
-            for fd in os.listdir(f"/proc/{member}/fd"):
-                try:
-                    target = os.readlink(f"/proc/{member}/fd/{fd}")
-                except OSError:
-                    continue
-                if target.startswith("socket:["):
-                    inodes.add(target[8:-1])
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
         except OSError:
             continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
     return inodes
 
 
-def _group_members(pgid: int) -> list[int]:
-    members = [pgid]
+def _group_members(pgids: set[int]) -> dict[int, list[int]]:
+    """The other processes of each process group in ``pgids`` (one pass over ``/proc``)."""
+    members: dict[int, list[int]] = {pgid: [] for pgid in pgids}
     try:
         entries = os.listdir("/proc")
     except OSError:
         return members
     for entry in entries:
-        if not entry.isdigit() or int(entry) == pgid:
+        if not entry.isdigit() or int(entry) in members:
             continue
         try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read()
         except OSError:
             continue
-        fields = stat.rsplit(")", 1)[-1].split()
-        if len(fields) > 2 and fields[2] == str(pgid):
-            members.append(int(entry))
+        fields = stat.rsplit(b")", 1)[-1].split()
+        if len(fields) > 2 and fields[2].isdigit() and int(fields[2]) in members:
+            members[int(fields[2])].append(int(entry))
     return members
