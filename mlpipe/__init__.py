@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING, Any
 from mlpipe.version import __version__ as __version__
 
 if TYPE_CHECKING:
+    import os
+    from collections.abc import Callable
+
     from mlpipe.annotations import (
         Choices,
         CustomModelFolder,
@@ -59,7 +62,7 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
 
-def load_component(path):
+def load_component(path: str | os.PathLike[str]) -> Component[Callable[..., Any]]:
     """An Azure ML command component YAML (CLI v2) as an mlpipe component.
 
     See ``mlpipe.backends.azure.component_yaml.load_component``; imported on first use so

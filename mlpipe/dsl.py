@@ -69,6 +69,9 @@ class Candidate:
     """
 
     __slots__ = ("evaluation", "model", "name")
+    model: Any
+    evaluation: Any
+    name: str | None
 
     def __init__(self, model: Any, evaluation: Any = None, *, name: str | None = None) -> None:
         self.model = model
@@ -89,7 +92,8 @@ class Candidate:
                                           else None, self.name)
 
 
-def _refuse_candidates(label: str, args: tuple, kwargs: dict[str, Any], where: Location) -> None:
+def _refuse_candidates(label: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+                       where: Location) -> None:
     """A Candidate is what a pipeline returns, never a step's argument."""
     if TRACE.get() is None or args:
         return  # tracing reports a call outside a pipeline, or positional arguments, first

@@ -12,7 +12,7 @@ import functools
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from types import FrameType
 from typing import Any, NoReturn
@@ -65,6 +65,7 @@ def absolute(filename: str) -> str:
 
 class Trace:
     __slots__ = ("builders", "pipeline")
+    pipeline: str
 
     def __init__(self, pipeline: str) -> None:
         self.pipeline = pipeline
@@ -76,6 +77,12 @@ TRACE: contextvars.ContextVar[Trace | None] = contextvars.ContextVar("mlpipe_tra
 
 class _StepBuilder:
     __slots__ = ("base", "explicit", "location", "name", "target", "trace", "values")
+    target: Any
+    base: str
+    values: dict[str, Any]
+    location: Location
+    explicit: bool
+    trace: Trace
 
     def __init__(self, target: Any, base: str, values: dict[str, Any], location: Location,
                  trace: Trace) -> None:
@@ -129,7 +136,7 @@ class _Outputs:
     def __getitem__(self, port: str) -> OutputRef:
         return OutputRef(self._builder, port)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._builder.output_names())
 
 
@@ -167,7 +174,7 @@ class StepHandle:
         return f"<step {self._builder.name or self._builder.base}>"
 
 
-def add_step(target: Any, label: str, args: tuple, kwargs: dict[str, Any],
+def add_step(target: Any, label: str, args: tuple[Any, ...], kwargs: dict[str, Any],
               where: Location) -> StepHandle:
     trace = TRACE.get()
     kind = "component" if isinstance(target.spec, ComponentSpec) else "pipeline"

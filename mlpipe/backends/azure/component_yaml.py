@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -397,7 +398,7 @@ def read_component(doc: Any, path: str | os.PathLike[str], **options: Any) -> Co
     return read_azure_only_component(doc, path, kind=str(kind), **options)
 
 
-class ScriptComponent(Component):
+class ScriptComponent(Component[Callable[..., Any]]):
     """A component whose step runs a declared command (loaded from YAML), with no Python body.
 
     Use it in a ``@pipeline`` like a decorated component. ``with_contracts`` attaches
