@@ -229,3 +229,36 @@ def test_a_rank_whose_child_holds_the_store_connection_is_seen_joining(tmp_path)
                     distribution=PyTorch(processes_per_node=2), instances=1, env=dict(os.environ),
                     log_dir=tmp_path / "logs", timeout=60, rendezvous_timeout=30)
     assert [r["joined"] for r in result.topology()["ranks"]] == [True, True]
+
+
+def test_the_rendezvous_probe_counts_only_a_connection_to_the_store(tmp_path):
+    # real processes: one connected to the store's port, one to another port, one with no
+    # socket at all: the probe sees the first joined, and only the first
+    import socket
+    import subprocess
+
+    from mlpipe.backends.local.launcher.group import ProcessGroup
+    from mlpipe.backends.local.launcher.layout import Plan
+
+    store, other = socket.create_server(("127.0.0.1", 0)), socket.create_server(("127.0.0.1", 0))
+    connect = ("import socket, sys, time\n"
+               "s = socket.create_connection(('127.0.0.1', int(sys.argv[1]))) "
+               "if sys.argv[1] != '0' else None\nprint('ready', flush=True)\ntime.sleep(30)\n")
+    ports = [store.getsockname()[1], other.getsockname()[1], 0]
+    procs = [subprocess.Popen([sys.executable, "-c", connect, str(p)], stdout=subprocess.PIPE,
+                              text=True, start_new_session=True) for p in ports]
+    try:
+        for proc in procs:
+            assert proc.stdout.readline() == "ready\n"
+        layout = Plan("pytorch", 3, 3, [(r, r, 0, "worker", {}) for r in range(3)],
+                      ports[0])
+        group = ProcessGroup([], layout, {}, None, tmp_path)
+        group.procs = procs
+        assert group._probe_rendezvous(ports[0]) is False
+        assert group.joined == {0: True, 1: False, 2: False}
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+        store.close()
+        other.close()

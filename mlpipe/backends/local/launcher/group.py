@@ -162,28 +162,37 @@ class ProcessGroup:
                             log_tail=tail(log), hint=hint, kind=kind)
 
     def _probe_rendezvous(self, port: int) -> bool:
-        """True when every running PyTorch rank holds a connection to the store at ``port``.
+        """True when every running PyTorch rank holds a connection to the store at ``port``
+        (the rank's process, or another process of its group).
 
         A probe runs every 0.2 s while the ranks start, on the cores they start on, so it
-        does the least that answers: nothing past ``/proc/net/tcp`` while no process is
-        connected to the store, each rank's own sockets next (the process that connects),
-        and one pass over ``/proc`` for the processes of the groups of the ranks still not
-        seen there."""
-        clients = _client_socket_inodes(port)
-        if clients is None:
+        does the least that answers: the sockets of each rank's own process first, one pass
+        over ``/proc`` for the groups of the ranks not seen there, and the TCP table (the
+        costliest read, milliseconds of kernel time) only once one of them holds a socket."""
+        if not any(os.path.exists(table) for table in _TCP_TABLES):
             return True   # no /proc: the step timeout is the only limit
         pending = [(rank, proc) for (rank, *_), proc in zip(self.layout.roles, self.procs)
                    if not self.joined.get(rank) and proc.returncode is None]
+        clients: set[str] | None = None
         unseen = []
         for rank, proc in pending:
-            self.joined[rank] = bool(clients) and bool(_socket_inodes(proc.pid) & clients)
-            if clients and not self.joined[rank]:
+            held = _socket_inodes(proc.pid)
+            if held and clients is None:
+                clients = _client_socket_inodes(port)
+                if clients is None:
+                    return True
+            self.joined[rank] = bool(held & (clients or set()))
+            if not self.joined[rank]:
                 unseen.append((rank, proc))
         if unseen:
             members = _group_members({proc.pid for _, proc in unseen})
             for rank, proc in unseen:
-                self.joined[rank] = any(_socket_inodes(m) & clients
-                                        for m in members.get(proc.pid, ()))
+                held = set().union(*(_socket_inodes(m) for m in members.get(proc.pid, ())))
+                if held and clients is None:
+                    clients = _client_socket_inodes(port)
+                    if clients is None:
+                        return True
+                self.joined[rank] = bool(held & (clients or set()))
         # only a rank seen at the store counts: one that exited 0 unseen may never have joined
         return all(self.joined.get(r[0]) for r in self.layout.roles)
 
@@ -214,11 +223,15 @@ def signal_group(pgid: int, sig: int) -> None:
         pass
 
 
+#: The kernel's TCP tables (without them, the rendezvous is not probed).
+_TCP_TABLES = ("/proc/net/tcp", "/proc/net/tcp6")
+
+
 def _client_socket_inodes(port: int) -> set[str] | None:
     """Inodes of established TCP sockets whose remote end is ``port`` (None without /proc)."""
     found: set[str] = set()
     seen_table = False
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+    for table in _TCP_TABLES:
         try:
             lines = Path(table).read_text().splitlines()[1:]
         except OSError:
