@@ -21,8 +21,6 @@ KNOWN: set[tuple[str, str]] = {
     ("mlpipe.evidence.html", "mlpipe.evidence.render:_population"),
     ("mlpipe.evidence.html", "mlpipe.evidence.render:_topology"),
     ("mlpipe.evidence.html", "mlpipe.evidence.render:_value"),
-    ("mlpipe.runtime.forkserver", "mlpipe.runtime.step:_die_with_parent"),
-    ("mlpipe.runtime.step", "mlpipe.runtime.finish:_WithResults"),
 }
 
 

@@ -95,11 +95,14 @@ def check_inputs(ports: list[Port], paths: dict[str, str]) -> dict[str, dict[str
                                                   f"contract: {problem}", port.name, found[1])
         results[port.name] = entry
     if first is not None:
-        raise _WithResults(first, results)
+        raise InputsRefused(first, results)
     return results
 
 
-class _WithResults(Exception):
+class InputsRefused(Exception):
+    """An input does not match its contract: the first failure, and every input's result
+    (which the step record keeps)."""
+
     def __init__(self, failure: Failure, results: dict[str, dict[str, Any]]) -> None:
         super().__init__(failure.message)
         self.failure = failure

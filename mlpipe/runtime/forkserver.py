@@ -172,7 +172,7 @@ class _Server:
             # CPython's own at-fork hook has given this process a fresh seed)
             import random
             random.setstate(self.random_state)
-        step._die_with_parent()
+        step.die_with_parent()
         step.end_process(step.execute(message["request"]))
         return 1  # not reached: end_process exits
 

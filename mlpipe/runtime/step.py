@@ -126,7 +126,7 @@ def _ran(result: Any) -> None:
                         f"without running its body (a generator or async def; see MP960)")
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Ask Linux to kill this step if its executor dies (kill -9 leaves no orphan running)."""
     parent = os.environ.get("MLPIPE_PARENT_PID")
     if not parent or not sys.platform.startswith("linux"):
@@ -171,7 +171,7 @@ def request_from_argv(args: list[str]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    _die_with_parent()
+    die_with_parent()
     if args and args[0].startswith("--"):
         from mlpipe.errors import MlpipeError
 
@@ -261,7 +261,7 @@ def _execute(request: dict[str, Any], secrets: dict[str, Any], redact: Redactor)
             if observer is not None:
                 observer.stop()
                 fed = loaders.stop()
-    except finish._WithResults as exc:  # an input that does not match its contract
+    except finish.InputsRefused as exc:  # an input that does not match its contract
         inputs_checked = exc.results
         failure = exc.failure.to_json(rank)
         failure["message"] = redact.text(failure["message"])
