@@ -49,7 +49,9 @@ Test-facing API:
   that status and an ARM (or MLflow) error body; ``times=None`` for all of them.
   ``lb.clear_faults()``.
 - What the client sent. ``lb.requests`` (method, path, query, status, body of each request),
-  ``lb.assets`` (codes and components the client registered), ``lb.blobs`` (uploaded files).
+  ``lb.assets`` (codes, components and model versions the client registered: a model's
+  ``models/{name}/versions`` list, get and create, its files uploaded to the datastore first),
+  ``lb.blobs`` (uploaded files).
 """
 from loopback.azureml.credential import StaticTokenCredential
 from loopback.azureml.jobs import STATUSES, TERMINAL, Job

@@ -115,6 +115,21 @@ def code_version(svc: Any, name: str, version: str, body: dict[str, Any]) -> dic
                      f"{PROVIDER}/workspaces/codes/versions", svc.created_at)
 
 
+def model_version(svc: Any, name: str, version: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A registered model version (``models/{name}/versions/{version}``) as sent by
+    ``models.create_or_update``, with what the service fills in."""
+    props = arm.ModelVersionProperties(**_writable(arm.ModelVersionProperties,
+                                                   body.get("properties") or {}))
+    props.provisioning_state = "Succeeded"
+    for field, empty in (("flavors", {}), ("tags", {}), ("properties", {}),
+                         ("is_anonymous", False), ("is_archived", False)):
+        if getattr(props, field, None) is None:   # the service's defaults
+            setattr(props, field, empty)
+    return _resource(arm.ModelVersion(properties=props),
+                     f"{svc.workspace_id_arm}/models/{name}/versions/{version}", version,
+                     f"{PROVIDER}/workspaces/models/versions", svc.created_at)
+
+
 def page(values: list[dict[str, Any]], next_link: str | None = None) -> dict[str, Any]:
     """An ARM paged list (``value`` + ``nextLink``)."""
     out: dict[str, Any] = {"value": values}

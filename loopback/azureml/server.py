@@ -2,7 +2,7 @@
 
 One host answers what azure-ai-ml reaches on several in Azure: ARM's cloud metadata, the Azure
 ML management API (workspace, datastores, codes, components, environments, computes, data,
-jobs), the workspace discovery document, run history, the workspace's MLflow REST API and the
+models, jobs), the workspace discovery document, run history, the workspace's MLflow REST API and the
 subset of the Blob service that uploading a code snapshot uses. Faults a test asked for are
 answered first; every request is logged in ``service.requests``.
 """
@@ -239,6 +239,8 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, payloads.datastore_secrets(svc))
         if kind in ("codes", "components") and len(parts) >= 3 and parts[2] == "versions":
             return self._asset(kind, parts, query, sent)
+        if kind == "models" and len(parts) in (3, 4) and parts[2] == "versions":
+            return self._model(parts, query, sent)
         if kind == "components" and len(parts) == 2 and method == "GET":
             versions = [v for (k, n, v) in svc.assets if k == "components" and n == parts[1]]
             if not versions:
@@ -324,6 +326,42 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(201 if kind == "codes" else 200,
                               self._asset_payload(kind, svc.assets[key]))
         raise Answer(404, "NoRoute", f"No route for {method} {'/'.join(parts)}.")
+
+    def _model(self, parts: list[str], query: dict[str, list[str]], sent: dict[str, Any]) -> None:
+        """The model registry: list a model's versions (newest first for ``$orderBy=createdtime
+        desc``, ``$top``), get one, create one. A version's files are where its ``modelUri``
+        says (the client uploaded them to the datastore first); a version is immutable but for
+        its description and tags: a PUT that changes its path is the service's UserError."""
+        from loopback.azureml.service import Asset
+
+        svc, method, name = self.service, self.command, parts[1]
+        if len(parts) == 3 and method == "GET":
+            found = [a for (k, n, _), a in svc.assets.items() if k == "models" and n == name]
+            if "createdtime desc" in (query.get("$orderBy") or [""])[0]:
+                found.reverse()
+            top = (query.get("$top") or [None])[0]
+            found = found[:int(top)] if top and top.isdigit() else found
+            return self._send(200, payloads.page([payloads.model_version(
+                svc, a.name, str(a.version), a.body) for a in found]))
+        key = ("models", name, parts[3])
+        if method == "GET":
+            if key not in svc.assets:
+                raise Answer(404, "UserError", f"Could not find asset with ID: "
+                             f"azureml://locations/{svc.location}/workspaces/{svc.workspace_id}"
+                             f"/models/{name}/versions/{parts[3]}")
+            return self._send(200, payloads.model_version(svc, name, parts[3],
+                                                          svc.assets[key].body))
+        if method == "PUT":
+            uri = (sent.get("properties") or {}).get("modelUri")
+            with svc._lock:
+                before = svc.assets.get(key)
+                if before is not None and (before.body.get("properties") or {}).get(
+                        "modelUri") != uri:
+                    raise Answer(400, "UserError", "Asset paths cannot be updated.")
+                svc.assets[key] = Asset("models", name, parts[3], sent)
+            return self._send(200 if before is not None else 201,
+                              payloads.model_version(svc, name, parts[3], sent))
+        raise Answer(405, "NoRoute", f"No route for {method} models/{'/'.join(parts[1:])}.")
 
     def _asset_payload(self, kind: str, asset) -> dict[str, Any]:
         if kind == "codes":

@@ -12,15 +12,16 @@ import sys
 
 import click
 
-from mlpipe.cli.base import EXIT_PROBLEMS, main
+from mlpipe.cli.base import EXIT_PROBLEMS, main, workspace_options
 
 
 @main.command()
 @click.argument("candidate")
-@click.option("--registry", type=click.Choice(["mlflow"]), default="mlflow",
+@click.option("--registry", type=click.Choice(["mlflow", "azure"]), default="mlflow",
               show_default=True,
               help="mlflow: an MLflow Model Registry (the tracking URI from MLFLOW_TRACKING_URI "
-                   "or --tracking-uri).")
+                   "or --tracking-uri); azure: an Azure ML workspace's models (--workspace ... "
+                   "or config.json).")
 @click.option("--name", required=True, metavar="NAME", help="The registered model's name.")
 @click.option("--alias", default=None, metavar="ALIAS",
               help="Point this alias (e.g. champion) at the version.")
@@ -33,9 +34,10 @@ from mlpipe.cli.base import EXIT_PROBLEMS, main
 @click.option("--by", default=None, metavar="NAME", help="Who promotes (recorded).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="json: for scripts.")
+@workspace_options
 def promote(candidate: str, registry: str, name: str, alias: str | None,
             policy_file: str | None, tracking_uri: str | None, by: str | None,
-            fmt: str) -> None:
+            fmt: str, **workspace: str | None) -> None:
     """Register CANDIDATE's model into a model registry, with its lineage as tags.
 
     Only a candidate whose newest decision accepts it, on a bundle its evidence still matches,
@@ -50,6 +52,12 @@ def promote(candidate: str, registry: str, name: str, alias: str | None,
     from mlpipe.evidence.mlflowregistry import tracking_uri as configured_uri
     from mlpipe.evidence.promotion import gate, record, signature_bytes
 
+    if registry == "azure" and alias is not None:
+        from mlpipe.errors import UsageError
+
+        raise UsageError("--alias is for an MLflow registry: an Azure ML workspace's model "
+                         "versions have no aliases", hint="promote without --alias; deploy "
+                         "the version by its azureml:NAME:VERSION")
     policy = None
     if policy_file is not None:
         from mlpipe.evidence.policy import load_policy
@@ -68,10 +76,16 @@ def promote(candidate: str, registry: str, name: str, alias: str | None,
 
             Path(tmp, "model.sig").write_bytes(signature)
             attachments["model_signature"] = f"{tmp}/model.sig"
-        uri = configured_uri(tracking_uri)
-        reg = register(uri, name, passed.model_path, passed.tags, alias=alias,
-                       attachments=attachments,
-                       description=card.markdown.read_text(encoding="utf-8"))
+        if registry == "azure":
+            from mlpipe.backends.azure import models as azure_models
+
+            reg = azure_models.register(_workspace_service(workspace), name, passed.model_path,
+                                        passed.tags,
+                                        description=card.markdown.read_text(encoding="utf-8"))
+        else:
+            reg = register(configured_uri(tracking_uri), name, passed.model_path, passed.tags,
+                           alias=alias, attachments=attachments,
+                           description=card.markdown.read_text(encoding="utf-8"))
     done = record(url, passed, reg, by=by)
     if fmt == "json":
         import json
@@ -90,6 +104,17 @@ def promote(candidate: str, registry: str, name: str, alias: str | None,
     click.echo(f"  decision {passed.decision['verdict']} by {passed.decision['by']}, citing "
                f"bundle {passed.cited}; policy {passed.policy.name} {passed.policy.digest}")
     click.echo(f"  sealed {done.sealed} with the promotion (mlpipe evidence {done.candidate})")
+
+
+def _workspace_service(flags: dict[str, str | None]):
+    """The MLClientService of the workspace ``--workspace``/``--resource-group``/
+    ``--subscription``/``--config`` (or the environment, or config.json) names."""
+    from mlpipe.backends.azure.service import MLClientService
+    from mlpipe.backends.azure.workspace import resolve_workspace
+    from mlpipe.cli.azure import _service
+
+    config = flags.pop("config", None)
+    return _service(MLClientService, resolve_workspace(**flags, config=config))
 
 
 def model_card(candidate: str, output: str | None) -> None:
@@ -114,8 +139,10 @@ def model_card(candidate: str, output: str | None) -> None:
               help="For models:/ URIs: the MLflow tracking URI; default MLFLOW_TRACKING_URI.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="json: for scripts.")
-def trace(model: str, tracking_uri: str | None, fmt: str) -> None:
-    """Trace a registered MODEL (models:/NAME/3, models:/NAME@champion) back to its candidate:
+@workspace_options
+def trace(model: str, tracking_uri: str | None, fmt: str, **workspace: str | None) -> None:
+    """Trace a registered MODEL (models:/NAME/3, models:/NAME@champion, azureml:NAME:3) back to
+    its candidate:
     download its bytes, hash them, find the candidate that has them, show its bundle, decision
     and promotion, and verify the bundle. Exit 1 when the bytes are not the promoted
     candidate's (MP754), no candidate has them (MP755), or the bundle does not verify."""
@@ -124,18 +151,28 @@ def trace(model: str, tracking_uri: str | None, fmt: str) -> None:
     from mlpipe.evidence.trace import Fetched, render
     from mlpipe.evidence.trace import trace as trace_model
 
-    if not model.startswith("models:/"):
-        raise UsageError(f"{model!r} is not a registered model: expected models:/NAME/VERSION "
-                         f"or models:/NAME@ALIAS")
-    from mlpipe.evidence.mlflowregistry import fetch
-    from mlpipe.evidence.mlflowregistry import tracking_uri as configured_uri
+    if model.startswith("azureml:"):
+        from mlpipe.backends.azure import models as azure_models
 
-    uri = configured_uri(tracking_uri)
+        service = _workspace_service(workspace)
 
-    def download(ref, into):
-        name, version, tags, folder = fetch(uri, ref, into)
-        return Fetched("mlflow", uri, name, version, f"models:/{name}/{version}", tags,
-                       folder)
+        def download(ref, into):
+            name, version, tags, folder = azure_models.fetch(service, ref, into)
+            return Fetched("azure", azure_models.target(service), name, version,
+                           f"azureml:{name}:{version}", tags, folder)
+    elif model.startswith("models:/"):
+        from mlpipe.evidence.mlflowregistry import fetch
+        from mlpipe.evidence.mlflowregistry import tracking_uri as configured_uri
+
+        uri = configured_uri(tracking_uri)
+
+        def download(ref, into):
+            name, version, tags, folder = fetch(uri, ref, into)
+            return Fetched("mlflow", uri, name, version, f"models:/{name}/{version}", tags,
+                           folder)
+    else:
+        raise UsageError(f"{model!r} is not a registered model: expected models:/NAME/VERSION, "
+                         f"models:/NAME@ALIAS or azureml:NAME:VERSION")
 
     found = trace_model(locate().url, model, download)
     if fmt == "json":

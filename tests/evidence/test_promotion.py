@@ -151,7 +151,8 @@ def test_a_model_no_candidate_has_is_not_traced(accepted, tmp_path):
     bad = proj.cli("trace", f"{name}:1", env=env)
     assert bad.returncode == 2
     assert bad.stderr.startswith(f"error: '{name}:1' is not a registered model: expected "
-                                 f"models:/NAME/VERSION or models:/NAME@ALIAS")
+                                 f"models:/NAME/VERSION, models:/NAME@ALIAS or "
+                                 f"azureml:NAME:VERSION")
 
 
 def _refused(proj, cand, env, name, *extra):
