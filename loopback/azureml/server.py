@@ -2,9 +2,9 @@
 
 One host answers what azure-ai-ml reaches on several in Azure: ARM's cloud metadata, the Azure
 ML management API (workspace, datastores, codes, components, environments, computes, data,
-models, jobs), the workspace discovery document, run history, the workspace's MLflow REST API and the
-subset of the Blob service that uploading a code snapshot uses. Faults a test asked for are
-answered first; every request is logged in ``service.requests``.
+models, jobs), the workspace discovery document, run history, the workspace's MLflow REST API
+and the subset of the Blob service that uploading a code snapshot or a model uses. Faults a
+test asked for are answered first; every request is logged in ``service.requests``.
 """
 from __future__ import annotations
 

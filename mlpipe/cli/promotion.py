@@ -113,8 +113,9 @@ def _workspace_service(flags: dict[str, str | None]):
     from mlpipe.backends.azure.workspace import resolve_workspace
     from mlpipe.cli.azure import _service
 
-    config = flags.pop("config", None)
-    return _service(MLClientService, resolve_workspace(**flags, config=config))
+    return _service(MLClientService, resolve_workspace(
+        subscription_id=flags.get("subscription_id"), resource_group=flags.get("resource_group"),
+        workspace_name=flags.get("workspace_name"), config=flags.get("config")))
 
 
 def model_card(candidate: str, output: str | None) -> None:
