@@ -187,3 +187,51 @@ class StreamMask:
 
 def _encoded(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
+
+
+def from_environment(given: Mapping[str, str]) -> dict[str, Secret]:
+    """``--secret NAME=ENV_VAR``: each parameter's value read from its environment variable,
+    which is then removed from this process's environment (read once: the steps and what
+    they start do not inherit it).
+
+    Raises:
+        UsageError: what follows ``=`` is not a variable's name, or the variable is unset,
+            empty or not UTF-8 text. What was typed is never repeated unless it reads as a
+            conventional variable name: it may be the secret itself.
+
+    Example:
+        >>> from_environment({"token": "HUB_TOKEN"})  # doctest: +SKIP
+        {'token': <Secret>}
+    """
+    import re
+
+    from mlpipe.errors import UsageError
+
+    found: dict[str, Secret] = {}
+    for name, variable in given.items():
+        variable = variable.strip()
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", variable):
+            raise UsageError(f"--secret {name}=...: what follows '=' is not the name of an "
+                             f"environment variable (letters, digits and _)",
+                             hint=f"write --secret {name}=ENV_VAR, naming the variable that "
+                                  f"holds the secret, not the secret")
+        plain = re.fullmatch(r"[A-Z_][A-Z0-9_]*", variable) is not None
+        shown, that = (f"the environment variable {variable}", variable) if plain else (
+            "the environment variable it names", "that variable")
+        value = os.environ.get(variable)
+        if not value:
+            raise UsageError(f"--secret {name}=...: {shown} is "
+                             f"{'empty' if value == '' else 'not set'}",
+                             hint=f"set {that} (from your secret store or your CI's secrets) "
+                                  f"before submitting")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise UsageError(f"--secret {name}=...: {shown} holds bytes that are not UTF-8 "
+                             f"text",
+                             hint="give the secret as text (base64, say, for binary key "
+                                  "material)") from None
+        found[name] = Secret(value)
+    for variable in {v.strip() for v in given.values()}:
+        os.environ.pop(variable, None)
+    return found

@@ -61,6 +61,41 @@ HINT = ("declare the parameter Param[Secret] and give the value when submitting 
         "a secret store at run time); rotate it if it was recorded")
 
 
+
+def submitted_credentials(params: dict[str, Any], spec: Any = None) -> list[Diagnostic]:
+    """MP961 for each ``--param`` value given when submitting that looks like a credential
+    (parameter values are recorded in clear); a secret (``Secret``) and a value for a declared
+    ``Param[Secret]`` (recorded as a keyed hash: ``secrets_on_command_line``) are not.
+
+    Example:
+        >>> [d.code for d in submitted_credentials({"note": "AKIAIOSFODNN7EXAMPLE"})]
+        ['MP961']
+    """
+    from mlpipe.secret import Secret
+
+    found = []
+    for name in params:
+        value = params[name]
+        if isinstance(value, Secret) or name in secrets_on_command_line({name: value}, spec):
+            continue
+        kind = credential_kind(name, value)
+        if kind:
+            found.append(Diagnostic.of(
+                codes.CREDENTIAL_IN_RECORDED_VALUE,
+                f"--param {name} looks like {kind}; parameter values are recorded in clear "
+                f"(store, bundle, export)", hint=HINT))
+    return found
+
+
+def secrets_on_command_line(params: dict[str, Any], spec: Any = None) -> list[str]:
+    """The ``Param[Secret]`` parameters of ``spec`` given a plain ``--param`` value: recorded
+    only as a keyed hash, but shown to this machine's other users (ps) and shell history."""
+    from mlpipe.secret import Secret
+
+    return [name for name, value in params.items()
+            if not isinstance(value, Secret) and spec is not None
+            and (declared := spec.input(name)) is not None and declared.secret]
+
 @check(codes.CREDENTIAL_IN_RECORDED_VALUE)
 def credentials_in_recorded_values(graph: Graph) -> Iterator[Diagnostic]:
     for node in graph.step_nodes():

@@ -6,6 +6,7 @@ place (``Commands.invoke``); commands catch only what they render differently.
 from __future__ import annotations
 
 import sys
+from typing import NoReturn
 
 import click
 
@@ -17,9 +18,10 @@ EXIT_INTERRUPTED = 130
 TARGET = "FILE.py[:function]|pipeline.yml"
 
 
-def fail(err: MlpipeError) -> None:
-    """Print ``err`` as one located message with its hint, and exit with its code. The
-    configured store URL's password never reaches the terminal, whoever wrote the message."""
+def fail(err: MlpipeError, exit_code: int | None = None) -> NoReturn:
+    """Print ``err`` as one located message with its hint, and exit with its code (or
+    ``exit_code``, for a command that gives the error another meaning). The configured store
+    URL's password never reaches the terminal, whoever wrote the message."""
     from mlpipe.evidence.config import locate, scrub
 
     try:
@@ -27,7 +29,7 @@ def fail(err: MlpipeError) -> None:
     except MlpipeError:  # a config file that cannot be read names no password
         url = None
     click.echo(f"error: {scrub(err.render(), url)}", err=True)
-    sys.exit(err.exit_code)
+    sys.exit(err.exit_code if exit_code is None else exit_code)
 
 
 class Commands(click.Group):

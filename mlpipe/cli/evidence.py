@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from mlpipe.cli.base import EXIT_PROBLEMS, main, open_evidence_reader
+from mlpipe.cli.base import EXIT_PROBLEMS, fail, main, open_evidence_reader
 from mlpipe.cli.keys import load_configured_trust, trust_option
 
 
@@ -190,17 +190,15 @@ def _show(fmt: str, digest: str, content: bytes, output: str | None) -> tuple[st
             _emit(content, output)
             return shown
         text = _render(fmt, statement, digest)
-    except StoreError as err:
-        click.echo(f"error: {err.render()}", err=True)
-        sys.exit(EXIT_PROBLEMS)
+    except StoreError as err:  # altered bytes: a problem found, not a store out of reach
+        fail(err, EXIT_PROBLEMS)
     except (KeyError, TypeError, AttributeError, IndexError, ValueError):
         from mlpipe.evidence.seal import load_sealed
 
         try:
             load_sealed(digest, content)
         except StoreError as err:
-            click.echo(f"error: {err.render()}", err=True)
-            sys.exit(EXIT_PROBLEMS)
+            fail(err, EXIT_PROBLEMS)
         raise  # a bundle that matches its schema and still cannot be rendered: a defect
     _emit(text.rstrip("\n").encode() + b"\n", output)
     return shown

@@ -5,7 +5,6 @@ SQLAlchemy (and the executor) are imported inside each command, so ``mlpipe --he
 """
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any
 
@@ -67,122 +66,44 @@ def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...],
     carry, and exit 1 when one is of --fail-on severity or worse."""
     ignored = code_set(ignore)
     if run_target == "azure":
-        if secrets:
-            from mlpipe.backends.azure.export import SECRET_HINT
+        from mlpipe.backends.azure import options
 
-            raise UsageError("--secret applies to --target local only: mlpipe never sends a "
-                             "secret to Azure ML, where a job holds every input value in clear",
-                             hint=SECRET_HINT)
+        options.no_secrets_to_azure(bool(secrets))
         if "MP961" not in ignored:
             _warn_credentials(assignments(params, "--param"))
-        if no_reuse or max_parallel is not None or local_scale or isolate:
-            raise UsageError("--no-reuse, --max-parallel, --local-scale and --isolate apply to "
-                             "--target local only",
-                             hint="control reuse on Azure ML with @component(reuse=False); "
-                                  "Azure ML runs each step in its declared environment")
-        if azure.get("poll_interval") is not None and not azure.get("wait"):
-            raise UsageError("--poll-interval applies to --wait only",
-                             hint="add --wait, or drop --poll-interval")
+        azure["poll_interval"] = options.azure_poll_interval(
+            no_reuse=no_reuse, max_parallel=max_parallel, local_scale=bool(local_scale),
+            isolate=isolate, wait=bool(azure.get("wait")),
+            poll_interval=azure.get("poll_interval"))
         azure["wait"] = bool(azure.get("wait"))
         azure["offline"] = bool(azure.get("offline"))
-        azure["poll_interval"] = (15.0 if azure.get("poll_interval") is None
-                                  else azure["poll_interval"])
         submit_to_workspace(target, {**assignments(inputs, "--input"),
                                      **assignments(params, "--param")}, fmt=fmt,
                             ignore=ignored, fail_on=fail_on, **azure)
         return
-    given = sorted(AZURE_FLAGS[k] for k, v in azure.items() if v not in (None, False))
-    if given:
-        raise UsageError(f"{', '.join(given)} apply to --target azure only",
-                         hint="add --target azure, or drop them to run here")
-    given = assignments(params, "--param")
-    from_env = _secrets(assignments(secrets, "--secret"))
-    twice = sorted(set(given) & set(from_env))
-    if twice:
-        raise UsageError(f"{twice[0]!r} is given both by --param and by --secret",
-                         hint=f"give it once, with --secret {twice[0]}=ENV_VAR")
-    _submit_local(target, assignments(inputs, "--input"), {**given, **from_env},
-                  no_reuse, max_parallel, _scales(assignments(local_scale, "--local-scale")),
-                  fmt, ignored, isolate, fail_on)
+    from mlpipe.backends.local import options as local
+    from mlpipe.secret import from_environment
 
-
-def _secrets(given: dict[str, str]) -> dict[str, Any]:
-    """``--secret NAME=ENV_VAR``: each value read from its environment variable."""
-    import re
-
-    from mlpipe.secret import Secret
-
-    found: dict[str, Any] = {}
-    for name, variable in given.items():
-        variable = variable.strip()
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", variable):
-            # never repeated: what was typed there may be the secret itself
-            raise UsageError(f"--secret {name}=...: what follows '=' is not the name of an "
-                             f"environment variable (letters, digits and _)",
-                             hint=f"write --secret {name}=ENV_VAR, naming the variable that "
-                                  f"holds the secret, not the secret")
-        # a conventional name is repeated in messages; another may be a mistyped secret
-        plain = re.fullmatch(r"[A-Z_][A-Z0-9_]*", variable) is not None
-        shown, that = (f"the environment variable {variable}", variable) if plain else (
-            "the environment variable it names", "that variable")
-        value = os.environ.get(variable)
-        if not value:
-            raise UsageError(f"--secret {name}=...: {shown} is "
-                             f"{'empty' if value == '' else 'not set'}",
-                             hint=f"set {that} (from your secret store or your CI's secrets) "
-                                  f"before submitting")
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise UsageError(f"--secret {name}=...: {shown} holds bytes that are not UTF-8 "
-                             f"text",
-                             hint="give the secret as text (base64, say, for binary key "
-                                  "material)") from None
-        found[name] = Secret(value)
-    for variable in {v.strip() for v in given.values()}:
-        # read once: the steps and what they start do not inherit it
-        os.environ.pop(variable, None)
-    return found
+    local.check_local([AZURE_FLAGS[k] for k, v in azure.items() if v not in (None, False)])
+    given = local.local_params(assignments(params, "--param"),
+                                 from_environment(assignments(secrets, "--secret")))
+    _submit_local(target, assignments(inputs, "--input"), given, no_reuse, max_parallel,
+                  local.local_scales(assignments(local_scale, "--local-scale")), fmt, ignored,
+                  isolate, fail_on)
 
 
 def _warn_credentials(params: dict[str, Any], spec: Any = None) -> None:
-    """A ``--param`` value that looks like a credential is recorded in clear: say so (MP961).
-    A Param[Secret] given with --param is not recorded, but the command line shows it: say
-    that instead."""
-    from mlpipe.checks.credentials import HINT, credential_kind
-    from mlpipe.secret import Secret
+    """The ``--param`` values recorded in clear that look like credentials (MP961), through
+    the diagnostics renderer; and a Param[Secret] given with --param (not recorded, but the
+    command line shows it)."""
+    from mlpipe.checks.credentials import secrets_on_command_line, submitted_credentials
 
-    for name, value in params.items():
-        if isinstance(value, Secret):
-            continue
-        declared = spec.input(name) if spec is not None else None
-        if declared is not None and declared.secret:
-            click.echo(f"warning: --param {name} gives a secret on the command line, where "
-                       f"other users of this machine (ps) and your shell history see it\n"
-                       f"  help: pass it with --secret {name}=ENV_VAR", err=True)
-            continue
-        kind = credential_kind(name, value)
-        if kind:
-            click.echo(f"warning[MP961] credential-in-recorded-value: --param {name} looks like "
-                       f"{kind}; parameter values are recorded in clear (store, bundle, export)"
-                       f"\n  help: {HINT}", err=True)
-
-
-def _scales(given: dict[str, str]) -> dict[str, tuple[int, int] | str]:
-    import re
-
-    found: dict[str, tuple[int, int] | str] = {}
-    for step, size in given.items():
-        if size.strip() == "fit":
-            found[step] = "fit"
-            continue
-        match = re.fullmatch(r"(\d+)x(\d+)", size.strip())
-        if match is None:
-            raise UsageError(f"--local-scale {step}={size} is not NODESxPROCESSES or fit",
-                             hint=f"write it as {step}=2x2 (2 nodes of 2 processes), or "
-                                  f"{step}=fit")
-        found[step] = (int(match.group(1)), int(match.group(2)))
-    return found
+    for name in secrets_on_command_line(params, spec):
+        click.echo(f"warning: --param {name} gives a secret on the command line, where "
+                   f"other users of this machine (ps) and your shell history see it\n"
+                   f"  help: pass it with --secret {name}=ENV_VAR", err=True)
+    for diagnostic in submitted_credentials(params, spec):
+        click.echo(diagnostic.render(), err=True)
 
 
 def _submit_local(target: str, inputs: dict[str, str], params: dict[str, Any], no_reuse: bool,

@@ -197,11 +197,15 @@ def component_uploads(components: Iterable[ComponentSpec],
     """The upload of every code root of these function components (``code_root``, else
     each one's ``root_of``)."""
     uploads: dict[Path, Upload] = {}
+    added: set[tuple[Path, str]] = set()  # a module's files, once per root (not once a step)
+    seen: set[int] = set()  # the steps of one component share its spec
     for spec in components:
-        if spec.function is None or spec.origin is not None:
+        if spec.function is None or spec.origin is not None or id(spec) in seen:
             continue
+        seen.add(id(spec))
         root = Path(code_root) if code_root is not None else root_of(spec)
-        if root is not None:
+        if root is not None and (root, spec.function.partition(":")[0]) not in added:
+            added.add((root, spec.function.partition(":")[0]))
             add_component(uploads, root, spec)
     return list(uploads.values())
 
