@@ -13,8 +13,15 @@ import pathlib
 import shutil
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+# The suite runs in parallel (pytest-xdist, `make test`) on machines other jobs share: a
+# property's examples are judged on what they prove, not on how fast a loaded core ran them
+# (hypothesis's 200 ms deadline and its too-slow health check would fail a correct run there).
+settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
 
 
 @pytest.fixture(scope="session")
