@@ -11,6 +11,7 @@ import csv
 import os
 import pathlib
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import pytest
@@ -173,14 +174,32 @@ def _measure(path: str, out: pathlib.Path) -> Outcome:
     return outcome
 
 
+class _Outcomes(Mapping[str, Outcome]):
+    """Every job file's outcome, each measured when first asked for (once per process): a
+    parallel run's worker measures the files of the tests it was given, not all of them."""
+
+    def __init__(self, base: pathlib.Path) -> None:
+        self.base, self.measured = base, {}
+        self.index = {row["path"]: i for i, row in enumerate(ROWS)}
+
+    def __getitem__(self, path: str) -> Outcome:
+        if path not in self.measured:
+            self.measured[path] = _measure(path, self.base / f"{self.index[path]:02d}")
+        return self.measured[path]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.index)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory):
     from mlpipe.backends.azure.validate import quiet_azure_ai_ml
 
     quiet_azure_ai_ml()
-    base = tmp_path_factory.mktemp("corpus")
-    return {row["path"]: _measure(row["path"], base / f"{i:02d}")
-            for i, row in enumerate(ROWS)}
+    return _Outcomes(tmp_path_factory.mktemp("corpus"))
 
 
 @pytest.mark.slow
