@@ -3,10 +3,10 @@ against its floors in the same run: `mlpipe --version` and `python -c "import az
 (the validation cannot cost less than loading the library that validates).
 
 The pipeline is a chain of N steps over three components with a parameter each (the shape of
-bench_azure_export.py), written as a module into a throw-away project. Goal (issue 13):
-1,000 steps in at most 2 s, validated. Each figure is the best of ``--repeat`` runs, every
-command alternated with the floors. The goal is judged on CPU time, the command's and its
-forked validation's together (the wall time is printed with it): on a quiet machine the two
+bench_azure_export.py), written as a module into a throw-away project. Goal (issue 29, was 2 s
+in issue 13): 1,000 steps in at most 1.5 s, validated. Each figure is the best of ``--repeat``
+runs, every command alternated with the floors. The goal is judged on CPU time, the command's and
+its forked validation's together (the wall time is printed with it): on a quiet machine the two
 processes overlap, so the wall time is at most that sum, and on a machine shared with other
 jobs the wall time measures the neighbours. Run: ``.venv/bin/python
 benchmarks/bench_compile.py [--quick] [--steps N ...]``.
@@ -25,7 +25,7 @@ from pathlib import Path
 from goals import Goals
 
 ROOT = Path(__file__).resolve().parents[1]
-GOAL_S = 2.0
+GOAL_S = 1.5
 
 CHAIN = '''
 from mlpipe import Compute, Environment, Input, Output, Param, component, pipeline

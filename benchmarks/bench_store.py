@@ -14,10 +14,11 @@ list reads their findings) and a recorded decision each; the real candidate is a
 Stores are kept under ``build/bench-store/`` (keyed
 by size, this file's fill version and the schema revision) and reused by the next run.
 
-Goal (issue 13): every command at most 1.5x `mlpipe --version`, at every size, and flat from
-10,000 to 1,000,000 (the largest store's figure at most 1.25x the smallest's). Goal (issue 29):
-every read command, `mlpipe --version` and `--help` included, at most 4x the interpreter's start
-(`python -c pass`, the floor no command can go below, measured alongside) at every size. Each
+Goals: every read command, `mlpipe --version` and `--help` included, at most 4x the
+interpreter's start (`python -c pass`, the floor no command can go below, measured alongside) at
+every size (issue 29; it replaced issue 13's 1.5x `mlpipe --version`, a floor that moved once
+`--version` stopped importing the DSL: the ratio is still printed in the table); and flat from
+10,000 to 1,000,000 (the largest store's figure at most 1.25x the smallest's; issue 13). Each
 figure is the best of ``--repeat`` runs, every command alternated with the floors; both the wall
 time and the CPU time of the process are measured. The goals are judged on CPU time: these
 commands wait on nothing but the CPU (the store is in the page cache after the warm-up run), and
@@ -51,7 +52,6 @@ FIXTURE = ROOT / "tests" / "fixtures" / "evidence" / "review.py"
 FILL_VERSION = 3
 #: The newest filler candidates given a sealed bundle.
 SEALED = 200
-GOAL = 1.5
 #: Every read command's CPU time over the interpreter's start (`python -c pass`), at most.
 FLOOR_GOAL = 4.0
 FLOOR = "python -c pass"
@@ -291,12 +291,6 @@ def main() -> None:
     for name in names:
         if name in (FLOOR, "mlpipe --version"):
             continue
-        for n in sizes:
-            wall, cpu = results[n][name]
-            goals.check(f"`{name}`, {n:,} step runs", cpu / floor[n][1], "<=", GOAL,
-                        unit="x `mlpipe --version` (CPU)",
-                        detail=f"CPU {cpu:.3f} s vs {floor[n][1]:.3f} s; wall {wall:.3f} s vs "
-                               f"{floor[n][0]:.3f} s ({wall / floor[n][0]:.2f}x)")
         if len(sizes) > 1:
             small, large = min(sizes), max(sizes)
             goals.check(f"`{name}` flat from {small:,} to {large:,} step runs",
