@@ -134,7 +134,7 @@ def workspace_preflight(spec, values: dict[str, str], *, default_compute: str | 
 
     workspace = resolve_workspace(subscription_id=subscription_id, resource_group=resource_group,
                                   workspace_name=workspace_name, config=config)
-    service = _service(MLClientService, workspace)
+    service = service_for(MLClientService, workspace)
     return run_preflight(spec, workspace, service.client, inputs=values,
                          default_compute=default_compute)
 
@@ -163,7 +163,7 @@ def submit_to_workspace(target: str, values: dict[str, str], *, experiment: str 
         workspace = resolve_workspace(subscription_id=subscription_id,
                                       resource_group=resource_group,
                                       workspace_name=workspace_name, config=config)
-        service = _service(MLClientService, workspace)
+        service = service_for(MLClientService, workspace)
         preflight = None
         if not offline:
             preflight = run_preflight(spec, workspace, service.client, inputs=values,
@@ -285,7 +285,7 @@ def output_fetcher():
     from mlpipe.backends.azure.service import MLClientService
 
     with tempfile.TemporaryDirectory(prefix="mlpipe-fetch-") as folder:
-        yield OutputFetcher(lambda ws: _service(MLClientService, ws), Path(folder))
+        yield OutputFetcher(lambda ws: service_for(MLClientService, ws), Path(folder))
 
 
 def _credential():
@@ -294,7 +294,8 @@ def _credential():
     return None
 
 
-def _service(factory, workspace):
+def service_for(factory, workspace):
+    """The Azure ML service ``factory`` makes for ``workspace``, with the one credential."""
     return factory(workspace, credential=_credential())
 
 
@@ -332,7 +333,7 @@ def sync(run: str, fmt: str, workspace_name: str | None, resource_group: str | N
             found = find_azure_run(s, run)
             run_id, job_name, options = found.id, found.options["job_name"], dict(found.options)
         workspace = _recorded_workspace(options, flags, config)
-        synced = _fetch(store, run_id, job_name, _service(MLClientService, workspace))
+        synced = _fetch(store, run_id, job_name, service_for(MLClientService, workspace))
         outcome = record_sync(store, run_id, synced)
     finally:
         store.close()

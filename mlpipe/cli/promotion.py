@@ -111,9 +111,9 @@ def _workspace_service(flags: dict[str, str | None]):
     ``--subscription``/``--config`` (or the environment, or config.json) names."""
     from mlpipe.backends.azure.service import MLClientService
     from mlpipe.backends.azure.workspace import resolve_workspace
-    from mlpipe.cli.azure import _service
+    from mlpipe.cli.azure import service_for
 
-    return _service(MLClientService, resolve_workspace(
+    return service_for(MLClientService, resolve_workspace(
         subscription_id=flags.get("subscription_id"), resource_group=flags.get("resource_group"),
         workspace_name=flags.get("workspace_name"), config=flags.get("config")))
 
