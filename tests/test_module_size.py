@@ -28,12 +28,10 @@ FUNCTION_EXCEPTIONS: dict[str, int] = {
     "mlpipe/backends/azure/service.py::azure_failure": 89,
     "mlpipe/backends/azure/submit.py::submit_to_azure": 81,
     "mlpipe/backends/local/launcher/__init__.py::launch": 85,
-    "mlpipe/checks/coordination.py::check_coordination": 101,
     "mlpipe/evidence/promotion.py::gate": 85,
     "mlpipe/evidence/render.py::sections": 121,
     "mlpipe/evidence/review.py::record_decision": 122,
     "mlpipe/evidence/verify.py::verify": 91,
-    "mlpipe/runtime/step.py::_execute": 95,
 }
 
 _SPLIT_MODULE = (

@@ -280,20 +280,46 @@ def check_coordination(step_dir: str | Path | list[dict[str, Any]], *, world_siz
     parts = step_dir if isinstance(step_dir, list) else _read_parts(Path(step_dir))
     records = _records(parts)
     where = {"step": step}
-    findings: list[Diagnostic] = []
+    findings = _unrecorded(records, world_size, where)
+    consumed = {r: set(rec.get("consumed", [])) for r, rec in records.items()}
+    population = set().union(*(set(rec.get("population", [])) for rec in records.values()))
+    seen = set().union(*consumed.values()) if consumed else set()
+    findings += _data_findings(records, consumed, population, seen, world_size, where)
+    writers, wrote = _writers(records)
+    findings += _writer_findings(writers, wrote, records, _step_part(step_dir, step_part),
+                                 distribution, world_size, where)
+    summary, metric_findings = _metric_findings(records, world_size, where)
+    findings += metric_findings
+    return CoordinationReport(
+        world_size=world_size, recorded_ranks=tuple(sorted(records)),
+        consumed={r: len(ids) for r, ids in consumed.items()}, population=len(population),
+        covered=len(population & seen) if population else len(seen),
+        writers={k: tuple(sorted(v)) for k, v in writers.items()}, metrics=summary,
+        findings=tuple(findings))
+
+
+def _unrecorded(records: dict[int, dict[str, Any]], world_size: int, where: dict[str, Any]
+                ) -> list[Diagnostic]:
+    """The ranks that left no coordination record (with more than one rank launched)."""
     missing = sorted(set(range(world_size)) - set(records))
     if world_size > 1 and missing:
-        findings.append(Diagnostic.of(
+        return [Diagnostic.of(
             COORDINATION_UNRECORDED,
             f"{len(missing)} of {world_size} ranks left no coordination record "
             f"(ranks {', '.join(map(str, missing))}); data coverage and output "
             f"ownership are unevidenced",
             hint="divide the data with mlpipe.runtime.shard(...) (or record_consumed) and call "
-                 "mark_written(output) after saving", **where))
+                 "mark_written(output) after saving", **where)]
+    return []
 
-    consumed = {r: set(rec.get("consumed", [])) for r, rec in records.items()}
-    population = set().union(*(set(rec.get("population", [])) for rec in records.values()))
-    seen = set().union(*consumed.values()) if consumed else set()
+
+def _data_findings(records: dict[int, dict[str, Any]], consumed: dict[int, set[Any]],
+                   population: set[Any], seen: set[Any], world_size: int,
+                   where: dict[str, Any]) -> list[Diagnostic]:
+    """How the ranks divided the data: independent copies, or examples consumed twice; with
+    no ids recorded, copies seen by the data loaders or the files opened; examples no rank
+    consumed."""
+    findings: list[Diagnostic] = []
     full = [r for r, ids in consumed.items() if population and ids >= population]
     if world_size > 1 and len(records) > 1 and len(full) == len(records):
         findings.append(Diagnostic.of(
@@ -326,11 +352,14 @@ def check_coordination(step_dir: str | Path | list[dict[str, Any]], *, world_siz
             COVERAGE_GAP, f"{len(gap)} of {len(population)} examples were consumed by no rank "
                       f"({_few(gap)})", hint="deal out every id (shard() does), or drop "
                       "unused ids from the data set before the step", **where))
+    return findings
 
-    writers, wrote = _writers(records)
-    findings += _writer_findings(writers, wrote, records, _step_part(step_dir, step_part),
-                                 distribution, world_size, where)
 
+def _metric_findings(records: dict[int, dict[str, Any]], world_size: int,
+                     where: dict[str, Any]) -> tuple[dict[str, Any], list[Diagnostic]]:
+    """Each metric's scopes and the ranks that logged it as global, and a finding for each
+    metric more than one rank logged as global (each rank's partial view)."""
+    findings: list[Diagnostic] = []
     metrics: dict[str, dict[str, Any]] = {}
     for line in (x for r in records.values() for x in r.get("metrics") or []):
         m = metrics.setdefault(line["name"], {"scopes": set(), "global_ranks": set()})
@@ -349,9 +378,4 @@ def check_coordination(step_dir: str | Path | list[dict[str, Any]], *, world_siz
     summary = {k: {"scopes": sorted(v["scopes"]),
                    "global_ranks": sorted(r for r in v["global_ranks"] if r is not None)}
                for k, v in metrics.items()}
-    return CoordinationReport(
-        world_size=world_size, recorded_ranks=tuple(sorted(records)),
-        consumed={r: len(ids) for r, ids in consumed.items()}, population=len(population),
-        covered=len(population & seen) if population else len(seen),
-        writers={k: tuple(sorted(v)) for k, v in writers.items()}, metrics=summary,
-        findings=tuple(findings))
+    return summary, findings

@@ -16,6 +16,7 @@ import json
 import os
 import sys
 import traceback
+from dataclasses import dataclass, field
 from typing import Any
 
 from mlpipe.runtime import children, finish, loaders, metrics, observe, record, tracking
@@ -219,6 +220,21 @@ def execute(request: dict[str, Any]) -> int:
             mask.stop()
 
 
+@dataclass(slots=True)
+class _Body:
+    """What calling the step's function left: its checked inputs, declared outputs and reads,
+    the observer of its file access and what the data loaders fed, its failure and exit
+    status (filled in as far as the call got)."""
+
+    inputs_checked: dict[str, Any] = field(default_factory=dict)
+    outputs: list[finish.Port] = field(default_factory=list)
+    reads: tuple[str, ...] = ()
+    observer: observe.Observer | None = None
+    failure: dict[str, Any] | None = None
+    fed: dict[str, Any] | None = None
+    code: int = 0
+
+
 def _execute(request: dict[str, Any], secrets: dict[str, Any], redact: Redactor) -> int:
     if request.get("record"):
         os.environ[record.RECORD_DIR_ENV] = os.path.abspath(request["record"])
@@ -226,94 +242,115 @@ def _execute(request: dict[str, Any], secrets: dict[str, Any], redact: Redactor)
     record.reset()
     part = record.current()
     started = record.now()
-    inputs_checked: dict[str, Any] = {}
-    outputs: list[finish.Port] = []
-    reads: tuple[str, ...] = ()
-    observer: observe.Observer | None = None
-    failure: dict[str, Any] | None = None
-    fed: dict[str, Any] | None = None
-    code = 0
     rank = record.identity()["rank"]
-    try:
-        for entry in reversed(request.get("sys_path", [])):
-            if entry not in sys.path:
-                sys.path.insert(0, entry)
-        component = _resolve(request["function"])
-        fn = getattr(component, "fn", component)
-        outputs = _ports(component, "outputs")
-        reads = tuple(_declared(component, "reads") or ())
-        _launch_env(_declared(component, "distribution"))
-        kwargs = {**request["inputs"], **request["outputs"],
-                  **_params(component, {**request["params"], **secrets})}
-        inputs_checked = finish.check_inputs(_ports(component, "inputs"), request["inputs"])
-        if part is not None:
-            part.update(inputs=inputs_checked)
-        if part is not None and observe.enabled():
-            observer = observe.Observer(observe.Filter(
-                request["inputs"], request["outputs"],
-                scratch=[record.folder(), os.environ.get(SCRATCH_ENV)]))
-            observer.start()
-        if observer is not None:
-            loaders.start()
-        try:
-            _ran(fn(**kwargs))
-        finally:
-            if observer is not None:
-                observer.stop()
-                fed = loaders.stop()
-    except finish.InputsRefused as exc:  # an input that does not match its contract
-        inputs_checked = exc.results
-        failure = exc.failure.to_json(rank)
-        failure["message"] = redact.text(failure["message"])
-        print(f"mlpipe: {failure['message']}", file=sys.stderr)
-        code = 1
-    except BaseException as exc:  # the step's own failure, reported to the executor
-        traceback.print_exc()
-        failure = {"layer": _layer(exc), "type": type(exc).__name__,
-                   "message": redact.text(f"{type(exc).__name__}: {exc}"), "port": None,
-                   "rank": rank}
-        code = 130 if isinstance(exc, KeyboardInterrupt) else 1
-    state = tracking.close(failed=failure is not None)
+    body = _run_body(request, secrets, redact, part, rank)
+    state = tracking.close(failed=body.failure is not None)
     if part is None:
-        # no record folder: the outputs are still checked, nothing is written
-        if code == 0 and rank == 0:
-            step = finish.finish(None, me=record.identity(), outputs=outputs,
-                                 paths=request["outputs"], header={}, failure=None)
-            if step["failure"] is not None:
-                print(f"mlpipe: {step['failure']['message']}", file=sys.stderr)
-                code = 1
-        return code
-    seen = observer.result() if observer is not None else observe.unobserved(
+        return _finish_unrecorded(request, body, rank)
+    seen = body.observer.result() if body.observer is not None else observe.unobserved(
         "switched off (MLPIPE_OBSERVE=0)" if not observe.enabled() else
         "the step failed before its body ran")
-    part.update(status="failed" if failure else "succeeded", failure=failure,
-                finished_at=record.now(), inputs=inputs_checked, tracking=state, **seen,
-                **(fed or {}))
+    part.update(status="failed" if body.failure else "succeeded", failure=body.failure,
+                finished_at=record.now(), inputs=body.inputs_checked, tracking=state, **seen,
+                **(body.fed or {}))
     record.merge_children(part)
     part.flush()
     if rank != 0 or part.data["role"] != "worker":
-        return code
+        return body.code
+    return _finish_step(request, body, part, started)
+
+
+def _run_body(request: dict[str, Any], secrets: dict[str, Any], redact: Redactor,
+              part: record.RankPart | None, rank: int) -> _Body:
+    """Call the step's function; its failure (an input contract's, or its own) is reported
+    on stderr and kept, never raised."""
+    body = _Body()
+    try:
+        _call(request, secrets, part, body)
+    except finish.InputsRefused as exc:  # an input that does not match its contract
+        body.inputs_checked = exc.results
+        body.failure = exc.failure.to_json(rank)
+        body.failure["message"] = redact.text(body.failure["message"])
+        print(f"mlpipe: {body.failure['message']}", file=sys.stderr)
+        body.code = 1
+    except BaseException as exc:  # the step's own failure, reported to the executor
+        traceback.print_exc()
+        body.failure = {"layer": _layer(exc), "type": type(exc).__name__,
+                        "message": redact.text(f"{type(exc).__name__}: {exc}"), "port": None,
+                        "rank": rank}
+        body.code = 130 if isinstance(exc, KeyboardInterrupt) else 1
+    return body
+
+
+def _call(request: dict[str, Any], secrets: dict[str, Any], part: record.RankPart | None,
+          body: _Body) -> None:
+    """Import the component, check its inputs, bind its arguments and call it, its file
+    access watched (with a record folder and observation on)."""
+    for entry in reversed(request.get("sys_path", [])):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    component = _resolve(request["function"])
+    fn = getattr(component, "fn", component)
+    body.outputs = _ports(component, "outputs")
+    body.reads = tuple(_declared(component, "reads") or ())
+    _launch_env(_declared(component, "distribution"))
+    kwargs = {**request["inputs"], **request["outputs"],
+              **_params(component, {**request["params"], **secrets})}
+    body.inputs_checked = finish.check_inputs(_ports(component, "inputs"), request["inputs"])
+    if part is not None:
+        part.update(inputs=body.inputs_checked)
+    if part is not None and observe.enabled():
+        body.observer = observe.Observer(observe.Filter(
+            request["inputs"], request["outputs"],
+            scratch=[record.folder(), os.environ.get(SCRATCH_ENV)]))
+        body.observer.start()
+    if body.observer is not None:
+        loaders.start()
+    try:
+        _ran(fn(**kwargs))
+    finally:
+        if body.observer is not None:
+            body.observer.stop()
+            body.fed = loaders.stop()
+
+
+def _finish_unrecorded(request: dict[str, Any], body: _Body, rank: int) -> int:
+    """No record folder: the outputs are still checked (on rank 0), nothing is written."""
+    code = body.code
+    if code == 0 and rank == 0:
+        step = finish.finish(None, me=record.identity(), outputs=body.outputs,
+                             paths=request["outputs"], header={}, failure=None)
+        if step["failure"] is not None:
+            print(f"mlpipe: {step['failure']['message']}", file=sys.stderr)
+            code = 1
+    return code
+
+
+def _finish_step(request: dict[str, Any], body: _Body, part: record.RankPart,
+                 started: str) -> int:
+    """Rank 0 of a worker: finish the step and write its record (outputs present, output
+    contracts, content digests); the exit status."""
     from mlpipe.version import __version__
 
     header = {"mlpipe_version": __version__, "python": sys.version.split()[0],
               "component": request["function"], "component_digest": request.get("digest"),
               "compiled_digest": request.get("compiled_digest"), "started_at": started,
-              "inputs": inputs_checked}
+              "inputs": body.inputs_checked}
     if request.get("describe_interpreter"):
         from mlpipe.environments import interpreter_evidence
 
         header["interpreter"] = interpreter_evidence()
     try:
-        step = finish.finish(record.folder(), me=part.data, outputs=outputs,
-                             paths=request["outputs"], header=header, failure=failure,
-                             reads=reads)
+        step = finish.finish(record.folder(), me=part.data, outputs=body.outputs,
+                             paths=request["outputs"], header=header, failure=body.failure,
+                             reads=body.reads)
     except OSError as exc:
         print(f"mlpipe: the step record could not be written: {exc}", file=sys.stderr)
-        return code or 1
-    if step["failure"] is not None and code == 0:
+        return body.code or 1
+    if step["failure"] is not None and body.code == 0:
         print(f"mlpipe: {step['failure']['message']}", file=sys.stderr)
-        code = 1
-    return code
+        return 1
+    return body.code
 
 
 def end_process(code: int) -> None:
