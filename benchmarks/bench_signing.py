@@ -12,6 +12,10 @@ run, median of the repeats:
 2. `mlpipe evidence C` of a sealed bundle (what a reviewer runs again and again);
 3. `mlpipe evidence C --verify` against `--verify --trust trust.yml` (every signature checked).
 
+The trust policy is parsed once per content and kept in the user's cache (docs/signing.md):
+the first `--verify --trust` of each project parses it, the repeats read the cached parse, as a
+reviewer's repeated checks against one policy do.
+
 Goal: signing adds at most 50 ms to 1 (bundle signing), 2 and 3. The first seal with a model
 signature (model-signing imported and run, once per candidate) is reported, not held to it.
 
