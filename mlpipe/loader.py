@@ -67,6 +67,7 @@ def _refuse_shadowing(name: str, root: str, path: str) -> None:
         return where in (own, own + ".py") or where.startswith(own + os.sep)
 
     existing = sys.modules.get(top)
+    where: str | None = None
     if existing is not None:
         where = getattr(existing, "__file__", None)
         places = [where, *(getattr(existing, "__path__", None) or [])]
@@ -221,7 +222,7 @@ def load_contract(ref: str):
     value, parts = module, name.split(".")
     for i, part in enumerate(parts):
         spec = getattr(value, "spec", None)
-        if i and hasattr(spec, "port") and not is_contract(value):
+        if i and spec is not None and hasattr(spec, "port") and not is_contract(value):
             port = spec.port(part)
             if port is None:
                 names = ", ".join(p.name for p in (*spec.inputs, *spec.outputs))

@@ -120,7 +120,7 @@ def _text(node: ast.AST) -> str | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.JoinedStr):
-        return "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+        return "".join(str(v.value) if isinstance(v, ast.Constant) else "{}" for v in node.values)
     if isinstance(node, (ast.List, ast.Tuple)):
         parts = [_text(e) for e in node.elts]
         return " ".join(p for p in parts if p is not None) or None

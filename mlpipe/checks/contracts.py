@@ -14,7 +14,7 @@ from mlpipe.artifacts import can_connect
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_edge, at_step
 from mlpipe.contracts import compatibility, contract_label
-from mlpipe.contracts.base import missing_requirements
+from mlpipe.contracts.base import Contract, missing_requirements
 from mlpipe.diagnostics import Code, Diagnostic
 from mlpipe.graph import FromInput, FromStep, Graph, StepNode
 from mlpipe.paths import display_path
@@ -39,13 +39,16 @@ _BY_NAME: dict[str, Code] = {c.name: c for c in (
 )}
 
 
-def _edges(graph: Graph) -> Iterator[tuple[StepNode, str, PortSpec, str, PortSpec]]:
-    """(consumer node, consumer key, consumer port, source label, producer port) per edge."""
+def _edges(graph: Graph) -> Iterator[tuple[StepNode, str, PortSpec, Contract | type[Contract],
+                                           str, PortSpec]]:
+    """(consumer node, consumer key, consumer port, its contract, source label, producer port)
+    per edge whose consumer declares a contract."""
     for node in graph.step_nodes():
         for key, endpoint in node.bindings.items():
             consumer = node.component.input(key)
             if consumer is None or consumer.contract is None:
                 continue
+            required = consumer.contract
             producer: PortSpec | None = None
             if isinstance(endpoint, FromStep) and endpoint.node in graph.steps:
                 producer = graph.steps[endpoint.node].component.output(endpoint.port)
@@ -57,12 +60,12 @@ def _edges(graph: Graph) -> Iterator[tuple[StepNode, str, PortSpec, str, PortSpe
             else:
                 continue
             if producer is not None:
-                yield node, key, consumer, str(endpoint), producer
+                yield node, key, consumer, required, str(endpoint), producer
 
 
 @check(*_BY_NAME.values())
 def contract_edges(graph: Graph) -> Iterator[Diagnostic]:
-    for node, key, consumer, source, producer in _edges(graph):
+    for node, key, consumer, required, source, producer in _edges(graph):
         edge = f"{source} -> {node.id}.{key}"
         where = at_edge(graph, source, f"{node.id}.{key}", node)
         if not can_connect(producer.kind, consumer.kind):
@@ -70,17 +73,17 @@ def contract_edges(graph: Graph) -> Iterator[Diagnostic]:
         if producer.contract is None:
             yield Diagnostic.of(
                 codes.CONTRACT_UNVERIFIED,
-                f"{edge}: {contract_label(consumer.contract)} is required but '{source}' "
+                f"{edge}: {contract_label(required)} is required but '{source}' "
                 f"declares no contract ({producer.kind})",
                 hint=f"annotate '{source}' as Output[...] with the contract it produces",
                 **where)
             continue
         try:
-            differences = compatibility(producer.contract, consumer.contract)
+            differences = compatibility(producer.contract, required)
         except Exception as exc:  # a rule that raises spoils one edge, not all
             yield Diagnostic.of(
                 codes.CHECK_CRASHED, f"{edge}: the compatibility rule of "
-                f"{contract_label(consumer.contract)} raised {type(exc).__name__}: {exc}",
+                f"{contract_label(required)} raised {type(exc).__name__}: {exc}",
                 hint=_crash_hint(producer.contract, exc), **where)
             continue
         for diff in differences:

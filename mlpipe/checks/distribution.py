@@ -266,7 +266,7 @@ def ownership(graph: Graph) -> Iterator[Diagnostic]:
         if dist is None or isinstance(dist, NotAJobType):
             continue
         outputs = {p.name for p in c.outputs}
-        for name, _ in dist.writers:
+        for name, _ in getattr(dist, "writers", ()):
             if name != ALL_OUTPUTS and name not in outputs:
                 yield Diagnostic.of(
                     WRITER_FOR_UNKNOWN_OUTPUT,
@@ -297,7 +297,7 @@ def ownership(graph: Graph) -> Iterator[Diagnostic]:
                     hint="declare writers='rank0' (rank 0 saves, others skip via is_writer()) "
                          "or writers={'name': 'sharded'} for a per-rank sharded save",
                     **at_step(node, missing[0]))
-        for name, metric in dist.metrics:
+        for name, metric in getattr(dist, "metrics", ()):
             if metric.scope == "global" and metric.reduce is None:
                 yield Diagnostic.of(
                     GLOBAL_METRIC_UNAGGREGATED,

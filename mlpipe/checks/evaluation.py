@@ -89,7 +89,7 @@ def _split_basis(node: StepNode) -> str | None:
         contract = port.contract
         if contract is SplitManifest or isinstance(contract, SplitManifest):
             return f"its output {port.name!r} is a split manifest"
-        if _declares_splits(contract):
+        if contract is not None and _declares_splits(contract):
             return f"its output {port.name!r} declares splits ({contract_label(contract)})"
         if port.name.lower() in _SPLIT_PARTS:
             named.append(port.name)
@@ -120,7 +120,7 @@ def evaluation_steps(graph: Graph) -> list[StepNode]:
     return list(found.values())
 
 
-def _generated_split(graph: Graph, endpoint: Endpoint, seen: set[str],
+def _generated_split(graph: Graph, endpoint: Endpoint | None, seen: set[str],
                      models: set[Endpoint] | None = None) -> StepNode | None:
     """The step upstream of ``endpoint`` (through data, not models) that cuts a split without
     a recorded split definition, if any."""
@@ -221,7 +221,7 @@ def _holds_examples(contracts: tuple[object, ...], port: PortSpec) -> bool:
     return True
 
 
-def _artifact_contract(graph: Graph, endpoint: Endpoint) -> object:
+def _artifact_contract(graph: Graph, endpoint: Endpoint | None) -> object:
     if isinstance(endpoint, FromStep) and endpoint.node in graph.steps:
         port = graph.steps[endpoint.node].component.output(endpoint.port)
         return port.contract if port is not None else None

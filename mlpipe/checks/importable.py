@@ -38,7 +38,7 @@ def importable_components(graph: Graph) -> Iterator[Diagnostic]:
     for node in graph.step_nodes():
         c = node.component
         why = why_not_importable(c.function)
-        if why is None or c.function in reported:
+        if why is None or c.function is None or c.function in reported:
             continue
         reported.add(c.function)
         yield Diagnostic.of(

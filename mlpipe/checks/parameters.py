@@ -65,6 +65,7 @@ def _one(graph: Graph, node: StepNode, param: ParamSpec) -> Iterator[Diagnostic]
         return
     if isinstance(endpoint, FromInput):
         source = graph.input(endpoint.name)
+        assert source is not None  # compiling makes a FromInput only of a declared input
         if source.role is not InputRole.PARAM:
             return  # an artifact bound to a parameter is MP110's finding
         declared = source.param

@@ -76,7 +76,8 @@ def model_device(graph: Graph) -> Iterator[Diagnostic]:
             producer = graph.steps.get(endpoint.node)
             there = _size(producer) if producer is not None else None
             made = producer.component.output(endpoint.port) if producer is not None else None
-            if there is None or not there.has_gpu or _device(made) == "cpu" or maps:
+            if producer is None or there is None or not there.has_gpu or _device(made) == "cpu" \
+                    or maps:
                 continue
             facts = body_facts(producer.component)
             seen = _placement(facts)

@@ -117,7 +117,9 @@ def _binding(graph: Graph, node: StepNode, key: str, endpoint) -> Iterator[Diagn
                                f"pipeline parameter", **at_edge(graph, str(endpoint),
                                                               f"{node.id}.{key}", node))
     elif isinstance(endpoint, FromInput):
-        role = graph.input(endpoint.name).role
+        source = graph.input(endpoint.name)
+        assert source is not None  # compiling makes a FromInput only of a declared input
+        role = source.role
         if param is not None and role is InputRole.ARTIFACT:
             yield Diagnostic.of(
                 BINDING_KIND_MISMATCH, f"parameter '{node.id}.{key}' is bound to pipeline input "

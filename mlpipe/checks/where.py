@@ -24,8 +24,8 @@ def at_edge(graph: Graph, source: str, target: str, node: StepNode) -> dict[str,
 def at_pipeline(graph: Graph, input_name: str | None = None) -> dict[str, Any]:
     spec = graph.spec
     loc = spec.location
-    if input_name is not None and graph.input(input_name) is not None:
-        loc = graph.input(input_name).location or loc
+    if input_name is not None and (declared := graph.input(input_name)) is not None:
+        loc = declared.location or loc
     return {"file": loc.file if loc else None, "line": loc.line if loc else None}
 
 

@@ -11,10 +11,13 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from mlpipe.artifacts import AssetType
 from mlpipe.errors import ContractError, DefinitionError
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
 
 _VERSION = re.compile(r"^(\d+)(?:\.(\d+))?$")
 
@@ -255,7 +258,7 @@ def first_bad_utf8(file: Path, chunk: int = 1 << 20) -> tuple[int, int, int | No
         return None
 
 
-def _is_contract_class(value: object) -> bool:
+def _is_contract_class(value: object) -> TypeIs[type[Contract]]:
     return isinstance(value, type) and issubclass(value, Contract)
 
 

@@ -141,7 +141,7 @@ def implied_interface(given: list[Given], node_outputs: Any, command: str | None
         typed = value.get("type") if isinstance(value, dict) else None
         body = expression(value.get("path") if isinstance(value, dict) else value) or ""
         m = PARENT_OUTPUT.match(body)
-        kind = (vocabulary.ASSET_TYPES.get(typed)
+        kind = ((vocabulary.ASSET_TYPES.get(typed) if typed is not None else None)
                 or (output_types.get(m["name"]) if m else None) or AssetType.URI_FOLDER)
         iface.outputs[key] = PortSpec(key, kind)
     for direction, ref in _COMMAND_REF.findall(command or ""):

@@ -59,7 +59,7 @@ def single_job_pipeline(doc: Any, path: Path, problems: Problems) -> PipelineSpe
         value = entry.get("path", entry.get("value")) if isinstance(entry, dict) else entry
         if kind in vocabulary.ASSET_TYPES or (kind is None and isinstance(entry, dict)
                                                and "path" in entry):
-            asset = vocabulary.ASSET_TYPES.get(kind)
+            asset = vocabulary.ASSET_TYPES.get(kind) if kind is not None else None
             port = PortSpec(key, asset or vocabulary.ASSET_TYPES["uri_folder"],
                             optional=key in optional)
             ports.append(port)
@@ -87,7 +87,8 @@ def single_job_pipeline(doc: Any, path: Path, problems: Problems) -> PipelineSpe
     for key in declared_outputs:
         entry = declared_outputs[key]
         kind = entry.get("type") if isinstance(entry, dict) else None
-        outputs.append(PortSpec(key, vocabulary.ASSET_TYPES.get(kind) or
+        outputs.append(PortSpec(key, (vocabulary.ASSET_TYPES.get(kind) if kind is not None
+                                      else None) or
                                 vocabulary.ASSET_TYPES["uri_folder"]))
     component_doc = {k: v for k, v in doc.items() if k in (
         "command", "code", "environment", "distribution", "resources", "is_deterministic",

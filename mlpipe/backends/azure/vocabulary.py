@@ -269,12 +269,12 @@ def launch_tags(dist: Distribution | None, *, record: bool = False) -> dict[str,
     if dist is None or not hasattr(dist, "writers"):
         return {}
     tags: dict[str, str] = {}
-    for name, policy in dist.writers:
+    for name, policy in getattr(dist, "writers", ()):
         tags[WRITERS_TAG if name == "*" else f"{WRITERS_TAG}.{name}"] = str(policy)
-    for name, metric in dist.metrics:
+    for name, metric in getattr(dist, "metrics", ()):
         tags[f"{METRICS_TAG}{name}"] = (metric.reduce or metric.scope)
-    if getattr(dist, "backend", None):
-        tags[BACKEND_TAG] = dist.backend
+    if backend := getattr(dist, "backend", None):
+        tags[BACKEND_TAG] = backend
     if record:
         tags[f"{WRITERS_TAG}.{_RECORD_WRITERS[0]}"] = _RECORD_WRITERS[1]
     return tags

@@ -42,8 +42,10 @@ class CoordinationFailed(DistributedError):
 
     def __init__(self, result: "LaunchResult") -> None:
         self.result = result
+        report = result.coordination
+        assert report is not None  # raised only for a coordination report that failed
         super().__init__(
-            result.coordination.failure_text(),
+            report.failure_text(),
             hint="see the step's coordination records; a distributed step must divide its "
                  "data and have one writer per output")
 
@@ -134,8 +136,8 @@ def launch(argv: Sequence[str], *, distribution: Distribution | None, instances:
     layout = plan(distribution, instances)
     base = base_env(env)
     base[WRITERS_VAR] = writers_json(distribution)
-    if getattr(distribution, "backend", None):
-        base[BACKEND_VAR] = distribution.backend
+    if backend := getattr(distribution, "backend", None):
+        base[BACKEND_VAR] = backend
     if cuda:
         _fit_gpus(layout, instances, base, step)
     logs = Path(log_dir)
