@@ -421,7 +421,7 @@ class StepSpec:
     """One use of a component (or of a nested pipeline) inside a pipeline."""
 
     name: str
-    target: ComponentSpec | "PipelineSpec"
+    target: ComponentSpec | PipelineSpec
     bindings: tuple[tuple[str, Binding], ...]
     location: Location | None = field(default=None, compare=False)
     explicit_name: bool = False

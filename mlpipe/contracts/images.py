@@ -157,7 +157,7 @@ class ImageFolder(Contract):
                                 f"{self.layout!r} with {'/'.join(self.file_kinds)} files",
                                 hint="write the images into the folder", file=str(path))
         if self.manifest is not None:
-            self._check_manifest(path, images)
+            self._check_manifest(path, images, self.manifest)
 
     def _check_kind(self, f: Path, rel: str) -> None:
         suffix = f.suffix.lower()
@@ -174,10 +174,10 @@ class ImageFolder(Contract):
                                 hint="rewrite the image, or name it after its real kind",
                                 file=str(f), key=rel)
 
-    def _check_manifest(self, path: Path, images: list[str]) -> None:
-        manifest = path / self.manifest
+    def _check_manifest(self, path: Path, images: list[str], name: str) -> None:
+        manifest = path / name
         if not manifest.is_file():
-            raise ContractError(f"the folder has no manifest {self.manifest!r}; {self.label} "
+            raise ContractError(f"the folder has no manifest {name!r}; {self.label} "
                                 f"lists its images there", hint="write the manifest CSV",
                                 file=str(manifest))
         with Reading(self.label, manifest) as reading, \

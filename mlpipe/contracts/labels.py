@@ -57,6 +57,7 @@ class LabelMap(Contract):
         if any(isinstance(v, bool) or not isinstance(v, int) for v in codes):
             raise DefinitionError(f"LabelMap {self.name!r}: codes must be integers, got "
                                   f"{codes!r}", hint="give each class an integer code")
+        values: list[Any]
         for values, what in ((names, "class"), (codes, "code")):
             dupes = sorted({v for v in values if values.count(v) > 1}, key=str)
             if dupes:

@@ -49,7 +49,9 @@ def find_candidate(s: Session, ref: str) -> m.CandidateRow:
     if len(matches) > 1:
         shown = ", ".join(matches[:3]) + (" ..." if len(matches) > 3 else "")
         raise UsageError(f"candidate prefix {ref!r} is ambiguous ({shown}); give more of the id")
-    return s.get(m.CandidateRow, matches[0])
+    found = s.get(m.CandidateRow, matches[0])
+    assert found is not None  # its id was just selected in this session
+    return found
 
 
 def files_of(location: str) -> list[tuple[str, str]]:

@@ -116,7 +116,7 @@ def _why(engine: Engine, exc: BaseException) -> str:
     """An error's own words without the store's password (drivers may quote the URL)."""
     from mlpipe.evidence.config import scrub
 
-    text = str(exc.orig if getattr(exc, "orig", None) else exc).strip()
+    text = str(getattr(exc, "orig", None) or exc).strip()
     return scrub(text, engine.url.render_as_string(hide_password=False))
 
 

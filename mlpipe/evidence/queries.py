@@ -67,7 +67,7 @@ def candidate_rows(s: Session, *, limit: int | None = 50
              .order_by(m.CandidateRow.created_at.desc(), m.CandidateRow.id.desc()))
     if limit is not None:
         query = query.limit(limit)
-    return [tuple(row) for row in s.execute(query).all()]
+    return [(cand, name, digest) for cand, name, digest in s.execute(query).all()]
 
 
 def running_run_ids(s: Session, run_ids: list[str]) -> set[str]:

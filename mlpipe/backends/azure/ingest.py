@@ -93,6 +93,7 @@ class _Ingest:
         self.store, self.run_id, self.synced = store, run_id, synced
         with store.session() as s:
             run = s.get(m.Run, run_id)
+            assert run is not None  # the caller found it (find_azure_run)
             self.options: dict[str, Any] = run.options
             self.plan: dict[str, Any] = self.options.get("steps") or {}
         self.produced: dict[str, dict[str, int]] = {}  # step -> port -> artifact id
@@ -318,6 +319,7 @@ class _Ingest:
 
     def _update_run(self, s: Session, jobs: dict[str, JobRecord]) -> None:
         run = s.get(m.Run, self.run_id)
+        assert run is not None  # read in __init__; runs are never deleted while syncing
         pipeline = self.synced.pipeline
         status = RUN_STATUS.get(pipeline.status or "", m.RUNNING)
         options = dict(self.options)

@@ -193,7 +193,9 @@ def mark_submitted(store: Store, run_id: str, created: JobRecord) -> None:
     """Azure ML accepted the job: note its name, studio URL and status. The run stays
     ``running``, now owned by Azure ML rather than this process (``sync`` updates it)."""
     with store.session() as s:
-        options = dict(s.get(m.Run, run_id).options)
+        run = s.get(m.Run, run_id)
+        assert run is not None  # recorded before the job was submitted
+        options = dict(run.options)
     options.update(job_name=created.name, studio_url=created.studio_url,
                    azure_status=created.status)
     _update_run(store, run_id, options=options, pid=None, pid_started=None)

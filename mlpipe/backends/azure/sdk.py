@@ -170,8 +170,12 @@ def _node_lines(path: str) -> dict[tuple[str, str], int]:
         first = min([d.lineno for d in fn.decorator_list] + [fn.lineno])
         found.setdefault(("", fn.name), first)
         for node in ast.walk(fn):
-            targets = node.targets if isinstance(node, ast.Assign) else (
-                [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+                targets = [node.target]
+            else:
+                continue
             for target in targets:
                 if isinstance(target, ast.Name):
                     found.setdefault((fn.name, target.id), node.lineno)

@@ -53,6 +53,7 @@ def standalone_pipeline(reader: Any, doc: Any, path: Path) -> PipelineSpec:
     step = reader.step(where, jobs, name, path, (), None, {}, {}, {}, {})
     if step is None:
         reader.problems.raise_any()
+    assert step is not None  # the reader gives None only with problems, raised just above
     target = step.target
     outputs = tuple((p.name, StepOutput(step.name, p.name)) for p in target.outputs) \
         if isinstance(target, ComponentSpec) else ()

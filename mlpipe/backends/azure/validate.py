@@ -95,8 +95,9 @@ def validate_export(out_dir: str | os.PathLike[str], pipeline_file: str = "pipel
                           f"{_also(kept, str(exc))}",
                           hint="this is a bug in the export if mlpipe wrote the file; report it",
                           file=str(path)) from exc
-    if hasattr(job, "_validate"):  # a sweep or AutoML job has only its schema, checked above
-        _raise_if_failed(job._validate(), path, kept)
+    validate = getattr(job, "_validate", None)
+    if validate is not None:  # a sweep or AutoML job has only its schema, checked above
+        _raise_if_failed(validate(), path, kept)
     return kept
 
 

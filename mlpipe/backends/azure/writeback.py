@@ -98,7 +98,8 @@ def _compute_ref(name: str) -> str:
 
 
 def _set_inputs(doc: dict[str, Any], spec: PipelineSpec, given: Mapping[str, Any]) -> None:
-    declared = doc.get("inputs") if isinstance(doc.get("inputs"), dict) else {}
+    inputs = doc.get("inputs")
+    declared: dict[str, Any] = inputs if isinstance(inputs, dict) else {}
     for name, value in given.items():
         if name not in declared:
             raise ExportError(f"pipeline {spec.name!r} has no input {name!r}",
