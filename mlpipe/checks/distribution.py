@@ -94,9 +94,11 @@ def _stated_world_sizes(node: StepNode) -> Iterator[tuple[str, int]]:
     for key, value in c.environment_variables:
         if key == "WORLD_SIZE" and value.isdigit():
             yield "environment variable WORLD_SIZE", int(value)
-    for key, value in (c.environment.variables if c.environment else ()):
-        if key == "WORLD_SIZE" and value.isdigit():
-            yield f"environment {c.environment.name!r} variable WORLD_SIZE", int(value)
+    env = c.environment
+    if env:
+        for key, value in env.variables:
+            if key == "WORLD_SIZE" and value.isdigit():
+                yield f"environment {env.name!r} variable WORLD_SIZE", int(value)
     param = c.param("world_size")
     if param is not None:
         bound = node.bindings.get("world_size")

@@ -440,9 +440,12 @@ def _check_split_values(schema: TabularSchema, path: Path, suffix: str) -> None:
 
         values = pq.read_table(path, columns=[name]).column(name)
     values = pc.cast(values, _pyarrow().string())
-    bad = pc.invert(pc.is_in(values, value_set=_pyarrow().array(list(schema.splits))))
+    # pyarrow.compute defines invert, is_in, any and is_null at import: its stubs lack them
+    bad = pc.invert(  # pyright: ignore[reportAttributeAccessIssue]
+        pc.is_in(values,  # pyright: ignore[reportAttributeAccessIssue]
+                 value_set=_pyarrow().array(list(schema.splits))))
     bad = pc.fill_null(bad, False)
-    if pc.any(bad).as_py():
+    if pc.any(bad).as_py():  # pyright: ignore[reportAttributeAccessIssue] (see above)
         row = pc.index(bad, True).as_py()
         raise ContractError(f"row {row + 1} of split column {name!r} holds "
                             f"{values[row].as_py()!r}, which is not a split of {schema.label} "
@@ -455,7 +458,8 @@ def _check_split_values(schema: TabularSchema, path: Path, suffix: str) -> None:
 def _first_null(values) -> int:
     import pyarrow.compute as pc
 
-    return pc.index(pc.is_null(values), True).as_py()
+    # pyarrow.compute defines is_null at import: its stubs lack it
+    return pc.index(pc.is_null(values), True).as_py()  # pyright: ignore[reportAttributeAccessIssue]
 
 
 def _csv_line(path: Path, row: int) -> int:
