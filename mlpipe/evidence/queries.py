@@ -160,6 +160,7 @@ def candidate_story(s: Session, candidate_id: str) -> dict[str, Any] | None:
     steps = []
     for sr in run_steps(s, run.id):
         origin = sr.reused_from if sr.reused_from_id else sr
+        assert origin is not None  # reused_from_id is a foreign key: the step run it names exists
         steps.append({
             "id": sr.id, "step": sr.step, "status": sr.status,
             "reused_from": sr.reused_from_id,

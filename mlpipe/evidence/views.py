@@ -196,6 +196,7 @@ def why(s: Reader, run: Run, step: str) -> str:
     head = f"step {step} of run {run.id}: {sr.status}"
     if sr.status == REUSED:
         origin = sr.reused_from
+        assert origin is not None  # reused_from_id is a foreign key: the step run it names exists
         return (f"{head} from step run {origin.id} (run {origin.run_id}): every part of the "
                 f"cache key matched\n  key {sr.cache_key}")
     if sr.key_material is None:
@@ -258,6 +259,7 @@ def _step_facts(s: Reader, run: Run) -> dict[str, dict[str, Any]]:
     facts = {}
     for sr in s.run_steps(run.id):
         origin = sr.reused_from if sr.reused_from_id else sr
+        assert origin is not None  # reused_from_id is a foreign key: the step run it names exists
         facts[sr.step] = {
             "status": sr.status if not sr.reused_from_id else f"reused from {sr.reused_from_id}",
             "code": sr.component.code_digest,
