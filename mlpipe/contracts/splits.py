@@ -172,7 +172,7 @@ class SplitManifest(Contract):
                 example, split = row[id_at], row[split_at]
                 if allowed is not None and split not in allowed:
                     raise ContractError(f"id {example!r} is assigned to split {split!r}, which "
-                                        f"is not one of {', '.join(self.splits)}",
+                                        f"is not one of {', '.join(self.splits or ())}",
                                         hint="use one of the declared split names",
                                         file=str(path), line=start, key=example)
                 first = seen.setdefault(example, (split, start))

@@ -145,6 +145,6 @@ def describe(provenance: Mapping[str, str | None] | None) -> str:
         f"{p['event']} on {p['ref']}" if p.get("event") and p.get("ref") else
         p.get("event") or p.get("ref"),
         f"workflow {p['workflow']}" if p.get("workflow") else None,
-        f"commit {p['commit'][:12]}" if p.get("commit") else None) if x)
+        f"commit {(p.get('commit') or '')[:12]}" if p.get("commit") else None) if x)
     return f"{head}{run}" + (f" ({what})" if what else "") + (f" {p['url']}" if p.get("url")
                                                               else "")
