@@ -31,7 +31,6 @@ FUNCTION_EXCEPTIONS: dict[str, int] = {
     "mlpipe/evidence/promotion.py::gate": 85,
     "mlpipe/evidence/render.py::sections": 121,
     "mlpipe/evidence/review.py::record_decision": 122,
-    "mlpipe/evidence/verify.py::verify": 91,
 }
 
 _SPLIT_MODULE = (

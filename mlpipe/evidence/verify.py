@@ -299,16 +299,7 @@ def verify(s: Session, candidate: m.CandidateRow, *, fetch: Fetch | None = None,
     rows = chain(s, candidate.id)
     out = Verification(rows[-1].digest if rows else "(none)")
     if not rows:
-        cited = _cited(s, candidate.id)
-        why = (f"its bundles were removed from the store (decisions cite "
-               f"{', '.join(cited[:2])}{' ...' if len(cited) > 2 else ''})" if cited else
-               "it was never sealed, or its bundles were removed from the store")
-        out.findings.append(_mismatch(
-            BUNDLE_CHAIN_MISSING, f"candidate {candidate.id} has no sealed bundle to verify "
-            f"against: {why}",
-            f"if a reviewer saw its evidence, restore the bundles from a copy you trust (their "
-            f"saved --format json output); if it was never shown, `mlpipe evidence "
-            f"{candidate.id}` seals its first bundle from the store as it is now"))
+        _chain_missing(s, candidate, out)
         return out
     from mlpipe.evidence.signing import decisions_of
 
@@ -320,6 +311,31 @@ def verify(s: Session, candidate: m.CandidateRow, *, fetch: Fetch | None = None,
     if statement is None:
         return out
     roots = roots if roots is not None else configured()
+    _check_store(s, candidate, statement, roots, out)
+    fetched = _check_files(statement, roots, out, fetch)
+    _check_subject(statement, out, fetched, roots)
+    if trust is not None:
+        _check_model_signature(s, candidate, statement, trust, out)
+    return out
+
+
+def _chain_missing(s: Session, candidate: m.CandidateRow, out: Verification) -> None:
+    """A candidate with no sealed bundle: MP720, saying whether decisions cited one."""
+    cited = _cited(s, candidate.id)
+    why = (f"its bundles were removed from the store (decisions cite "
+           f"{', '.join(cited[:2])}{' ...' if len(cited) > 2 else ''})" if cited else
+           "it was never sealed, or its bundles were removed from the store")
+    out.findings.append(_mismatch(
+        BUNDLE_CHAIN_MISSING, f"candidate {candidate.id} has no sealed bundle to verify "
+        f"against: {why}",
+        f"if a reviewer saw its evidence, restore the bundles from a copy you trust (their "
+        f"saved --format json output); if it was never shown, `mlpipe evidence "
+        f"{candidate.id}` seals its first bundle from the store as it is now"))
+
+
+def _check_store(s: Session, candidate: m.CandidateRow, statement: dict[str, Any],
+                 roots: ArtifactRoots, out: Verification) -> None:
+    """The bundle rebuilt from the store as it is now, against the sealed one (MP713)."""
     rebuilt = build(s, candidate, hash_model=False, roots=roots)
     sealed = unsealed(statement)
     sealed["subject"] = []
@@ -331,6 +347,12 @@ def verify(s: Session, candidate: m.CandidateRow, *, fetch: Fetch | None = None,
                                       f"bundle: {line} (sealed -> store now)",
                                       "find who changed the store; the sealed bundle is the "
                                       "record the reviewer saw"))
+
+
+def _check_files(statement: dict[str, Any], roots: ArtifactRoots, out: Verification,
+                 fetch: Fetch | None) -> dict[str, str]:
+    """Every data snapshot and artifact the sealed bundle names, re-hashed where it lives;
+    returns the digests of what was fetched from remote storage, by their sealed digest."""
     p = statement["predicate"]
     seen: set[tuple[str, str]] = set()
     for snap in p["snapshots"]:
@@ -365,10 +387,7 @@ def verify(s: Session, candidate: m.CandidateRow, *, fetch: Fetch | None = None,
             _check_keyed(roots, key, art["digest"], what, out)
         else:
             _hash_in_place(roots, art["location"], art["digest"], what, out)
-    _check_subject(statement, out, fetched, roots)
-    if trust is not None:
-        _check_model_signature(s, candidate, statement, trust, out)
-    return out
+    return fetched
 
 
 def _check_model_signature(s: Session, candidate: m.CandidateRow, statement: dict[str, Any],
