@@ -154,7 +154,10 @@ class Links:
 
         dag = nx.MultiDiGraph()
         dag.add_nodes_from(self.nodes.items())
-        dag.add_edges_from((u, v, key, data) for u, v, key, data in self.edges())
+        # a MultiDiGraph takes (u, v, key, data) edges; networkx's stubs list only 2- and 3-tuples
+        dag.add_edges_from(
+            (u, v, key, data)  # pyright: ignore[reportArgumentType]
+            for u, v, key, data in self.edges())
         return dag
 
 
