@@ -47,7 +47,8 @@ def compile_(target: str, out_dir: str, inputs: tuple[str, ...], default_compute
     A pipeline read from Azure ML YAML is written back as it was read: every field, relative
     paths rebased to the output folder.
     """
-    from mlpipe.backends.azure.export import export_checks, export_pipeline
+    from mlpipe.backends.azure.export import export_pipeline
+    from mlpipe.backends.azure.export_checks import export_checks
     from mlpipe.backends.azure.staging import write_staged
     from mlpipe.backends.azure.validate import Validation
     from mlpipe.diagnostics import Severity, has_errors, render_text

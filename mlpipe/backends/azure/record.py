@@ -59,7 +59,7 @@ def _endpoint(endpoint: Any) -> list[str] | None:
 
 def _values(graph: Graph, given: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
     """Split the given pipeline inputs into data references and parameter values."""
-    from mlpipe.backends.azure.export import _input_param  # the typing the export applies
+    from mlpipe.backends.azure.job_inputs import input_param  # the typing the export applies
     from mlpipe.runtime.argv import coerce_param
 
     refs: dict[str, str] = {}
@@ -70,7 +70,7 @@ def _values(graph: Graph, given: Mapping[str, Any]) -> tuple[dict[str, str], dic
             if value is not None:
                 refs[inp.name] = os.fspath(value)
             continue
-        param = _input_param(graph.spec, inp)
+        param = input_param(graph.spec, inp)
         if isinstance(value, str) and inp.name in given and param is not None:
             value = coerce_param(param, value)
         params[inp.name] = plain_value(value)

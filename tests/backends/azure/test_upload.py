@@ -13,7 +13,8 @@ import textwrap
 import pytest
 
 from mlpipe.backends.azure import upload
-from mlpipe.backends.azure.export import export_checks, export_pipeline
+from mlpipe.backends.azure.export import export_pipeline
+from mlpipe.backends.azure.export_checks import export_checks
 from mlpipe.loader import load_spec
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]

@@ -4,7 +4,7 @@ import pathlib
 
 import pytest
 
-from mlpipe.backends.azure.export import export_checks
+from mlpipe.backends.azure.export_checks import export_checks
 from mlpipe.checks import check_pipeline
 from mlpipe.loader import load_spec
 
