@@ -25,11 +25,15 @@ from mlpipe.backends.azure.component_yaml import (
     read_azure_only_component,
     read_command_component,
     read_component,
-    read_environment,
-    read_param,
-    read_port,
-    read_resources,
 )
+from mlpipe.backends.azure.job_bindings import (
+    BODY,
+    input_binding,
+    output_bindings,
+    settle_sibling_kinds,
+)
+from mlpipe.backends.azure.job_settings import job_compute, with_job_settings
+from mlpipe.backends.azure.pipeline_inputs import read_pipeline_input
 from mlpipe.backends.azure.standalone import (
     search_space_problems,
     standalone_pipeline,
@@ -39,7 +43,6 @@ from mlpipe.codes import (
     CODE_FOLDER_MISSING,
     JOB_TYPE_MISSPELLED,
     PIPELINE_OUTPUT_NOT_PRODUCED,
-    UNREADABLE_BINDING_EXPRESSION,
 )
 from mlpipe.diagnostics import Diagnostic
 from mlpipe.digests import digest_of, script_code_digest
@@ -50,8 +53,6 @@ from mlpipe.spec import (
     Binding,
     ComponentSpec,
     Compute,
-    InputRole,
-    Literal,
     Location,
     Origin,
     ParamSpec,
@@ -64,8 +65,6 @@ from mlpipe.spec import (
     StepSpec,
 )
 
-#: The key under which a control-flow node waits for its body's outputs.
-BODY = "$body"
 #: Fields that name the component (or trial) a job runs, by job kind.
 _COMPONENT_FIELD = {"sweep": "trial"}
 
@@ -161,11 +160,6 @@ def _missing_code(spec: PipelineSpec) -> list[Diagnostic]:
     return found
 
 
-def _binding_value(value: Any) -> Any:
-    if isinstance(value, dict):
-        return value.get("path", value.get("value"))
-    return value
-
 
 class _Reader:
     def __init__(self, diagnostics: list[Diagnostic]) -> None:
@@ -197,12 +191,12 @@ class _Reader:
                                    "command job, or a Python file with a @pipeline")
             self.problems.raise_any()
         settings = doc.get("settings") if isinstance(doc.get("settings"), dict) else {}
-        default_compute = _compute(settings.get("default_compute") or doc.get("compute"))
+        default_compute = job_compute(settings.get("default_compute") or doc.get("compute"))
         base = str(path.resolve().parent)
         declared_inputs = named_entries(where, self.problems, doc, "inputs", "inputs", "input")
         inputs = []
         for name in declared_inputs:
-            found = self.pipeline_input(where, declared_inputs, name, base)
+            found = read_pipeline_input(where, self.problems, declared_inputs, name, base)
             if found is not None:
                 inputs.append(found)
         kinds = {i.name: i for i in inputs}
@@ -222,7 +216,7 @@ class _Reader:
                              output_types, produced, pending)
             if step is not None:
                 steps[name] = step
-        _settle_sibling_kinds(steps, pending)
+        settle_sibling_kinds(steps, pending)
         outputs: dict[str, Binding] = {}
         for name in declared_outputs:
             if name in produced:
@@ -249,14 +243,14 @@ class _Reader:
         place of ``jobs``): one step, the component, fed by the job's inputs."""
         where = Where(str(path))
         settings = doc.get("settings") if isinstance(doc.get("settings"), dict) else {}
-        default_compute = _compute(settings.get("default_compute") or doc.get("compute"))
+        default_compute = job_compute(settings.get("default_compute") or doc.get("compute"))
         given = named_entries(where, self.problems, doc, "inputs", "inputs", "input")
         base = str(path.resolve().parent)
         node = {"type": "pipeline", "component": doc["component"], "inputs": {
             name: f"${{{{parent.inputs.{name}}}}}" for name in given}}
         inputs = {}
         for name in given:
-            found = self.pipeline_input(where, given, name, base)
+            found = read_pipeline_input(where, self.problems, given, name, base)
             if found is not None:
                 inputs[name] = found
         produced: dict[str, StepOutput] = {}
@@ -266,8 +260,8 @@ class _Reader:
             self.problems.raise_any()
         name = _step_name(getattr(target, "name", "component"))
         if isinstance(target, ComponentSpec):
-            target = self.with_node_settings(where, node, "pipeline", target, default_compute,
-                                             "component")
+            target = with_job_settings(where, self.problems, node, "pipeline", target,
+                                       default_compute, "component")
         for out in (target.outputs if isinstance(target, ComponentSpec)
                     else [PortSpec(n, AssetType.URI_FOLDER) for n, _ in target.outputs]):
             produced[out.name] = StepOutput(name, out.name)
@@ -278,48 +272,6 @@ class _Reader:
             inputs=tuple(inputs.values()), steps=(step,), outputs=tuple(produced.items()),
             description=doc.get("description"), location=Location(where.file, 1),
             function=str(path), origin=Origin.of(str(path.resolve()), doc))
-
-    def pipeline_input(self, where: Where, doc: Any, name: str,
-                       base: str) -> PipelineInputSpec | None:
-        value = doc[name]
-        loc = where.location(doc, name)
-        if isinstance(value, dict):
-            kind = value.get("type")
-            if kind is None and "value" in value:
-                return _value_input(name, value["value"], loc)
-            if kind is None and "path" in value:
-                # a path without a type: Azure ML takes the type from what it names
-                return PipelineInputSpec(name, InputRole.ARTIFACT, required=False,
-                                         default=value["path"], location=loc, base=base)
-            if kind in vocabulary.ASSET_TYPES:
-                path = value.get("path")
-                port = read_port(where, self.problems, {name: {"type": kind, **{
-                    k: v for k, v in value.items() if k in ("optional", "description")}}},
-                    name, f"inputs.{name}")
-                optional = port is not None and port.optional
-                return PipelineInputSpec(name, InputRole.ARTIFACT, required=path is None and
-                                         not optional, default=path,
-                                         kind=vocabulary.ASSET_TYPES[kind], port=port,
-                                         location=loc, base=base)
-            if kind in vocabulary.AZURE_PARAM_TYPES:
-                entry = {k: v for k, v in value.items() if k != "value"}
-                if "value" in value and "default" not in entry:
-                    entry["default"] = value["value"]
-                param = read_param(where, self.problems, {name: entry}, name, f"inputs.{name}")
-                if param is None:
-                    return None
-                return PipelineInputSpec(name, InputRole.PARAM, required=param.required,
-                                         default=param.default, param=param, location=loc)
-            known = ", ".join([*vocabulary.ASSET_TYPES, *vocabulary.AZURE_PARAM_TYPES])
-            self.problems.add(where, doc, name, f"has type {kind!r}, which is not an Azure ML "
-                              f"input type", hint=f"use one of {known}",
-                              field=f"inputs.{name}.type")
-            return None
-        if isinstance(value, (bool, int, float, str)) or value is None:
-            return _value_input(name, value, loc)
-        self.problems.add(where, doc, name, f"is {value!r}; a pipeline input is a value or a "
-                          f"mapping with a type or path", field=f"inputs.{name}")
-        return None
 
     # --- a job --------------------------------------------------------------------------------
 
@@ -352,7 +304,8 @@ class _Reader:
         if kind == "sweep" and isinstance(target, ComponentSpec):
             self.diagnostics.extend(search_space_problems(name, node, target, where))
         if isinstance(target, ComponentSpec):
-            target = self.with_node_settings(where, node, kind, target, default_compute, field)
+            target = with_job_settings(where, self.problems, node, kind, target,
+                                       default_compute, field)
             transfer = tuple(ParamSpec(g.key, ParamType.STR, required=False) for g in given
                              if "." in g.key and target.param(g.key) is None)
             if transfer:  # a data transfer's source/sink values, beside its component's inputs
@@ -360,20 +313,11 @@ class _Reader:
         bindings: list[tuple[str, Binding]] = []
         base = str(path.resolve().parent)
         for holder, key, g in nodes.given_inputs(node, kind):
-            binding = self.binding(where, holder, key, g, f"{field}.inputs.{key}", target, base)
+            binding = input_binding(self.diagnostics, where, holder, key, g,
+                                    f"{field}.inputs.{key}", target, base)
             if binding is not None:
                 bindings.append((g.key, binding))
-        for key in node.get("outputs") or {}:
-            value = _binding_value(node["outputs"][key])
-            body = nodes.expression(value)
-            if body is None:
-                continue
-            m = nodes.PARENT_OUTPUT.match(body)
-            if m is None:
-                self.bad_expression(where, node["outputs"], key, f"{field}.outputs.{key}", value,
-                                    "an output binds only to ${{parent.outputs.NAME}}")
-                continue
-            produced[m["name"]] = StepOutput(name, key)
+        output_bindings(self.diagnostics, where, node, name, field, produced)
         return StepSpec(name, target, tuple(bindings), loc, explicit_name=True)
 
     def target(self, where: Where, node: Any, name: str, kind: str, path: Path,
@@ -520,165 +464,6 @@ class _Reader:
                                    code_digest=script_code_digest(node.get("code"), command,
                                                                   path.resolve().parent),
                                    location=where.location(node, "command"))
-
-    def with_node_settings(self, where: Where, node: Any, kind: str, spec: ComponentSpec,
-                           default_compute: Compute | None, field: str) -> ComponentSpec:
-        """What the job sets over its component: compute, instances, VM size, distribution,
-        environment variables."""
-        changes: dict[str, Any] = {}
-        compute = _compute(node.get("compute")) or spec.compute or default_compute
-        if compute is not None and compute.sku is None and spec.compute is not None \
-                and spec.compute.sku is not None:
-            # the component's resources.instance_type stays the VM size on the job's cluster
-            compute = Compute(compute.name, spec.compute.sku)
-        instances, sku = read_resources(where, self.problems, node, f"{field}.resources")
-        if sku is not None:
-            compute = Compute(compute.name if compute else None, sku)
-        if compute != spec.compute:
-            changes["compute"] = compute
-        launched = kind in ("command", "sweep") and spec.kind in ("command", "sweep")
-        if launched and instances is not None and instances != spec.instances:
-            changes["instances"] = instances
-        if launched and node.get("distribution") is not None and node.get("component") is not None:
-            dist = vocabulary.parse_distribution(node["distribution"], job=True)
-            if isinstance(dist, str):
-                self.problems.add(where, node, "distribution", dist,
-                                  field=f"{field}.distribution")
-            else:
-                # the component's own declaration (from its tags) carries over, the job's adds
-                dist = vocabulary.read_launch_tags(dist, {
-                    **vocabulary.launch_tags(spec.distribution), **(node.get("tags") or {})})
-                if isinstance(dist, str):
-                    self.problems.add(where, node, "tags", dist, field=f"{field}.tags")
-                else:
-                    changes["distribution"] = dist
-        if node.get("environment") is not None and node.get("component") is not None:
-            env = read_environment(where, self.problems, node, Path(where.file).resolve().parent,
-                                   f"{field}.environment")
-            if env is not None:  # the job runs the component in another environment
-                changes["environment"] = env
-        variables = node.get("environment_variables")
-        if isinstance(variables, dict) and variables and node.get("component") is not None:
-            merged = dict(spec.environment_variables)
-            merged.update({str(k): str(v) for k, v in variables.items()})
-            changes["environment_variables"] = tuple(sorted(merged.items()))
-        return dataclasses.replace(spec, **changes) if changes else spec
-
-    # --- bindings -----------------------------------------------------------------------------
-
-    def binding(self, where: Where, doc: Any, key: str, given: nodes.Given, field: str,
-                target: ComponentSpec | PipelineSpec, base: str) -> Binding | None:
-        value = given.value
-        if isinstance(given.raw, dict) and "path" not in given.raw and "value" not in given.raw:
-            return None  # a type or mode only: the job states the port, it binds nothing
-        if value is None:
-            return None
-        body = nodes.expression(value)
-        if body is None:
-            return self.literal(given, target, base)
-        m = nodes.PARENT_INPUT.match(body)
-        if m:
-            return PipelineInput(m["name"])
-        m = nodes.SIBLING_OUTPUT.match(body)
-        if m:
-            return StepOutput(m["job"], m["port"])
-        self.bad_expression(where, doc, key, field, value,
-                            "an input binds to ${{parent.inputs.NAME}} or "
-                            "${{parent.jobs.JOB.outputs.NAME}}")
-        return None
-
-    @staticmethod
-    def literal(given: nodes.Given, target: ComponentSpec | PipelineSpec,
-                base: str) -> Literal:
-        """A literal as Azure ML reads it: a data path keeps the folder it is relative to; a
-        parameter's text in the form Azure ML parses (``"false"`` for a boolean)."""
-        value = given.value
-        if isinstance(target, ComponentSpec):
-            param = target.param(given.key)
-            if param is not None and given.declared not in vocabulary.ASSET_TYPES:
-                return Literal(value, yaml=True)  # the checks read it as Azure ML does
-            port = target.input(given.key)
-        else:
-            declared = target.input(given.key)
-            port = declared if declared is not None and declared.role is InputRole.ARTIFACT \
-                else None
-        if port is not None or given.declared in vocabulary.ASSET_TYPES:
-            return Literal(value, base=base)
-        return Literal(value, yaml=True)
-
-    def bad_expression(self, where: Where, doc: Any, key: str, field: str, value: Any,
-                       rule: str) -> None:
-        self.diagnostics.append(Diagnostic.of(
-            UNREADABLE_BINDING_EXPRESSION,
-            f"{field} is {value!r}, which mlpipe cannot follow: {rule}",
-            hint="write the binding in one of those forms", step=field.split(".")[1],
-            port=key, file=where.file, line=doc.line_of(key) if isinstance(
-                doc, yamlfile.Mapping) else None))
-
-
-def _settle_sibling_kinds(steps: dict[str, StepSpec],
-                          pending: dict[str, dict[str, tuple[str, str]]]) -> None:
-    """Give each implied port bound to a sibling's output that output's kind (the sibling may
-    come later in the YAML than the job that reads it)."""
-    for name, ports in pending.items():
-        step = steps.get(name)
-        if step is None or not isinstance(step.target, ComponentSpec):
-            continue
-        comp = step.target
-        kinds = {}
-        outputs = list(comp.outputs)
-        for key, (job, port) in ports.items():
-            if key == BODY:
-                body = steps.get(job)
-                have = {p.name for p in outputs}
-                if body is not None:
-                    outputs += [p for p in _outputs_of(body) if p.name not in have]
-                continue
-            kind = _output_kind(steps.get(job), port)
-            if kind is not None:
-                kinds[key] = kind
-        new_inputs = tuple(dataclasses.replace(p, kind=kinds[p.name]) if p.name in kinds
-                           else p for p in comp.inputs)
-        steps[name] = dataclasses.replace(step, target=dataclasses.replace(
-            comp, inputs=new_inputs, outputs=tuple(outputs)))
-
-
-def _outputs_of(step: StepSpec) -> tuple[PortSpec, ...]:
-    target = step.target
-    if isinstance(target, ComponentSpec):
-        return target.outputs
-    return tuple(PortSpec(name, _output_kind(step, name) or AssetType.URI_FOLDER)
-                 for name, _ in target.outputs)
-
-
-def _output_kind(step: StepSpec | None, port: str) -> AssetType | None:
-    if step is None:
-        return None
-    target = step.target
-    if isinstance(target, ComponentSpec):
-        found = target.output(port)
-        return None if found is None else found.kind
-    binding = target.output(port)
-    if isinstance(binding, StepOutput):
-        return _output_kind(target.step(binding.step), binding.port)
-    return None
-
-
-def _value_input(name: str, value: Any, loc: Location) -> PipelineInputSpec:
-    """A pipeline job's input given as a value: it declares no type; Azure ML passes the value
-    and each consumer reads it as its own type."""
-    return PipelineInputSpec(name, InputRole.PARAM, required=False, default=value,
-                             location=loc, yaml=True)
-
-
-def _compute(value: Any) -> Compute | None:
-    """A job's compute; one bound to a pipeline input (``${{parent.inputs.X}}``) is known only
-    when the job is submitted: it names no target here, only the input."""
-    body = nodes.expression(value)
-    if body is not None:
-        m = nodes.PARENT_INPUT.match(body)
-        return Compute(None, input=m["name"]) if m else None
-    return vocabulary.parse_compute(value)
 
 
 def _step_name(name: str) -> str:
