@@ -15,7 +15,8 @@ from pathlib import Path
 
 from mlpipe.errors import UsageError
 from mlpipe.evidence.liveness import alive
-from mlpipe.evidence.reader import RUNNING, SKIPPED, Reader, Run, StepRun
+from mlpipe.evidence.read_records import RUNNING, SKIPPED, Run, StepRun
+from mlpipe.evidence.reader import Reader
 
 POLL_S = 0.2
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from mlpipe.evidence.reader import Candidate, Reader, Run
+from mlpipe.evidence.read_records import Candidate, Run
+from mlpipe.evidence.reader import Reader
 from mlpipe.evidence.views import run_differences
 
 #: The version of these shapes, in every document's ``"format"`` (``mlpipe.runs/1``).

@@ -9,16 +9,16 @@ from typing import Any
 
 from mlpipe.digests import digest_of
 from mlpipe.errors import UsageError
-from mlpipe.evidence.reader import (
+from mlpipe.evidence.read_records import (
     EXECUTED,
     FAILED,
     INTERRUPTED,
     REUSED,
     Candidate,
-    Reader,
     Run,
     StepRun,
 )
+from mlpipe.evidence.reader import Reader
 from mlpipe.evidence.sourcediff import change_lines, source_change
 
 
