@@ -166,26 +166,44 @@ def reuse_summary(p: dict[str, Any]) -> str:
 def sections(statement: dict[str, Any], digest: str) -> list[tuple[str, list[str]]]:
     """The bundle as titled sections of lines, shared by the text and Markdown views."""
     p = statement["predicate"]
-    c = p["candidate"]
+    out: list[tuple[str, list[str]]] = [("Findings", _findings_lines(p)),
+                                        ("Candidate", _candidate_lines(statement))]
+    if "review" in p:  # bundles sealed before decisions were recorded have no such field
+        out.append(("Review", review_lines(p["review"])))
+    out.append(("Evaluation", _evaluation_lines(p["evaluation"]) or ["no evaluation"]))
+    out.append(("Provenance", _provenance_lines(p)))
+    out.append(("Steps", _steps_lines(p)))
+    out += [("Coordination", _coordination_lines(co)) for co in p["coordination"]]
+    out.append(("Compile-time checks", _checks_lines(p["checks"])))
+    out.append(("Bundle", [f"digest {digest}", f"sealed {p['sealed_at']} UTC",
+                           f"previous {p['previous_bundle'] or 'none (first bundle)'}"]))
+    return out
+
+
+def _findings_lines(p: dict[str, Any]) -> list[str]:
     own = p["run"]["id"]
-    out: list[tuple[str, list[str]]] = []
     findings = [f"{_SEV[f['severity']]} [{f['code']} {f['name']}] ({where_from(f, own)}) "
                 f"{f['message']}" + (f" (fix: {f['hint']})" if f.get("hint") else "")
                 for f in every_finding(p)]
-    out.append(("Findings", findings or ["none: no compile-time, run-time or evidence finding "
-                                         "(evaluation, metric scope, reuse, provenance)"]))
+    return findings or ["none: no compile-time, run-time or evidence finding "
+                        "(evaluation, metric scope, reuse, provenance)"]
+
+
+def _candidate_lines(statement: dict[str, Any]) -> list[str]:
+    p = statement["predicate"]
+    c = p["candidate"]
     model = next((a for a in p["artifacts"] if a["digest"] == c["model"]), {})
-    out.append(("Candidate", [
+    return [
         f"id {c['id']}" + (f"  name {c['name']}" if own_name(p) else ""),
         f"model {c['model']}" + _held(model),
         *([f"  file {s['name']}  sha256:{s['digest']['sha256']}" for s in statement["subject"]]
           or ["  files: unknown (no digest of them was recorded)"]),
         f"run {p['run']['id']} ({p['run']['status']}, {p['run']['target']}) pipeline "
         f"{p['pipeline']['name']} {p['pipeline']['digest']}",
-        *[production_line(x) for x in p.get("productions") or []]]))
-    if "review" in p:  # bundles sealed before decisions were recorded have no such field
-        out.append(("Review", review_lines(p["review"])))
-    ev = p["evaluation"]
+        *[production_line(x) for x in p.get("productions") or []]]
+
+
+def _evaluation_lines(ev: dict[str, Any]) -> list[str]:
     lines = []
     if ev["step"]:
         lines.append(f"by step {ev['step']}" + ("" if ev["reads_model"] else
@@ -196,7 +214,10 @@ def sections(statement: dict[str, Any], digest: str) -> list[tuple[str, list[str
         lines.append(f"report {rep['digest']}" + ("" if rep["readable"] else " (unreadable)"))
         lines.append(f"  population: {_population(rep['population'])}")
         lines += [f"  {x['name']} = {_value(x['value'])}  [{x['scope']}]" for x in rep["metrics"]]
-    out.append(("Evaluation", lines or ["no evaluation"]))
+    return lines
+
+
+def _provenance_lines(p: dict[str, Any]) -> list[str]:
     prov = _code_lines(p["code"])
     if "ci" in p:  # bundles sealed before CI provenance was recorded have no such field
         from mlpipe.evidence.ci import describe
@@ -220,56 +241,65 @@ def sections(statement: dict[str, Any], digest: str) -> list[tuple[str, list[str
     if p["run"]["params"]:
         prov.append("parameters " + ", ".join(f"{k}={v!r}" for k, v in
                                               sorted(p["run"]["params"].items())))
-    out.append(("Provenance", prov))
-    steps = []
-    for st in p["steps"]:
-        comp = st["component"]
-        head = f"{st['step']}: {comp['name']}@{comp['version']}  "
-        steps.append(head + (_reuse_line(st) if st["reused_from"] else st["status"]))
-        steps.append(f"    code {comp['code_digest']}")
-        steps.append(f"    spec {comp['spec_digest']}")
-        topo = _topology(st["topology"])
-        if topo:
-            steps.append(f"    topology {topo}")
-        if st["params"]:
-            steps.append("    params " + ", ".join(f"{k}={v!r}" for k, v in
-                                                   sorted(st["params"].items())))
-        for port in st["inputs"]:
-            steps.append(f"    in  {port['port']} {port['digest']}")
-        for port in st["outputs"]:
-            art = next((a for a in p["artifacts"] if a["digest"] == port["digest"]), {})
-            steps.append(f"    out {port['port']} {port['digest']}" + _held(art))
-        for e in st.get("hidden_inputs") or []:
-            steps.append(f"    read {e['path']} {e['digest'] or '(content not recorded)'}"
-                         + (" (declared with reads=)" if e["declared"] else
-                            " (outside the declared inputs)"))
-        for x in st["metrics"]:
-            steps.append(f"    metric {_metric_line(x)}")
-        interp = st.get("interpreter")  # absent from bundles sealed before it was recorded
-        if interp:
-            where = ("isolated, built from its declared environment" if interp["isolated"]
-                     else "mlpipe's own interpreter")
-            steps.append(f"    python {interp['version']} ({where}), {interp['packages']} "
-                         f"packages {interp['packages_digest']}")
-            if interp["in_declared_environment"] is False:
-                steps.append(f"    NOT IN ITS DECLARED ENVIRONMENT: {interp['note']}")
-        if st.get("step_record") is False and st["status"] != "skipped":
-            steps.append("    no step record: what its runtime would have observed (contract "
-                         "checks, metrics by rank, coordination, reads and writes) is unknown, "
-                         "not absent")
+    return prov
+
+
+def _steps_lines(p: dict[str, Any]) -> list[str]:
+    steps = [line for st in p["steps"] for line in _step_lines(st, p["artifacts"])]
     reused = [st["step"] for st in p["steps"] if st["reused_from"]]
     if reused:
         steps.append(f"{reuse_summary(p)}, not executed for this candidate: "
                      f"{', '.join(reused)}. Reuse is an execution fact, not evidence of quality.")
-    out.append(("Steps", steps))
-    for co in p["coordination"]:
-        lines = [f"{co['step']}: {'ok' if co['ok'] else 'FAILED'}, world {co['world_size']}, "
-                 f"ranks recorded {co.get('recorded_ranks')}, covered "
-                 f"{co.get('covered')}/{co.get('population')} examples, writers "
-                 f"{co.get('writers')}"]
-        lines += [f"  {f['severity']}[{f['code']}] {f['message']}" for f in co.get("findings", [])]
-        out.append(("Coordination", lines))
-    ch = p["checks"]
+    return steps
+
+
+def _step_lines(st: dict[str, Any], artifacts: list[dict[str, Any]]) -> list[str]:
+    comp = st["component"]
+    head = f"{st['step']}: {comp['name']}@{comp['version']}  "
+    steps = [head + (_reuse_line(st) if st["reused_from"] else st["status"]),
+             f"    code {comp['code_digest']}", f"    spec {comp['spec_digest']}"]
+    topo = _topology(st["topology"])
+    if topo:
+        steps.append(f"    topology {topo}")
+    if st["params"]:
+        steps.append("    params " + ", ".join(f"{k}={v!r}" for k, v in
+                                               sorted(st["params"].items())))
+    for port in st["inputs"]:
+        steps.append(f"    in  {port['port']} {port['digest']}")
+    for port in st["outputs"]:
+        art = next((a for a in artifacts if a["digest"] == port["digest"]), {})
+        steps.append(f"    out {port['port']} {port['digest']}" + _held(art))
+    for e in st.get("hidden_inputs") or []:
+        steps.append(f"    read {e['path']} {e['digest'] or '(content not recorded)'}"
+                     + (" (declared with reads=)" if e["declared"] else
+                        " (outside the declared inputs)"))
+    for x in st["metrics"]:
+        steps.append(f"    metric {_metric_line(x)}")
+    interp = st.get("interpreter")  # absent from bundles sealed before it was recorded
+    if interp:
+        where = ("isolated, built from its declared environment" if interp["isolated"]
+                 else "mlpipe's own interpreter")
+        steps.append(f"    python {interp['version']} ({where}), {interp['packages']} "
+                     f"packages {interp['packages_digest']}")
+        if interp["in_declared_environment"] is False:
+            steps.append(f"    NOT IN ITS DECLARED ENVIRONMENT: {interp['note']}")
+    if st.get("step_record") is False and st["status"] != "skipped":
+        steps.append("    no step record: what its runtime would have observed (contract "
+                     "checks, metrics by rank, coordination, reads and writes) is unknown, "
+                     "not absent")
+    return steps
+
+
+def _coordination_lines(co: dict[str, Any]) -> list[str]:
+    lines = [f"{co['step']}: {'ok' if co['ok'] else 'FAILED'}, world {co['world_size']}, "
+             f"ranks recorded {co.get('recorded_ranks')}, covered "
+             f"{co.get('covered')}/{co.get('population')} examples, writers "
+             f"{co.get('writers')}"]
+    return lines + [f"  {f['severity']}[{f['code']}] {f['message']}"
+                    for f in co.get("findings", [])]
+
+
+def _checks_lines(ch: dict[str, Any]) -> list[str]:
     errors = ch.get("error_results", [])
     checks = ([f"{d['severity']}[{d['code']}] {d['name']}: {d['message']}"
                for d in errors + ch["warnings"] + ch["info"]] if ch["recorded"]
@@ -280,10 +310,7 @@ def sections(statement: dict[str, Any], digest: str) -> list[tuple[str, list[str
         count = ["0 errors (a run with check errors never starts)"]
     else:
         count = [f"{ch['errors']} ERROR(S) recorded with this run: it ran with check errors"]
-    out.append(("Compile-time checks", count + (checks or ["no warnings"])))
-    out.append(("Bundle", [f"digest {digest}", f"sealed {p['sealed_at']} UTC",
-                           f"previous {p['previous_bundle'] or 'none (first bundle)'}"]))
-    return out
+    return count + (checks or ["no warnings"])
 
 
 def render_text(statement: dict[str, Any], digest: str) -> str:

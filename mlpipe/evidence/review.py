@@ -88,9 +88,7 @@ def record_decision(url: str, ref: str, *, verdict: str, by: str | None, note: s
         Recorded(candidate='c-3f9a0c1b22', verdict='accepted', cited='sha256:...', ...)
     """
     from mlpipe.evidence import models as m
-    from mlpipe.evidence.bundle import build, find_candidate
-    from mlpipe.evidence.compare import differences
-    from mlpipe.evidence.seal import canonical, latest, load_sealed, seal, unsealed
+    from mlpipe.evidence.seal import CONFIGURED, latest, seal
     from mlpipe.evidence.store import Store, utcnow
 
     if verdict not in (m.ACCEPTED, m.REJECTED):
@@ -100,46 +98,18 @@ def record_decision(url: str, ref: str, *, verdict: str, by: str | None, note: s
     if not by or not note.strip():
         raise UsageError("a decision names who decided (--by) and why (--note); one is empty",
                          hint="give --by NAME --note TEXT")
-    qualification: Qualification | None = None
     store = Store.open(url, create=False)
     try:
-        with store.session() as s:
-            cand = find_candidate(s, ref)
-            if key is not None and trust is not None:
-                _may_decide(s, cand, key, trust)
-            cand_id, newest = cand.id, latest(s, cand.id)
-            if newest is None:
-                raise _refuse_stale(cand_id, f"no bundle of candidate {cand_id} has been "
-                                             f"sealed, so there is no digest to cite")
-            cited = newest.digest
-        if bundle is not None and bundle != cited:
-            raise _refuse_stale(cand_id, f"the decision cites bundle {bundle}, but the newest "
-                                         f"sealed bundle of {cand_id} is {cited}")
-        verification = None
-        if trust is not None:
-            verification = require_trusted(url, cand_id, trust)
-        elif policy is not None and policy.verify is not None:
-            from mlpipe.evidence.verify import verify_bundle
-
-            verification = verify_bundle(url, cand_id).to_dict()
+        cand_id, cited = _cited_bundle(store, ref, bundle, key, trust)
+        verification = _verification(url, cand_id, policy, trust)
         with store.session() as s:
             cand = s.get(m.CandidateRow, cand_id)
             newest = latest(s, cand_id)
             if newest is None or newest.digest != cited:
                 raise _refuse_stale(cand_id, f"bundle {cited} is no longer the newest sealed "
                                              f"bundle of {cand_id}")
-            statement = load_sealed(newest.digest, bytes(newest.content))
-            try:
-                now_built = build(s, cand)
-            except UsageError as exc:   # the model's bytes changed or left the artifact root
-                raise _refuse_stale(cand_id, f"the model's files changed since bundle {cited} "
-                                             f"was sealed: {exc.message}") from None
-            if canonical(unsealed(statement)) != canonical(now_built):
-                changed = differences(unsealed(statement), now_built)
-                raise _refuse_stale(cand_id, f"the store or the model's files changed since "
-                                             f"bundle {cited} was sealed ({len(changed)} difference"
-                                             f"{'' if len(changed) == 1 else 's'}, first: "
-                                             f"{changed[0] if changed else 'the model files'})")
+            statement = _unchanged_since_sealed(s, cand, cand_id, newest, cited)
+            qualification: Qualification | None = None
             if policy is not None:
                 from mlpipe.evidence.policy import judge
 
@@ -150,30 +120,94 @@ def record_decision(url: str, ref: str, *, verdict: str, by: str | None, note: s
                 **qualification.policy.cited(), "passed": qualification.passed,
                 "criteria": [c.to_dict() for c in qualification.criteria]}
             decided_at = now or utcnow()
-            envelope = None
-            if key is not None:
-                from mlpipe.evidence import dsse
-                from mlpipe.evidence.vsa import decision_statement
-
-                vsa = decision_statement(
-                    candidate=cand_id, model=statement["predicate"]["candidate"]["model"],
-                    bundle=cited, verdict=verdict, note=note.strip(), decided_at=decided_at,
-                    verifier=f"mlpipe:key/{key.keyid}",
-                    policy=None if judged is None else {
-                        k: judged[k] for k in ("name", "file", "digest", "passed")})
-                envelope = dsse.sign(canonical(vsa), key)
+            envelope = None if key is None else _signed_decision(
+                key, cand_id, statement, cited, verdict, note.strip(), decided_at, judged)
             s.add(m.Decision(candidate_id=cand_id, bundle_digest=cited,
                              verdict=verdict, reviewer=by, note=note.strip(), policy=judged,
                              decided_at=decided_at, envelope=envelope,
                              signer=None if key is None else key.keyid))
             s.flush()
-            from mlpipe.evidence.seal import CONFIGURED
-
             sealed = seal(s, cand, now=now, signer=CONFIGURED if key is None else key)
             return Recorded(cand_id, verdict, cited, sealed.digest, by,
                             None if key is None else key.keyid)
     finally:
         store.close()
+
+
+def _cited_bundle(store: Any, ref: str, bundle: str | None, key: Signer | None,
+                  trust: Trust | None) -> tuple[str, str]:
+    """The candidate ``ref`` names and the digest of its newest sealed bundle, which the
+    decision cites (and ``bundle``, when given, must be); under ``trust``, ``key`` must be an
+    identity that may decide on it."""
+    from mlpipe.evidence.bundle import find_candidate
+    from mlpipe.evidence.seal import latest
+
+    with store.session() as s:
+        cand = find_candidate(s, ref)
+        if key is not None and trust is not None:
+            _may_decide(s, cand, key, trust)
+        cand_id, newest = cand.id, latest(s, cand.id)
+        if newest is None:
+            raise _refuse_stale(cand_id, f"no bundle of candidate {cand_id} has been "
+                                         f"sealed, so there is no digest to cite")
+        cited = newest.digest
+    if bundle is not None and bundle != cited:
+        raise _refuse_stale(cand_id, f"the decision cites bundle {bundle}, but the newest "
+                                     f"sealed bundle of {cand_id} is {cited}")
+    return cand_id, cited
+
+
+def _verification(url: str, cand_id: str, policy: Policy | None,
+                  trust: Trust | None) -> dict[str, Any] | None:
+    """The verification the decision rests on: under ``trust``, one that must pass; for a
+    policy that judges it, ``--verify``'s result; else none."""
+    if trust is not None:
+        return require_trusted(url, cand_id, trust)
+    if policy is not None and policy.verify is not None:
+        from mlpipe.evidence.verify import verify_bundle
+
+        return verify_bundle(url, cand_id).to_dict()
+    return None
+
+
+def _unchanged_since_sealed(s: Any, cand: Any, cand_id: str, newest: Any,
+                            cited: str) -> dict[str, Any]:
+    """The statement of the sealed bundle ``cited``, refused (MP715) when the store or the
+    model's files no longer build the same bundle."""
+    from mlpipe.evidence.bundle import build
+    from mlpipe.evidence.compare import differences
+    from mlpipe.evidence.seal import canonical, load_sealed, unsealed
+
+    statement = load_sealed(newest.digest, bytes(newest.content))
+    try:
+        now_built = build(s, cand)
+    except UsageError as exc:   # the model's bytes changed or left the artifact root
+        raise _refuse_stale(cand_id, f"the model's files changed since bundle {cited} "
+                                     f"was sealed: {exc.message}") from None
+    if canonical(unsealed(statement)) != canonical(now_built):
+        changed = differences(unsealed(statement), now_built)
+        raise _refuse_stale(cand_id, f"the store or the model's files changed since "
+                                     f"bundle {cited} was sealed ({len(changed)} difference"
+                                     f"{'' if len(changed) == 1 else 's'}, first: "
+                                     f"{changed[0] if changed else 'the model files'})")
+    return statement
+
+
+def _signed_decision(key: Signer, cand_id: str, statement: dict[str, Any], cited: str,
+                     verdict: str, note: str, decided_at: datetime,
+                     judged: dict[str, Any] | None) -> bytes:
+    """The decision as a signed statement (``vsa``) in a DSSE envelope."""
+    from mlpipe.evidence import dsse
+    from mlpipe.evidence.seal import canonical
+    from mlpipe.evidence.vsa import decision_statement
+
+    vsa = decision_statement(
+        candidate=cand_id, model=statement["predicate"]["candidate"]["model"],
+        bundle=cited, verdict=verdict, note=note, decided_at=decided_at,
+        verifier=f"mlpipe:key/{key.keyid}",
+        policy=None if judged is None else {
+            k: judged[k] for k in ("name", "file", "digest", "passed")})
+    return dsse.sign(canonical(vsa), key)
 
 
 def require_trusted(url: str, ref: str, trust: Trust) -> dict[str, Any]:

@@ -90,13 +90,7 @@ def azure_failure(exc: BaseException, workspace: Workspace, doing: str = "call A
         >>> azure_failure(ServiceRequestError("no route"), ws).message
         'no network: Azure ML cannot be reached (no route)'
     """
-    from azure.core.exceptions import (
-        ClientAuthenticationError,
-        HttpResponseError,
-        ResourceNotFoundError,
-        ServiceRequestError,
-        ServiceResponseError,
-    )
+    from azure.core.exceptions import ClientAuthenticationError, HttpResponseError
 
     where = (f"workspace {workspace.workspace_name!r} (resource group "
              f"{workspace.resource_group!r}, subscription {workspace.subscription_id!r})")
@@ -105,11 +99,21 @@ def azure_failure(exc: BaseException, workspace: Workspace, doing: str = "call A
     if isinstance(exc, ClientAuthenticationError) and status is None:
         return AzureError("no credentials: DefaultAzureCredential found none that works "
                           f"({_first_line(exc)})", hint=NO_CREDENTIALS_HINT)
+    if not isinstance(exc, HttpResponseError):
+        return _failure_without_response(exc, where, doing)
+    return _failure_of_response(exc, status, workspace, where, doing)
+
+
+def _failure_without_response(exc: BaseException, where: str, doing: str) -> AzureError:
+    """No answer from the service: no network, no cloud endpoints, or azure-ai-ml's own
+    validation refusing the job before it was sent."""
+    from azure.core.exceptions import ServiceRequestError, ServiceResponseError
+
     if isinstance(exc, (ServiceRequestError, ServiceResponseError)):
         return AzureError(f"no network: Azure ML cannot be reached ({_first_line(exc)})",
                           hint="check the connection, proxy (HTTPS_PROXY) and firewall, then "
                                "run again")
-    if not isinstance(exc, HttpResponseError) and "Unknown cloud environment" in str(exc):
+    if "Unknown cloud environment" in str(exc):
         import os
 
         url = os.environ.get("ARM_CLOUD_METADATA_URL")
@@ -118,23 +122,28 @@ def azure_failure(exc: BaseException, workspace: Workspace, doing: str = "call A
                           + f" ({_first_line(exc)})",
                           hint="check the connection and ARM_CLOUD_METADATA_URL (unset it for "
                                "the public Azure cloud), then run again")
-    if not isinstance(exc, HttpResponseError):
-        found = _validation_errors(exc)
-        if found:
-            path, text = found[0]
-            missing = _MISSING.search(text)
-            more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-            if missing:
-                return _missing(missing.group(1).lower(), where, f"{path}: {text}{more}")
-            return AzureError(f"azure-ai-ml refused the job before sending it: {path}: "
-                              f"{text}{more}", hint="fix the pipeline's definition; `mlpipe "
-                                                    "compile` writes the YAML azure-ai-ml reads")
-        return AzureError(f"Azure ML call failed while trying to {doing}: "
-                          f"{type(exc).__name__}: {_first_line(exc)}",
-                          hint="run again; if it persists, report it with this line")
+    found = _validation_errors(exc)
+    if found:
+        path, text = found[0]
+        missing = _MISSING.search(text)
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        if missing:
+            return _missing(missing.group(1).lower(), where, f"{path}: {text}{more}")
+        return AzureError(f"azure-ai-ml refused the job before sending it: {path}: "
+                          f"{text}{more}", hint="fix the pipeline's definition; `mlpipe "
+                                                "compile` writes the YAML azure-ai-ml reads")
+    return AzureError(f"Azure ML call failed while trying to {doing}: "
+                      f"{type(exc).__name__}: {_first_line(exc)}",
+                      hint="run again; if it persists, report it with this line")
+
+
+def _failure_of_response(exc: BaseException, status: int | None, workspace: Workspace,
+                         where: str, doing: str) -> AzureError:
+    """An answer from the service that refuses the request, by its status."""
+    from azure.core.exceptions import ResourceNotFoundError
+
     code, message = _service_error(exc)
     said = f"{status} {code}: {message}" if code else f"{status}: {message}"
-    url = _url(exc)
     if status == 401:
         return AzureError(f"not authenticated: Azure ML refused the credentials' token ({said})",
                           hint="sign in again (`az login`) or renew the service principal's "
@@ -156,20 +165,28 @@ def azure_failure(exc: BaseException, workspace: Workspace, doing: str = "call A
                                "and report it with this line")
     missing = _MISSING.search(message)
     if isinstance(exc, ResourceNotFoundError) or status == 404 or missing:
-        if re.search(r"/workspaces/[^/?]+(\?|$)", url) or "SubscriptionNotFound" in str(code) \
-                or "ResourceGroupNotFound" in str(code) or (
-                    url.rstrip("/").split("?")[0].endswith(workspace.workspace_name)):
-            return AzureError(f"no workspace: {where} was not found ({said})",
-                              hint="check --workspace, --resource-group and --subscription")
-        job = re.search(r"/jobs/([^/?]+)", url)
-        if job and not missing:
-            return AzureError(f"no job: Azure ML has no job {job.group(1)!r} in {where}",
-                              hint="check the job name (`mlpipe runs` shows the runs and their "
-                                   "jobs); a deleted job cannot be synced")
-        return _missing(missing.group(1).lower() if missing else "resource", where, said)
+        return _not_found(exc, code, said, missing, workspace, where)
     return AzureError(f"Azure ML rejected the request to {doing}: {said}",
                       hint="read the message above; the pipeline or the workspace needs it "
                            "fixed")
+
+
+def _not_found(exc: BaseException, code: Any, said: str, missing: re.Match[str] | None,
+               workspace: Workspace, where: str) -> AzureError:
+    """What a 404 (or a message that something was not found) says is missing: the
+    workspace, a job, or what the job names."""
+    url = _url(exc)
+    if re.search(r"/workspaces/[^/?]+(\?|$)", url) or "SubscriptionNotFound" in str(code) \
+            or "ResourceGroupNotFound" in str(code) or (
+                url.rstrip("/").split("?")[0].endswith(workspace.workspace_name)):
+        return AzureError(f"no workspace: {where} was not found ({said})",
+                          hint="check --workspace, --resource-group and --subscription")
+    job = re.search(r"/jobs/([^/?]+)", url)
+    if job and not missing:
+        return AzureError(f"no job: Azure ML has no job {job.group(1)!r} in {where}",
+                          hint="check the job name (`mlpipe runs` shows the runs and their "
+                               "jobs); a deleted job cannot be synced")
+    return _missing(missing.group(1).lower() if missing else "resource", where, said)
 
 
 _MISSING_HINTS = {

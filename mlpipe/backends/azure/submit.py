@@ -21,6 +21,7 @@ from mlpipe.digests import canonical_json
 from mlpipe.errors import MlpipeError
 from mlpipe.evidence.ci import ci_provenance, ci_tags
 from mlpipe.evidence.store import Store, new_id
+from mlpipe.graph import Graph
 from mlpipe.spec import PipelineSpec
 
 
@@ -79,14 +80,7 @@ def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsServi
         AzureError: no credentials, no network, or Azure rejected the job.
         ExportError: the pipeline cannot be written as Azure ML YAML.
     """
-    graph, diagnostics = check_pipeline(spec)
-    diagnostics = [d for d in list(extra_diagnostics or []) + diagnostics
-                   if d.code not in ignore]
-    if has_errors(diagnostics):
-        errors = sum(1 for d in diagnostics if d.severity.value == "error")
-        raise ChecksFailed(diagnostics, f"the pipeline has {errors} error(s); nothing was "
-                                        f"submitted",
-                           hint="fix them (mlpipe check shows them) and submit again")
+    graph, diagnostics = _checked(spec, extra_diagnostics, ignore)
     refuse_secrets(spec)  # before anything is recorded or sent
     run_id = run_id or new_id("r", 5)
     experiment = experiment or spec.name
@@ -126,3 +120,18 @@ def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsServi
             record.mark_submitted(store, run_id, created)
     return SubmittedRun(run_id, created.name, created.studio_url, created.status, experiment,
                         spec.name, spec.digest, workspace, ci)
+
+
+def _checked(spec: PipelineSpec, extra_diagnostics: list[Diagnostic] | None,
+             ignore: Collection[str]) -> tuple[Graph, list[Diagnostic]]:
+    """The checked graph and the diagnostics it is submitted with (``extra_diagnostics``
+    first, the ignored codes left out); ChecksFailed when an error remains."""
+    graph, diagnostics = check_pipeline(spec)
+    diagnostics = [d for d in list(extra_diagnostics or []) + diagnostics
+                   if d.code not in ignore]
+    if has_errors(diagnostics):
+        errors = sum(1 for d in diagnostics if d.severity.value == "error")
+        raise ChecksFailed(diagnostics, f"the pipeline has {errors} error(s); nothing was "
+                                        f"submitted",
+                           hint="fix them (mlpipe check shows them) and submit again")
+    return graph, diagnostics
