@@ -14,13 +14,13 @@ from urllib.parse import quote
 from mlpipe.evidence.dag import COLORS, svg
 from mlpipe.evidence.findings import every_finding, where_from
 from mlpipe.evidence.render import (
-    _population,
-    _topology,
-    _value,
+    metric_value,
     own_name,
+    population_text,
     production_line,
     reuse_origins,
     reuse_summary,
+    topology_text,
 )
 
 _STYLE = """
@@ -93,7 +93,7 @@ def value_html(v: Any) -> str:
             return _table(keys, [[value_html(x.get(k)) for k in keys] for x in v], "inner")
         return "".join(f"<div>{value_html(x)}</div>" for x in v)
     if isinstance(v, float):
-        return _e(_value(v))
+        return _e(metric_value(v))
     text = str(v)
     return f"<code>{_e(text)}</code>" if _is_digest(text) else _e(text)
 
@@ -220,13 +220,13 @@ def _scope(x: dict[str, Any]) -> str:
 
 def _evaluation(p: dict[str, Any]) -> str:
     ev = p["evaluation"]
-    rows = [[_e(x["name"]), f'<td class="num">{_e(_value(x["value"]))}</td>', _e(_scope(x)),
+    rows = [[_e(x["name"]), f'<td class="num">{_e(metric_value(x["value"]))}</td>', _e(_scope(x)),
              _e(x.get("population") or "not recorded"), f"logged by step {_e(ev['step'])}"]
             for x in ev["metrics"]]
     rep = ev["report"]
     if rep:
-        rows += [[_e(x["name"]), f'<td class="num">{_e(_value(x["value"]))}</td>',
-                  _e(x["scope"]), _e(_population(x.get("population") or rep["population"])),
+        rows += [[_e(x["name"]), f'<td class="num">{_e(metric_value(x["value"]))}</td>',
+                  _e(x["scope"]), _e(population_text(x.get("population") or rep["population"])),
                   f"report <code>{_e(rep['digest'][:19])}</code>"] for x in rep["metrics"]]
     head = []
     if ev["step"]:
@@ -367,7 +367,7 @@ def _step(p: dict[str, Any], st: dict[str, Any]) -> str:
              f"<code>{_e(st['environment']['digest'])}</code>"),
             ("compute", value_html(st["compute"])),
             ("cache key", value_html(st["cache_key"]))]
-    topo = _topology(st["topology"])
+    topo = topology_text(st["topology"])
     if topo:
         rows.append(("topology", _e(topo)))
     if st["params"]:
@@ -392,7 +392,7 @@ def _step(p: dict[str, Any], st: dict[str, Any]) -> str:
     metrics = ""
     if st["metrics"]:
         metrics = _table(["Metric", "Value", "Scope", "Population"],
-                         [[_e(x["name"]), f'<td class="num">{_e(_value(x["value"]))}</td>',
+                         [[_e(x["name"]), f'<td class="num">{_e(metric_value(x["value"]))}</td>',
                            _e(_scope(x)), _e(x.get("population") or "not recorded")]
                           for x in st["metrics"]])
     return (f'<div class="step" id="step-{_e(st["step"])}"><h3>{_e(st["step"])}</h3>{reuse}'

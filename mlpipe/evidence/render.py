@@ -36,7 +36,7 @@ def _short(digest: str | None, n: int = 19) -> str:
     return "-" if not digest else digest[:n]
 
 
-def _value(v: float) -> str:
+def metric_value(v: float) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
@@ -45,16 +45,16 @@ def _metric_line(x: dict[str, Any]) -> str:
     if x.get("reduced_over"):
         scope += f", reduced over {x['reduced_over']} ranks"
     pop = x.get("population") or "population not recorded"
-    return f"{x['name']} = {_value(x['value'])}  [{scope}]  on {pop}"
+    return f"{x['name']} = {metric_value(x['value'])}  [{scope}]  on {pop}"
 
 
-def _population(p: Any) -> str:
+def population_text(p: Any) -> str:
     if isinstance(p, dict):
         return ", ".join(f"{k} {v}" for k, v in sorted(p.items()))
     return str(p) if p else "not stated"
 
 
-def _topology(t: dict[str, Any]) -> str | None:
+def topology_text(t: dict[str, Any]) -> str | None:
     if not t or not t.get("declared"):
         return None
     d = t["declared"]
@@ -212,8 +212,9 @@ def _evaluation_lines(ev: dict[str, Any]) -> list[str]:
     rep = ev["report"]
     if rep:
         lines.append(f"report {rep['digest']}" + ("" if rep["readable"] else " (unreadable)"))
-        lines.append(f"  population: {_population(rep['population'])}")
-        lines += [f"  {x['name']} = {_value(x['value'])}  [{x['scope']}]" for x in rep["metrics"]]
+        lines.append(f"  population: {population_text(rep['population'])}")
+        lines += [f"  {x['name']} = {metric_value(x['value'])}  [{x['scope']}]"
+                  for x in rep["metrics"]]
     return lines
 
 
@@ -258,7 +259,7 @@ def _step_lines(st: dict[str, Any], artifacts: list[dict[str, Any]]) -> list[str
     head = f"{st['step']}: {comp['name']}@{comp['version']}  "
     steps = [head + (_reuse_line(st) if st["reused_from"] else st["status"]),
              f"    code {comp['code_digest']}", f"    spec {comp['spec_digest']}"]
-    topo = _topology(st["topology"])
+    topo = topology_text(st["topology"])
     if topo:
         steps.append(f"    topology {topo}")
     if st["params"]:
