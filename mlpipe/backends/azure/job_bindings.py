@@ -2,7 +2,7 @@
 or a literal as Azure ML reads it; and the kinds of the ports a job binds to a sibling's output,
 settled once every sibling is read.
 
-Builds spec values; an expression it cannot follow is a diagnostic (MP6xx), never a judgement.
+Builds spec values; an expression it cannot follow is a diagnostic (MP601), never a judgement.
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def input_binding(diagnostics: list[Diagnostic], where: Where, doc: Any, key: st
                   base: str) -> Binding | None:
     """What a job's input ``key`` binds to: a parent input, a sibling's output or a literal
     (None for an input that states only its type or mode); an expression of another form is
-    MP6xx in ``diagnostics``."""
+    MP601 in ``diagnostics``."""
     value = given.value
     if isinstance(given.raw, dict) and "path" not in given.raw and "value" not in given.raw:
         return None  # a type or mode only: the job states the port, it binds nothing
@@ -75,7 +75,7 @@ def literal(given: nodes.Given, target: ComponentSpec | PipelineSpec,
 
 def bad_expression(diagnostics: list[Diagnostic], where: Where, doc: Any, key: str, field: str,
                    value: Any, rule: str) -> None:
-    """MP6xx: a binding expression mlpipe cannot follow, with the forms it can."""
+    """MP601: a binding expression mlpipe cannot follow, with the forms it can."""
     diagnostics.append(Diagnostic.of(
         UNREADABLE_BINDING_EXPRESSION,
         f"{field} is {value!r}, which mlpipe cannot follow: {rule}",
@@ -87,7 +87,7 @@ def bad_expression(diagnostics: list[Diagnostic], where: Where, doc: Any, key: s
 def output_bindings(diagnostics: list[Diagnostic], where: Where, node: Any, name: str,
                     field: str, produced: dict[str, StepOutput]) -> None:
     """Each pipeline output job ``name`` binds (``${{parent.outputs.NAME}}``) into
-    ``produced``; an output expression of another form is MP6xx in ``diagnostics``."""
+    ``produced``; an output expression of another form is MP601 in ``diagnostics``."""
     for key in node.get("outputs") or {}:
         value = _binding_value(node["outputs"][key])
         body = nodes.expression(value)

@@ -51,8 +51,7 @@ def with_job_settings(where: Where, problems: Problems, node: Any, kind: str,
     if launched and node.get("distribution") is not None and node.get("component") is not None:
         dist = vocabulary.parse_distribution(node["distribution"], job=True)
         if isinstance(dist, str):
-            problems.add(where, node, "distribution", dist,
-                              field=f"{field}.distribution")
+            problems.add(where, node, "distribution", dist, field=f"{field}.distribution")
         else:
             # the component's own declaration (from its tags) carries over, the job's adds
             dist = vocabulary.read_launch_tags(dist, {

@@ -47,13 +47,12 @@ def read_pipeline_input(where: Where, problems: Problems, doc: Any, name: str,
                                      default=param.default, param=param, location=loc)
         known = ", ".join([*vocabulary.ASSET_TYPES, *vocabulary.AZURE_PARAM_TYPES])
         problems.add(where, doc, name, f"has type {kind!r}, which is not an Azure ML "
-                          f"input type", hint=f"use one of {known}",
-                          field=f"inputs.{name}.type")
+                     f"input type", hint=f"use one of {known}", field=f"inputs.{name}.type")
         return None
     if isinstance(value, (bool, int, float, str)) or value is None:
         return _value_input(name, value, loc)
     problems.add(where, doc, name, f"is {value!r}; a pipeline input is a value or a "
-                      f"mapping with a type or path", field=f"inputs.{name}")
+                 f"mapping with a type or path", field=f"inputs.{name}")
     return None
 
 
