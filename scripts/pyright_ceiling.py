@@ -2,8 +2,9 @@
 that only goes down, and the public API (``mlpipe.__all__``) fully typed.
 
 The ceiling is the number in ``.pyright-ceiling``. More errors than that fail, listing them;
-fewer fail too, asking for the ceiling to be lowered (``--lower`` writes the new count), so a
-fixed error cannot quietly come back. The public API is judged by ``pyright --verifytypes``:
+fewer pass and ask for the ceiling to be lowered (``--lower`` writes the new count, and the
+commit that fixed them carries it), so a fixed error cannot quietly come back; fewer do not
+fail, since a newer release of a library mlpipe imports can also lower the count. The public API is judged by ``pyright --verifytypes``:
 every name in ``mlpipe.__all__``, and every member reachable through it, must have a known,
 unambiguous type (a missing docstring is not judged here).
 
@@ -66,7 +67,10 @@ def verdict(count: int, ceiling: int) -> tuple[int, str]:
                    f"the ceiling of {ceiling} (.pyright-ceiling): fix what your change added "
                    f"(listed above); the ceiling only goes down")
     if count < ceiling:
-        return 1, (f"pyright reports {count} errors over {PACKAGE}/, below the ceiling of "
+        # A pass: a lower count is what the ceiling is for, and it can also come from a newer
+        # release of a library mlpipe imports (a clean machine installs the newest), which must
+        # not fail a build. The reminder makes the next commit ratchet it down.
+        return 0, (f"pyright reports {count} errors over {PACKAGE}/, below the ceiling of "
                    f"{ceiling}: lower the ceiling to {count} "
                    f"(python scripts/pyright_ceiling.py --lower) so they cannot come back")
     return 0, f"pyright: {count} errors over {PACKAGE}/, at the ceiling of {ceiling}"
