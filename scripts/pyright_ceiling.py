@@ -4,9 +4,10 @@ that only goes down, and the public API (``mlpipe.__all__``) fully typed.
 The ceiling is the number in ``.pyright-ceiling``. More errors than that fail, listing them;
 fewer pass and ask for the ceiling to be lowered (``--lower`` writes the new count, and the
 commit that fixed them carries it), so a fixed error cannot quietly come back; fewer do not
-fail, since a newer release of a library mlpipe imports can also lower the count. The public API is judged by ``pyright --verifytypes``:
-every name in ``mlpipe.__all__``, and every member reachable through it, must have a known,
-unambiguous type (a missing docstring is not judged here).
+fail, since a newer release of a library mlpipe imports can also lower the count. The public
+API is judged by ``pyright --verifytypes``: every name in ``mlpipe.__all__``, and every member
+reachable through it, must have a known, unambiguous type (a missing docstring is not judged
+here).
 
 Usage: python scripts/pyright_ceiling.py [--pyright PATH] [--lower]
 """
