@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
+import os
 import sys
 
 
@@ -58,6 +59,15 @@ def module_file(name: str) -> tuple[str | None, bool]:
             return None, False  # the parent is no package: nothing lies below it
         try:
             spec = importlib.machinery.PathFinder.find_spec(prefix, paths)
+        except KeyError:
+            # A namespace package (azure.ai) below one not imported yet (azure): the finder's
+            # _NamespacePath looks its parent up in sys.modules. Its portions are the folders
+            # of that name on the parent's path, which is all a namespace package is.
+            paths = [os.path.join(p, part) for p in paths if os.path.isdir(os.path.join(p, part))]
+            found = ("", True)
+            if not paths:
+                return None, False
+            continue
         except (ImportError, ValueError):
             spec = None
         if spec is None:

@@ -88,6 +88,24 @@ def test_module_file_imports_neither_the_module_nor_its_parents(project):
     assert not [m for m in sys.modules if m.split(".")[0] == "heavy"]
 
 
+def test_module_file_inside_nested_namespace_packages_none_of_them_imported(tmp_path,
+                                                                         monkeypatch):
+    # azure.ai.ml's shape: azure and azure.ai are namespace packages (no __init__), here in two
+    # portions on two path entries; the finder's namespace path needs its parent imported
+    for root, rel in (("a", "nsouter/nsinner/lib/__init__.py"), ("b", "nsouter/nsinner/other.py")):
+        (tmp_path / root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / root / rel).write_text("raise RuntimeError('imported')\n")
+        monkeypatch.syspath_prepend(str(tmp_path / root))
+    assert module_file("nsouter.nsinner.lib") == (
+        str(tmp_path / "a/nsouter/nsinner/lib/__init__.py"), True)
+    assert module_file("nsouter.nsinner.other") == (
+        str(tmp_path / "b/nsouter/nsinner/other.py"), False)
+    assert module_file("nsouter.nsinner") == ("", True)
+    assert module_file("nsouter.nsinner.missing") == (None, False)
+    assert module_file("nsouter.nowhere.lib") == (None, False)
+    assert not [m for m in sys.modules if m.split(".")[0] == "nsouter"]
+
+
 def test_module_file_of_imported_and_blocked_modules(monkeypatch):
     import json.decoder
 
