@@ -117,7 +117,7 @@ def tutorial(s: Session) -> str:
     cand3 = _first(r"^candidate (c-[0-9a-f]+)$", more.split("```")[1])
     steps = s.shell(f"mlpipe evidence {cand3}", cut=None)
     steps = _excerpt(steps, "STEPS", "COORDINATION")
-    diff = s.shell(f"mlpipe diff {run1} {run3}")
+    diff = s.shell(f"mlpipe diff {run1} {run3}", ok=(1,))  # 1: they differ, as diff(1)
     policy = "policies/defect-classifier.yml"
     qualify = s.shell(f"mlpipe qualify {cand1} --policy {policy}")
     rebuild = s.shell(f"mlpipe evidence {cand1} --rebuild --format json -o bundle.json")
