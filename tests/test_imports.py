@@ -59,11 +59,13 @@ main()
 CLI = ["mlpipe", "mlpipe.version", "mlpipe.errors", "mlpipe.paths", "mlpipe.cli", "mlpipe.cli.*"]
 #: What reading the store takes: its location, the plain-SQL reader, the views of its rows.
 READ = [*CLI, "mlpipe.evidence", "mlpipe.evidence.config", "mlpipe.evidence.fastpath",
-        "mlpipe.evidence.liveness", "mlpipe.evidence.reader", "mlpipe.evidence.read_*",
+        "mlpipe.evidence.liveness", "mlpipe.evidence.populations", "mlpipe.evidence.reader",
+        "mlpipe.evidence.read_*",
         "mlpipe.evidence.sourcediff", "mlpipe.evidence.summaries", "mlpipe.evidence.terminal",
         "mlpipe.evidence.views", "mlpipe.digests"]
 #: A sealed bundle's findings are judged and rendered against the table of codes.
-FINDINGS = ["mlpipe.codes", "mlpipe.diagnostics", "mlpipe.evidence.findings"]
+FINDINGS = ["mlpipe.codes", "mlpipe.diagnostics", "mlpipe.evidence.findings",
+            "mlpipe.evidence.populations"]
 #: The mlpipe modules each read command may import (fnmatch patterns).
 MAY_IMPORT: dict[str, list[str]] = {
     "--version": CLI,
@@ -72,6 +74,7 @@ MAY_IMPORT: dict[str, list[str]] = {
     "show": READ,
     "diff": READ,
     "logs": [*READ, "mlpipe.evidence.logs"],
+    # the trust policy only when one is configured (the SIGNED column judges by it)
     "candidates": [*READ, *FINDINGS, "mlpipe.evidence.trust", "mlpipe.evidence.keys",
                    "mlpipe.evidence.dsse"],
     "evidence": [*CLI, "mlpipe.evidence", "mlpipe.evidence.config", "mlpipe.evidence.fastpath",

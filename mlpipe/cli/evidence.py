@@ -30,7 +30,7 @@ def candidates(limit: int, fmt: str, trust_file: str | None) -> None:
     trust = load_configured_trust(trust_file)
     with open_evidence_reader() as s:
         rows = s.candidate_rows(limit=limit)
-    from mlpipe.evidence.trust import signature_label, signature_state
+    from mlpipe.evidence.views import signature_label, signature_state
 
     local = _local_keyid()
     states = {c.id: signature_state(c.signer, c.findings is not None, trust, local)

@@ -28,6 +28,7 @@ from mlpipe.codes import (
 )
 from mlpipe.diagnostics import Code, Severity
 from mlpipe.digests import is_reference
+from mlpipe.evidence.populations import population_name
 
 _WHOLE = {"all", "full", "everything", "whole", "*"}
 #: Where a finding came from (``every_finding``'s ``source``).
@@ -41,23 +42,6 @@ def _finding(code: Code, message: str, hint: str, step: str | None = None,
     return {"code": code.code, "name": code.name,
             "severity": (severity or code.severity).value, "step": step,
             "message": message, "hint": hint}
-
-
-def population_name(population: Any) -> str | None:
-    """The split a population names: ``"train, 210 examples"`` -> ``"train"``,
-    ``{"split": "test", "examples": 90}`` -> ``"test"``.
-
-    Example:
-        >>> population_name("Test split, 90 examples")
-        'test'
-    """
-    if isinstance(population, dict):
-        population = population.get("split") or population.get("name")
-    if not isinstance(population, str) or not population.strip():
-        return None
-    head = population.split(",", 1)[0].strip().lower()
-    head = re.sub(r"^split\s+|\s+split$", "", head)
-    return head or None
 
 
 def _names(values: list[Any]) -> set[str]:

@@ -12,7 +12,6 @@ import base64
 import binascii
 import functools
 import os
-import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -173,6 +172,8 @@ def _first_use_key(path: Path) -> LocalKey:
     if not path.exists():
         key = generate_private()
         path.parent.mkdir(parents=True, exist_ok=True)
+        import secrets
+
         aside = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
         try:
             _write_new(aside, _private_pem(key), 0o600)

@@ -20,7 +20,8 @@ from mlpipe.codes import (
 )
 from mlpipe.digests import digest_bytes
 from mlpipe.errors import UsageError
-from mlpipe.evidence.findings import every_finding, population_name
+from mlpipe.evidence.findings import every_finding
+from mlpipe.evidence.populations import population_name
 
 _TOP = ("name", "description", "metrics", "findings_absent", "verify")
 _METRIC = ("name", "at_least", "at_most", "population")

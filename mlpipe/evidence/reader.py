@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sqlite3
 from collections.abc import Iterator
 from datetime import datetime
@@ -118,6 +117,8 @@ class Reader:
                 return True
             # the index named: with statistics that say nearly every run succeeded, SQLite
             # would otherwise scan a million runs for the few still running
+            import socket  # here: the read commands that never ask pay no import of it
+
             running = self._conn.execute(
                 "SELECT pid, pid_started FROM runs INDEXED BY ix_runs_status "
                 "WHERE status = ? AND host = ? AND pid IS NOT NULL",

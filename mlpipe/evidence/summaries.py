@@ -81,7 +81,7 @@ def run_document(s: Reader, run: Run) -> dict[str, Any]:
 def candidates_document(rows: list[Candidate],
                         signatures: dict[str, Any] | None = None) -> dict[str, Any]:
     """``mlpipe candidates --format json`` (rows from ``Reader.candidate_rows``; ``signatures``:
-    candidate id -> ``trust.signature_state``)."""
+    candidate id -> ``views.signature_state``)."""
     return {"format": f"mlpipe.candidates/{VERSION}", "candidates": [
         {"candidate_id": c.id, "name": c.name, "pipeline": c.pipeline, "run_id": c.run_id,
          "created_at": _iso(c.created_at), "model_digest": c.model_digest,

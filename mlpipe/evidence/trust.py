@@ -251,35 +251,6 @@ def signer_of(trust: Trust, envelope: bytes | None, payload: bytes | None = None
                   f"the trust policy {trust.file} does not name", keyids)
 
 
-def signature_state(signer: str | None, sealed: bool, trust: Trust | None,
-                    local_keyid: str | None) -> dict[str, str | None]:
-    """How ``mlpipe candidates`` shows who signed a candidate's newest bundle (by the key id its
-    envelope names; ``--verify --trust`` checks the signature itself): ``state`` one of
-    ``trusted`` (an identity of ``trust`` that may seal or decide), ``untrusted``, ``local``
-    (this home's first-use key, no policy given), ``signed`` (no policy to judge it by),
-    ``unsigned``, ``unsealed``."""
-    ident = None if trust is None or signer is None else trust.identities.get(signer)
-    if not sealed:
-        state = "unsealed"
-    elif signer is None:
-        state = "unsigned"
-    elif ident is not None:
-        state = "trusted"
-    elif trust is not None:
-        state = "untrusted"
-    else:
-        state = "local" if signer == local_keyid else "signed"
-    return {"state": state, "keyid": signer, "identity": None if ident is None else ident.name}
-
-
-def signature_label(sig: dict[str, str | None]) -> str:
-    """``signed by ci`` / ``untrusted key 3f9a0c1b`` / ``local key (untrusted)`` / ..."""
-    short = (sig["keyid"] or "")[:8]
-    return {"trusted": f"signed by {sig['identity']}", "untrusted": f"untrusted key {short}",
-            "local": "local key (untrusted)", "signed": f"key {short}",
-            "unsigned": "unsigned", "unsealed": "-"}[str(sig["state"])]
-
-
 def _finding(code: Code, message: str, hint: str) -> dict[str, Any]:
     return {"code": code.code, "name": code.name, "message": message, "hint": hint}
 
@@ -385,4 +356,4 @@ def _statement_says(envelope: bytes) -> tuple[str, str, str]:
 
 
 __all__ = ["DECIDE", "SEAL", "Identity", "Signed", "Trust", "judge_bundles", "judge_decisions",
-           "load_trust", "signature_label", "signature_state", "signer_of"]
+           "load_trust", "signer_of"]

@@ -5,10 +5,11 @@ command that shows the store starts as fast as mlpipe does).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlpipe.digests import digest_of
 from mlpipe.errors import UsageError
+from mlpipe.evidence.populations import population_name
 from mlpipe.evidence.read_records import (
     EXECUTED,
     FAILED,
@@ -19,7 +20,9 @@ from mlpipe.evidence.read_records import (
     StepRun,
 )
 from mlpipe.evidence.reader import Reader
-from mlpipe.evidence.sourcediff import change_lines, source_change
+
+if TYPE_CHECKING:
+    from mlpipe.evidence.trust import Trust
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -54,8 +57,6 @@ def headline(metrics: list[tuple[str, float, str | None]], most: int = 2) -> str
         >>> headline([("accuracy", 0.875, "test, 8 examples")])
         'accuracy 0.875 on test'
     """
-    from mlpipe.evidence.findings import population_name
-
     if not metrics:
         return "-"
     shown = [f"{name} {value:.4g} on {population_name(pop) or 'population not recorded'}"
@@ -213,6 +214,8 @@ def why(s: Reader, run: Run, step: str) -> str:
     if diff:
         lines += [f"    {d}" for d in diff]
         if before.component.code_digest != sr.component.code_digest:
+            from mlpipe.evidence.sourcediff import change_lines, source_change
+
             change = source_change(s.source_text(before.component.code_digest),
                                    s.source_text(sr.component.code_digest))
             lines += [f"    {line}" for line in change_lines(change)]
@@ -334,6 +337,8 @@ def run_differences(s: Reader, a: Run, b: Run) -> dict[str, list[dict[str, Any]]
         out[key] = [item(step, fa.get(step, {}).get(part), fb.get(step, {}).get(part))
                     for step in sorted(set(fa) | set(fb))
                     if fa.get(step, {}).get(part) != fb.get(step, {}).get(part)]
+    from mlpipe.evidence.sourcediff import source_change  # difflib: only a diff pays for it
+
     for found in out["code"]:
         if found["before"] and found["after"]:
             found["source"] = source_change(s.source_text(found["before"]),
@@ -375,6 +380,8 @@ def diff_runs(s: Reader, a: Run, b: Run,
         for d in found[key]:
             rows.append(text.get(key, lambda d: f"{d['what']}: {d['before']} -> {d['after']}")(d))
             if d.get("source") is not None:
+                from mlpipe.evidence.sourcediff import change_lines
+
                 rows += [f"  {line}" for line in change_lines(d["source"])]
         if rows:
             out.append(f"{title}:")
@@ -382,3 +389,32 @@ def diff_runs(s: Reader, a: Run, b: Run,
     if len(out) == 2:
         out.append("no differences in code, environment, data, parameters, reuse or metrics")
     return "\n".join(out)
+
+
+def signature_state(signer: str | None, sealed: bool, trust: Trust | None,
+                    local_keyid: str | None) -> dict[str, str | None]:
+    """How ``mlpipe candidates`` shows who signed a candidate's newest bundle (by the key id its
+    envelope names; ``--verify --trust`` checks the signature itself): ``state`` one of
+    ``trusted`` (an identity of ``trust`` that may seal or decide), ``untrusted``, ``local``
+    (this home's first-use key, no policy given), ``signed`` (no policy to judge it by),
+    ``unsigned``, ``unsealed``."""
+    ident = None if trust is None or signer is None else trust.identities.get(signer)
+    if not sealed:
+        state = "unsealed"
+    elif signer is None:
+        state = "unsigned"
+    elif ident is not None:
+        state = "trusted"
+    elif trust is not None:
+        state = "untrusted"
+    else:
+        state = "local" if signer == local_keyid else "signed"
+    return {"state": state, "keyid": signer, "identity": None if ident is None else ident.name}
+
+
+def signature_label(sig: dict[str, str | None]) -> str:
+    """``signed by ci`` / ``untrusted key 3f9a0c1b`` / ``local key (untrusted)`` / ..."""
+    short = (sig["keyid"] or "")[:8]
+    return {"trusted": f"signed by {sig['identity']}", "untrusted": f"untrusted key {short}",
+            "local": "local key (untrusted)", "signed": f"key {short}",
+            "unsigned": "unsigned", "unsealed": "-"}[str(sig["state"])]
