@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from mlpipe.codes import (
     PROMOTION_OF_REJECTED_CANDIDATE,
@@ -22,6 +23,9 @@ from mlpipe.codes import (
 from mlpipe.digests import digest_of
 from mlpipe.errors import MlpipeError, StoreError, UsageError
 from mlpipe.evidence.policy import Policy
+
+if TYPE_CHECKING:
+    from mlpipe.evidence import models as m
 
 #: Where the lineage tags live in a registry: every key starts with this.
 TAG_PREFIX = "mlpipe."
@@ -86,10 +90,7 @@ def gate(url: str, ref: str, policy: Policy | None = None) -> Gate:
         >>> gate(url, "c-3f9a").cited
         'sha256:...'
     """
-    from mlpipe.evidence import models as m
-    from mlpipe.evidence.bundle import build, decision_entry, find_candidate, model_path
-    from mlpipe.evidence.compare import differences
-    from mlpipe.evidence.seal import canonical, load_sealed
+    from mlpipe.evidence.bundle import find_candidate, model_path
     from mlpipe.evidence.store import Store
 
     store = Store.open(url, create=False)
@@ -97,44 +98,8 @@ def gate(url: str, ref: str, policy: Policy | None = None) -> Gate:
         with store.session() as s:
             cand = find_candidate(s, ref)
             cid = cand.id
-            decisions = list(s.scalars(select(m.Decision).where(m.Decision.candidate_id == cid)
-                                       .order_by(m.Decision.decided_at, m.Decision.id)))
-            if not decisions:
-                raise PromotionRefused(
-                    PROMOTION_WITHOUT_DECISION, f"candidate {cid} has no recorded decision; "
-                    f"only a candidate a reviewer accepted is promoted",
-                    hint=f"read `mlpipe evidence {cid}`, then record `mlpipe review {cid} "
-                         f"--accept --by NAME --note TEXT --policy FILE`")
-            last = decisions[-1]
-            entry = decision_entry(last)
-            if last.verdict != m.ACCEPTED:
-                raise PromotionRefused(
-                    PROMOTION_OF_REJECTED_CANDIDATE, f"candidate {cid} was rejected by "
-                    f"{last.reviewer} ({last.decided_at:%Y-%m-%d %H:%M} UTC: {last.note})",
-                    hint="promote a candidate a reviewer accepted; a rejected one stays "
-                         "rejected until a new decision accepts it")
-            row = s.get(m.BundleRow, last.bundle_digest)
-            if row is None:
-                raise StoreError(f"the bundle {last.bundle_digest} that {cid}'s decision "
-                                 f"cites is no longer in the store",
-                                 hint=f"run `mlpipe evidence {cid} --verify`")
-            decided = load_sealed(row.digest, bytes(row.content))
-            stale_hint = (f"run `mlpipe evidence {cid} --rebuild`, read the bundle it seals, "
-                          f"and record a new decision on it (`mlpipe review {cid}`)")
-            try:
-                now = build(s, cand)
-            except UsageError as exc:   # the model's bytes changed or left the artifact root
-                raise PromotionRefused(
-                    PROMOTION_ON_STALE_DECISION, f"the accepted decision cites bundle "
-                    f"{row.digest}, but the model's files changed since: {exc.message}",
-                    hint=stale_hint) from None
-            if canonical(_decided_view(decided)) != canonical(_decided_view(now)):
-                changed = differences(_decided_view(decided), _decided_view(now))
-                raise PromotionRefused(
-                    PROMOTION_ON_STALE_DECISION, f"the accepted decision cites bundle "
-                    f"{row.digest}, but the store or the model's files changed since "
-                    f"({len(changed)} difference{'' if len(changed) == 1 else 's'}, first: "
-                    f"{changed[0] if changed else 'the model files'})", hint=stale_hint)
+            last, entry = _accepted_decision(s, cid)
+            row, decided = _still_current(s, cand, last)
             where = model_path(cand)
             if where is None:
                 raise UsageError(f"the model {cand.model.digest} of {cid} is not on this "
@@ -148,6 +113,65 @@ def gate(url: str, ref: str, policy: Policy | None = None) -> Gate:
     _judge(url, found)
     found.tags = lineage(found)
     return found
+
+
+def _accepted_decision(s: Session, cid: str) -> tuple[m.Decision, dict[str, Any]]:
+    """The candidate's newest decision and its bundle entry, when it accepts (MP750, MP751)."""
+    from mlpipe.evidence import models as m
+    from mlpipe.evidence.bundle import decision_entry
+
+    decisions = list(s.scalars(select(m.Decision).where(m.Decision.candidate_id == cid)
+                               .order_by(m.Decision.decided_at, m.Decision.id)))
+    if not decisions:
+        raise PromotionRefused(
+            PROMOTION_WITHOUT_DECISION, f"candidate {cid} has no recorded decision; "
+            f"only a candidate a reviewer accepted is promoted",
+            hint=f"read `mlpipe evidence {cid}`, then record `mlpipe review {cid} "
+                 f"--accept --by NAME --note TEXT --policy FILE`")
+    last = decisions[-1]
+    entry = decision_entry(last)
+    if last.verdict != m.ACCEPTED:
+        raise PromotionRefused(
+            PROMOTION_OF_REJECTED_CANDIDATE, f"candidate {cid} was rejected by "
+            f"{last.reviewer} ({last.decided_at:%Y-%m-%d %H:%M} UTC: {last.note})",
+            hint="promote a candidate a reviewer accepted; a rejected one stays "
+                 "rejected until a new decision accepts it")
+    return last, entry
+
+
+def _still_current(s: Session, cand: m.CandidateRow, last: m.Decision
+                   ) -> tuple[m.BundleRow, dict[str, Any]]:
+    """The sealed bundle the accepted decision cites, and its statement, when the store and the
+    model's files still say what it says (MP752)."""
+    from mlpipe.evidence import models as m
+    from mlpipe.evidence.bundle import build
+    from mlpipe.evidence.compare import differences
+    from mlpipe.evidence.seal import canonical, load_sealed
+
+    cid = cand.id
+    row = s.get(m.BundleRow, last.bundle_digest)
+    if row is None:
+        raise StoreError(f"the bundle {last.bundle_digest} that {cid}'s decision "
+                         f"cites is no longer in the store",
+                         hint=f"run `mlpipe evidence {cid} --verify`")
+    decided = load_sealed(row.digest, bytes(row.content))
+    stale_hint = (f"run `mlpipe evidence {cid} --rebuild`, read the bundle it seals, "
+                  f"and record a new decision on it (`mlpipe review {cid}`)")
+    try:
+        now = build(s, cand)
+    except UsageError as exc:   # the model's bytes changed or left the artifact root
+        raise PromotionRefused(
+            PROMOTION_ON_STALE_DECISION, f"the accepted decision cites bundle "
+            f"{row.digest}, but the model's files changed since: {exc.message}",
+            hint=stale_hint) from None
+    if canonical(_decided_view(decided)) != canonical(_decided_view(now)):
+        changed = differences(_decided_view(decided), _decided_view(now))
+        raise PromotionRefused(
+            PROMOTION_ON_STALE_DECISION, f"the accepted decision cites bundle "
+            f"{row.digest}, but the store or the model's files changed since "
+            f"({len(changed)} difference{'' if len(changed) == 1 else 's'}, first: "
+            f"{changed[0] if changed else 'the model files'})", hint=stale_hint)
+    return row, decided
 
 
 def signature_bytes(url: str, candidate: str) -> bytes | None:
