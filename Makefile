@@ -79,12 +79,12 @@ demo: $(if $(FALLBACK),$(VENV)/.installed-base,$(VENV)/.installed-demo)
 
 # The whole suite; the store tests also run against a throw-away PostgreSQL server on loopback
 # when PostgreSQL is installed (.ci/with-postgres; .ci/run installs it from Debian's packages).
-# `make test PYTEST_WORKERS=auto` runs it in parallel (pytest-xdist): one worker per core, each
-# with its own MLflow server, Azurite and loopback Azure ML service; the PostgreSQL server is
-# shared, a database per test; a worker that is done takes pending tests from a busy one
-# (worksteal: the tests' lengths differ a thousandfold). The default stays one process until a
-# whole parallel run has passed on the reference machine (docs/performance.md, "The suite").
-PYTEST_WORKERS ?= 0
+# It runs in parallel (pytest-xdist): one worker per core, each with its own MLflow server,
+# Azurite and loopback Azure ML service; the PostgreSQL server is shared, a database per test;
+# a worker that is done takes pending tests from a busy one (worksteal: the tests' lengths
+# differ a thousandfold). `make test PYTEST_WORKERS=0` runs it in one process (docs/performance.md,
+# "The suite").
+PYTEST_WORKERS ?= auto
 PYTEST_PARALLEL = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist worksteal)
 test: $(VENV)/.installed-dev $(VENV)/.installed-torch lint typecheck $(ACTIONLINT) $(AZURITE)
 	.ci/with-postgres $(BIN)/python -m pytest $(PYTEST_PARALLEL)
