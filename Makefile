@@ -82,8 +82,8 @@ demo: $(if $(FALLBACK),$(VENV)/.installed-base,$(VENV)/.installed-demo)
 # It runs in parallel (pytest-xdist): one worker per core, each with its own MLflow server,
 # Azurite and loopback Azure ML service; the PostgreSQL server is shared, a database per test;
 # a worker that is done takes pending tests from a busy one (worksteal: the tests' lengths
-# differ a thousandfold). `make test PYTEST_WORKERS=0` runs it in one process (docs/performance.md,
-# "The suite").
+# differ a thousandfold). `make test PYTEST_WORKERS=0` runs it in one process
+# (docs/performance.md, "The suite").
 PYTEST_WORKERS ?= auto
 PYTEST_PARALLEL = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist worksteal)
 test: $(VENV)/.installed-dev $(VENV)/.installed-torch lint typecheck $(ACTIONLINT) $(AZURITE)
@@ -179,14 +179,14 @@ bench-yaml: $(VENV)/.installed-dev
 
 # A local distributed step (--local-scale 1x2, 1x4, 2x2) against torchrun on the same DDP script
 # (needs torch, the CPU build): wall, CPU, and each rank's time to its first collective.
-bench-launcher: $(VENV)/.installed-dev
+bench-launcher: $(VENV)/.installed-torch
 	$(BIN)/python benchmarks/bench_launcher.py
 
 # Every goal of docs/performance.md, from the quick form of every benchmark (about 10 minutes; the
 # first run also builds a 1,000,000-step-run store under build/): exits 1 when one is missed.
 # Run it on a quiet machine: the goals are ratios and times measured in the same run (CPU
 # time where a whole process's wall time would measure the machine's other jobs).
-bench-check: $(VENV)/.installed-dev
+bench-check: $(VENV)/.installed-torch
 	$(BIN)/python benchmarks/goals.py
 
 # docs/tutorial.md and README's transcript, by running every command they show.
