@@ -14,6 +14,16 @@ FIXTURE = Path(__file__).parent / "fixtures" / "evidence" / "review.py"
 
 
 #: What ``submit`` says on stderr when its --fail-on gate makes it exit 1.
+#: A policy the bundle project's candidate meets (accuracy on its test split), for the
+#: review and promotion tests.
+PROMOTION_POLICY = """name: promotion-policy
+description: accuracy on the held-out test split
+metrics:
+  - {name: accuracy, population: test, at_least: 0.8}
+findings_absent: [error]
+verify: true
+"""
+
 GATED = re.compile(r"^error: candidate c-[0-9a-f]+ carries \d+ findings? of severity \w+ or "
                    r"worse \(.*\): it is not ready for review", re.M)
 

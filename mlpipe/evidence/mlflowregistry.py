@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from mlpipe.errors import UsageError
-from mlpipe.evidence.promotion import TAG_PREFIX, Registered
+from mlpipe.evidence.promotion import TAG_PREFIX, Registered, promoted_version
 
 #: The MLflow experiment whose runs hold the promoted models' files.
 EXPERIMENT = "mlpipe-promotions"
@@ -66,16 +66,6 @@ def _errors() -> tuple[type[BaseException], ...]:
     return (MlflowException, OSError)
 
 
-def _existing(client: Any, name: str, candidate: str, model: str) -> Any | None:
-    versions = client.search_model_versions(f"name = '{name}'", max_results=10_000)
-    for v in sorted(versions, key=lambda v: int(v.version)):
-        tags = v.tags or {}
-        if tags.get(TAG_PREFIX + "candidate") == candidate and \
-                tags.get(TAG_PREFIX + "model") == model:
-            return v
-    return None
-
-
 def register(uri: str, name: str, model_dir: str, tags: dict[str, str], *,
              alias: str | None = None, attachments: dict[str, str] | None = None,
              description: str | None = None) -> Registered:
@@ -114,7 +104,8 @@ def _register(client: Any, uri: str, name: str, model_dir: str, tags: dict[str, 
               candidate: str, model: str, alias: str | None,
               attachments: dict[str, str] | None, description: str | None
               ) -> tuple[Any, dict[str, str], bool]:
-    found = _existing(client, name, candidate, model)
+    found = promoted_version(client.search_model_versions(f"name = '{name}'", max_results=10_000),
+                             candidate, model)
     extra: dict[str, str] = {}
     new = found is None
     if found is None:

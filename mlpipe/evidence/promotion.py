@@ -7,6 +7,7 @@ nothing: only a reviewer's recorded decision lets a candidate through.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -65,6 +66,21 @@ class Gate:
 def _decided_view(statement: dict[str, Any]) -> dict[str, Any]:
     predicate = {k: v for k, v in statement["predicate"].items() if k not in _AFTER_DECISION}
     return {**statement, "predicate": predicate}
+
+
+def promoted_version(versions: Iterable[Any], candidate: str, model: str) -> Any | None:
+    """The registered version (MLflow's or Azure ML's) that already holds this candidate's
+    model, by the lineage tags promotion wrote: what makes a second promotion the same version.
+    The oldest such version when there are several."""
+    def number(v: Any) -> int:
+        return int(v.version) if str(v.version).isdigit() else 0
+
+    for v in sorted(versions, key=number):
+        tags = v.tags or {}
+        if tags.get(TAG_PREFIX + "candidate") == candidate and \
+                tags.get(TAG_PREFIX + "model") == model:
+            return v
+    return None
 
 
 def gate(url: str, ref: str, policy: Policy | None = None) -> Gate:

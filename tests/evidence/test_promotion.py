@@ -10,18 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from bundle_project import BundleProject
+from bundle_project import PROMOTION_POLICY, BundleProject
 from mlflow_server import mlflow_server  # noqa: F401  (a real tracking server, per session)
 
 pytestmark = pytest.mark.slow
 
-POLICY = """name: promotion-policy
-description: accuracy on the held-out test split
-metrics:
-  - {name: accuracy, population: test, at_least: 0.8}
-findings_absent: [error]
-verify: true
-"""
+POLICY = PROMOTION_POLICY  # the bundle project meets it
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from bundle_project import BundleProject
+from bundle_project import PROMOTION_POLICY, BundleProject
 from mlpipe.cli import azure as cli_azure
 from mlpipe.cli import main
 
@@ -21,13 +21,7 @@ WORKSPACE = ["--workspace", "ws-defects", "--resource-group", "rg-ml", "--subscr
              "00000000-0000-0000-0000-000000000000"]
 TARGET = ("azureml://subscriptions/00000000-0000-0000-0000-000000000000/resourcegroups/rg-ml"
           "/workspaces/ws-defects")
-POLICY = """name: promotion-policy
-description: accuracy on the held-out test split
-metrics:
-  - {name: accuracy, population: test, at_least: 0.8}
-findings_absent: [error]
-verify: true
-"""
+POLICY = PROMOTION_POLICY  # the bundle project meets it
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mlpipe.errors import UsageError
-from mlpipe.evidence.promotion import TAG_PREFIX, Registered
+from mlpipe.evidence.promotion import TAG_PREFIX, Registered, promoted_version
 
 _AZUREML_URI = re.compile(r"^azureml:(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]*):(?P<version>\d+)$")
 
@@ -39,15 +39,6 @@ def _versions(service: Any, name: str) -> list[Any]:
     return service._call(f"list the versions of model {name}", listed)
 
 
-def _existing(versions: list[Any], candidate: str, model: str) -> Any | None:
-    for v in sorted(versions, key=lambda v: int(v.version) if str(v.version).isdigit() else 0):
-        tags = v.tags or {}
-        if tags.get(TAG_PREFIX + "candidate") == candidate and \
-                tags.get(TAG_PREFIX + "model") == model:
-            return v
-    return None
-
-
 def register(service: Any, name: str, model_path: str, tags: dict[str, str], *,
              description: str | None = None) -> Registered:
     """Register the model at ``model_path`` (a folder or a file) as the next version of
@@ -67,7 +58,7 @@ def register(service: Any, name: str, model_path: str, tags: dict[str, str], *,
 
     candidate, model = tags[TAG_PREFIX + "candidate"], tags[TAG_PREFIX + "model"]
     versions = _versions(service, name)
-    found = _existing(versions, candidate, model)
+    found = promoted_version(versions, candidate, model)
     where = target(service)
     if found is not None:
         return Registered("azure", where, name, str(found.version),
