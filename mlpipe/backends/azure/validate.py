@@ -7,6 +7,8 @@ neither writes nor contacts Azure.
 from __future__ import annotations
 
 import contextlib
+import importlib
+import importlib.util
 import io
 import json
 import logging
@@ -34,8 +36,89 @@ def quiet_azure_ai_ml() -> None:
     """
     import azure.ai.ml  # noqa: F401  (its import installs the handler quieted below)
 
+    _quiet()
+
+
+def _quiet() -> None:
     logging.getLogger("azure.ai.ml").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore", module=r"azure\.ai\.ml.*")
+
+
+def loaders() -> tuple[Any, Any]:
+    """azure-ai-ml's own ``load_job`` and ``load_component``, quieted as ``quiet_azure_ai_ml``
+    does, imported without running the package's ``__init__`` where azure-ai-ml is not yet
+    imported: that ``__init__`` imports ``MLClient`` and every operations class (the storage
+    and HTTP clients, JWT; about 40 % of the import), none of which loading or validating a
+    file uses. The package's ``__init__`` still runs, whole, the first time anything asks it
+    for a name it defines (``from azure.ai.ml import MLClient``), so the rest of the process
+    sees the package as it always is.
+    """
+    if "azure.ai.ml" not in sys.modules:
+        _defer_init("azure.ai.ml")
+    try:
+        from azure.ai.ml.entities._load_functions import load_component, load_job
+    except ImportError:  # an azure-ai-ml that moved them: the package's own names
+        from azure.ai.ml import load_component, load_job
+    _quiet()
+    return load_job, load_component
+
+
+def _defer_init(name: str) -> None:
+    """Put the package ``name`` in ``sys.modules`` without running its ``__init__``: its
+    submodules import as usual, and a name the ``__init__`` imports from a submodule
+    (``from .entities._inputs_outputs import Input``) is that submodule's own object. Only a
+    name the ``__init__`` defines itself runs the ``__init__``, whole (quieted again: it sets
+    azure-ai-ml's logger to INFO)."""
+    spec = importlib.util.find_spec(name)
+    if (spec is None or spec.loader is None or spec.origin is None
+            or spec.submodule_search_locations is None):
+        return
+    try:
+        reexports = _reexports(Path(spec.origin).read_text(encoding="utf-8"), name)
+    except (OSError, SyntaxError, ValueError):
+        return
+    module = importlib.util.module_from_spec(spec)
+    loader = spec.loader
+
+    def getattr_(attr: str) -> Any:
+        if attr in reexports:
+            source, original = reexports[attr]
+            value = getattr(importlib.import_module(source), original)
+            setattr(module, attr, value)
+            return value
+        if not attr.startswith("__"):
+            try:
+                return importlib.import_module(f"{name}.{attr}")
+            except ModuleNotFoundError as exc:
+                if exc.name != f"{name}.{attr}":
+                    raise
+        vars(module).pop("__getattr__", None)
+        loader.exec_module(module)
+        _quiet()
+        return getattr(module, attr)
+
+    module.__getattr__ = getattr_  # type: ignore[attr-defined]  (PEP 562)
+    sys.modules[name] = module
+    parent, _, child = name.rpartition(".")
+    if parent:
+        setattr(sys.modules[parent], child, module)
+
+
+def _reexports(source: str, package: str) -> dict[str, tuple[str, str]]:
+    """``{name: (module, its name there)}`` of each ``from M import N [as A]`` at the top
+    level of the package ``__init__`` ``source``."""
+    import ast
+
+    found = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.ImportFrom):
+            module = importlib.util.resolve_name("." * node.level + (node.module or ""),
+                                                 package) if node.level else node.module
+            if module and not module.startswith("__"):
+                for alias in node.names:
+                    if alias.name != "*":
+                        found[alias.asname or alias.name] = (module, alias.name)
+    return found
 
 
 def load_export(out_dir: str | os.PathLike[str], pipeline_file: str = "pipeline.yml") -> Any:
@@ -44,9 +127,7 @@ def load_export(out_dir: str | os.PathLike[str], pipeline_file: str = "pipeline.
     Raises:
         ExportError: azure-ai-ml rejects a file, with its message.
     """
-    quiet_azure_ai_ml()
-    from azure.ai.ml import load_job
-
+    load_job, _ = loaders()
     path = Path(out_dir) / pipeline_file
     try:
         return load_job(path)
@@ -85,9 +166,7 @@ def validate_export(out_dir: str | os.PathLike[str], pipeline_file: str = "pipel
         load_export(out_dir, pipeline_file)  # azure-ai-ml's own message for what it is
         raise ExportError(f"azure-ai-ml cannot load {path}: not a pipeline job", file=str(path))
     kept = skeleton(document)
-    quiet_azure_ai_ml()
-    from azure.ai.ml import load_job
-
+    load_job, _ = loaders()
     try:
         job = load_job(io.StringIO(yamlfile.dump(kept.pipeline)), relative_origin=str(path))
     except Exception as exc:
@@ -120,9 +199,7 @@ def validate_export_fully(out_dir: str | os.PathLike[str], pipeline_file: str = 
 
 
 def _validate_components(out_dir: str | os.PathLike[str]) -> None:
-    quiet_azure_ai_ml()
-    from azure.ai.ml import load_component
-
+    _, load_component = loaders()
     for path in sorted((Path(out_dir) / "components").glob("*.yml")):
         try:
             component = load_component(path)
@@ -138,8 +215,7 @@ def _loads_in_a_job(path: Path) -> bool:
     """Whether azure-ai-ml's ``load_job`` accepts the component file as a job's component:
     it is stricter alone (``load_component`` refuses a name like ``r-iris-example``, which
     a pipeline job referencing the file is accepted with)."""
-    from azure.ai.ml import load_job
-
+    load_job, _ = loaders()
     try:
         kind = (yamlfile.fast_load(path) or {}).get("type", "command")
         doc = {"type": "pipeline", "jobs": {"node": {"type": str(kind),
@@ -185,8 +261,9 @@ def _first_line(exc: BaseException) -> str:
 
 
 class Validation:
-    """``validate_export`` in a process forked before the pipeline is traced, so that
-    azure-ai-ml's import (about a second and a half) runs on another core meanwhile.
+    """``validate_export`` in a process forked before the pipeline is traced, so that the
+    import of what validation uses of azure-ai-ml (about a second: ``loaders``) runs on
+    another core meanwhile.
 
     ``start()`` forks (on Linux, from a process without threads; elsewhere, or with
     ``MLPIPE_FORKSERVER=0``, the validation runs in this process when asked). The child
@@ -234,7 +311,7 @@ class Validation:
         """Validate the written export (as ``validate_export``): ``{"jobs": how many,
         "forms": how many validated}``, or its ExportError."""
         answer = None
-        if self.pid is not None:
+        if self.pid is not None and self._request is not None and self._reply is not None:
             try:
                 os.write(self._request, json.dumps([os.fspath(out_dir), pipeline_file]).encode())
                 os.close(self._request)
@@ -277,8 +354,7 @@ def _read_all(fd: int) -> bytes:
 
 def _serve(request_fd: int, reply_fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    quiet_azure_ai_ml()
-    import azure.ai.ml  # noqa: F401  (the second and a half this process exists for)
+    loaders()  # the import (a second or so) this process exists for
 
     request = _read_all(request_fd)
     if not request:
