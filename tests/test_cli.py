@@ -155,3 +155,31 @@ def test_select_and_ignore_codes():
     unknown = run(["check", "pipelines/defect_classifier.py", "--ignore", "MP999"])
     assert unknown.exit_code == 2
     assert "unknown code(s) MP999; codes are listed in docs/checks.md" in unknown.output
+
+
+def test_each_command_s_family_is_the_module_that_defines_it():
+    """``base.FAMILIES`` names the module of every command (imported when the command is run);
+    a command added to a module and not to the table, or listed under another, fails here."""
+    import importlib
+    import pkgutil
+
+    import mlpipe.cli
+    from mlpipe.cli.base import FAMILIES
+
+    for info in pkgutil.iter_modules(mlpipe.cli.__path__):
+        if info.name != "__main__":  # runs the command line
+            importlib.import_module(f"mlpipe.cli.{info.name}")
+    defined = {name: command.callback.__module__.rsplit(".", 1)[1]
+               for name, command in main.commands.items()}
+    assert defined == FAMILIES
+
+
+def test_a_command_imports_its_own_family_only():
+    code = ("import sys; sys.argv = ['mlpipe', 'runs', '--help']\n"
+            "from mlpipe.cli import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith('mlpipe.cli.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT).stdout.splitlines()[-1]
+    # running's submit takes azure's options (--target azure)
+    assert out == str(["mlpipe.cli.azure", "mlpipe.cli.base", "mlpipe.cli.running"])

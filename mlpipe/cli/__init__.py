@@ -2,21 +2,12 @@
 
 Exit codes: 0 clean, 1 problems found, 2 a file that cannot be loaded or a usage error.
 Heavy imports (azure-ai-ml, SQLAlchemy, torch) happen only inside the commands that need them.
-One module per command family: ``checking`` (check, graph, validate), ``running`` (submit,
-runs, show, diff, store), ``evidence`` (candidates, evidence), ``review``
-(qualify, review), ``keys`` (keys generate, keys show), ``promotion`` (promote, trace),
-``azure`` (compile, sync, and submit's Azure target). Errors are turned into messages and exit
-codes once, in ``base``.
+One module per command family, imported when one of its commands is run (``base.FAMILIES``):
+``checking`` (check, graph, validate), ``running`` (submit, runs, show, logs, diff, store, gc),
+``evidence`` (candidates, evidence), ``review`` (qualify, review), ``keys`` (keys generate,
+keys show), ``promotion`` (promote, trace), ``azure`` (compile, environment, sync, and
+submit's Azure target). Errors are turned into messages and exit codes once, in ``base``.
 """
-from mlpipe.cli import (  # noqa: F401  (registration)
-    azure,
-    checking,
-    evidence,
-    keys,
-    promotion,
-    review,
-    running,
-)
 from mlpipe.cli.base import main
 
 __all__ = ["main"]

@@ -5,6 +5,7 @@ place (``Commands.invoke``); commands catch only what they render differently.
 """
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import NoReturn
 
@@ -32,9 +33,34 @@ def fail(err: MlpipeError, exit_code: int | None = None) -> NoReturn:
     sys.exit(err.exit_code if exit_code is None else exit_code)
 
 
+#: The module (``mlpipe.cli.NAME``) that defines each command. It is imported when its
+#: command is asked for, so a command pays for no other family's imports (``mlpipe runs``
+#: never imports the review or promotion commands); ``tests/test_cli.py`` holds this table
+#: equal to what the modules define.
+FAMILIES = {
+    "check": "checking", "graph": "checking", "validate": "checking",
+    "submit": "running", "runs": "running", "show": "running", "logs": "running",
+    "diff": "running", "store": "running", "gc": "running",
+    "candidates": "evidence", "evidence": "evidence",
+    "qualify": "review", "review": "review",
+    "keys": "keys",
+    "promote": "promotion", "trace": "promotion",
+    "compile": "azure", "environment": "azure", "sync": "azure",
+}
+
+
 class Commands(click.Group):
     """The ``mlpipe`` group: runs a command and fails cleanly on any ``MlpipeError`` from it
-    (a located message with its hint on stderr, the error's exit code), never a traceback."""
+    (a located message with its hint on stderr, the error's exit code), never a traceback.
+    Each command's module is imported when the command is asked for (``FAMILIES``)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*FAMILIES, *self.commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in FAMILIES:
+            importlib.import_module(f"mlpipe.cli.{FAMILIES[cmd_name]}")
+        return self.commands.get(cmd_name)
 
     def invoke(self, ctx: click.Context):
         try:

@@ -6,6 +6,16 @@ from __future__ import annotations
 import os
 
 
+def host() -> str:
+    """This machine's name, as the store records it with each run: ``socket.gethostname()``,
+    which on POSIX is uname's node name (read so, the read commands import no socket)."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket
+
+    return socket.gethostname()
+
+
 def process_token(pid: int) -> str | None:
     """When process ``pid`` started (clock ticks since boot), so a reused pid is told apart."""
     try:

@@ -7,14 +7,13 @@ is their combined text, written when the step ends (docs/local.md).
 """
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mlpipe.errors import UsageError
-from mlpipe.evidence.liveness import alive
+from mlpipe.evidence.liveness import alive, host
 from mlpipe.evidence.read_records import RUNNING, SKIPPED, Run, StepRun
 from mlpipe.evidence.reader import Reader
 
@@ -127,7 +126,7 @@ def _running(s: Reader, step_run_id: str) -> bool:
     if run is None:
         return False
     # an executor that was killed leaves its step "running": stop following it
-    return run.host != socket.gethostname() or run.pid is None or alive(run.pid, run.pid_started)
+    return run.host != host() or run.pid is None or alive(run.pid, run.pid_started)
 
 
 def follow(s: Reader, logs: StepLogs, *, poll: float = POLL_S,

@@ -24,7 +24,7 @@ from urllib.parse import quote
 from mlpipe.errors import StoreError, UsageError
 from mlpipe.evidence.config import missing_store
 from mlpipe.evidence.fastpath import SCHEMA_HEAD
-from mlpipe.evidence.liveness import alive
+from mlpipe.evidence.liveness import alive, host
 from mlpipe.evidence.read_records import (
     RUNNING,
     Artifact,
@@ -117,12 +117,10 @@ class Reader:
                 return True
             # the index named: with statistics that say nearly every run succeeded, SQLite
             # would otherwise scan a million runs for the few still running
-            import socket  # here: the read commands that never ask pay no import of it
-
             running = self._conn.execute(
                 "SELECT pid, pid_started FROM runs INDEXED BY ix_runs_status "
                 "WHERE status = ? AND host = ? AND pid IS NOT NULL",
-                (RUNNING, socket.gethostname())).fetchall()
+                (RUNNING, host())).fetchall()
         except sqlite3.Error:
             return True
         return any(not alive(pid, token) for pid, token in running)

@@ -10,7 +10,6 @@ import contextlib
 import functools
 import os
 import secrets
-import socket
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,7 +24,7 @@ from mlpipe.errors import StoreError
 from mlpipe.evidence import models as m
 from mlpipe.evidence.config import missing_store, redact, scrub
 from mlpipe.evidence.liveness import alive as _alive
-from mlpipe.evidence.liveness import process_token
+from mlpipe.evidence.liveness import host, process_token
 from mlpipe.evidence.migrate import auto_upgrade_enabled, ensure_schema
 from mlpipe.evidence.room import want_of_room
 from mlpipe.evidence.roots import KEY
@@ -174,11 +173,11 @@ class Store:
         Returns:
             The ids of the runs marked.
         """
-        host = socket.gethostname()
+        here = host()
         with self.session() as s:
             # A run without a local process (an Azure ML run) is not this host's to interrupt.
             rows = s.execute(select(m.Run.id, m.Run.pid, m.Run.pid_started).where(
-                m.Run.status == m.RUNNING, m.Run.host == host, m.Run.pid.is_not(None))).all()
+                m.Run.status == m.RUNNING, m.Run.host == here, m.Run.pid.is_not(None))).all()
             dead = [r.id for r in rows if not _alive(r.pid, r.pid_started)]
             if dead:
                 self._interrupt(s, dead, "the executor stopped without finishing the run "
@@ -310,7 +309,7 @@ class Store:
         with self.session() as s:
             s.add(m.Run(id=run_id, pipeline_name=pipeline.name, pipeline_digest=pipeline.digest,
                         target=target, params=params, status=m.RUNNING, started_at=utcnow(),
-                        user=_user(), host=socket.gethostname(), pid=os.getpid(),
+                        user=_user(), host=host(), pid=os.getpid(),
                         pid_started=process_token(os.getpid()),
                         code_revision_id=code.id if code else None, options=options))
             for name, snap in inputs.items():
