@@ -132,6 +132,26 @@ class Links:
     def out_degree(self, node: str) -> int:
         return sum(len(keyed) for keyed in self.succ.get(node, {}).values())
 
+    def predecessors(self) -> dict[str, set[str]]:
+        """Each node's direct predecessors (networkx's ``predecessors``, for every node)."""
+        pred: dict[str, set[str]] = {node: set() for node in self.succ}
+        for u, targets in self.succ.items():
+            for v in targets:
+                pred[v].add(u)
+        return pred
+
+    def descendants(self, node: str) -> set[str]:
+        """Every node reachable from ``node``, not ``node`` itself (as ``nx.descendants``)."""
+        seen: set[str] = set()
+        todo = list(self.succ.get(node, ()))
+        while todo:
+            v = todo.pop()
+            if v not in seen:
+                seen.add(v)
+                todo.extend(self.succ[v])
+        seen.discard(node)  # on a cycle through it, as networkx
+        return seen
+
     def is_acyclic(self) -> bool:
         """Whether the edges form no cycle (Kahn's algorithm: linear in nodes and edges)."""
         indegree = dict.fromkeys(self.succ, 0)

@@ -9,13 +9,22 @@ and uploads on submission is that folder only.
 """
 from __future__ import annotations
 
+import os
 import pathlib
 import shutil
+import sys
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+# Bytecode is written and reused, as on a contributor's machine: with PYTHONDONTWRITEBYTECODE
+# set (some CI images set it), each of the suite's thousands of `mlpipe` processes compiled
+# mlpipe's modules anew, about 0.1 s each. Set before the workers and subprocesses start;
+# what mlpipe hashes or uploads leaves __pycache__ out (docs/performance.md, "The suite").
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 # The suite runs in parallel (pytest-xdist, `make test`) on machines other jobs share: a
 # property's examples are judged on what they prove, not on how fast a loaded core ran them

@@ -121,7 +121,7 @@ def test_links_keep_networkx_order_and_build_the_same_dag():
 @given(st.integers(2, 12).flatmap(lambda n: st.tuples(
     st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)),
                          max_size=3 * n))))
-def test_is_acyclic_agrees_with_networkx(graph):
+def test_is_acyclic_predecessors_and_descendants_agree_with_networkx(graph):
     import networkx as nx
 
     from mlpipe.graph import Links
@@ -133,3 +133,8 @@ def test_is_acyclic_agrees_with_networkx(graph):
     for i, (u, v) in enumerate(edges):
         links.add_edge(f"n{u}", f"n{v}", key=str(i))
     assert links.is_acyclic() == nx.is_directed_acyclic_graph(links.to_networkx())
+    # what the executor schedules by, without importing networkx: the same as networkx says
+    dag, pred = links.to_networkx(), links.predecessors()
+    for node in dag.nodes:
+        assert pred[node] == set(dag.predecessors(node))
+        assert links.descendants(node) == nx.descendants(dag, node)
