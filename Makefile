@@ -79,12 +79,13 @@ demo: $(if $(FALLBACK),$(VENV)/.installed-base,$(VENV)/.installed-demo)
 
 # The whole suite; the store tests also run against a throw-away PostgreSQL server on loopback
 # when PostgreSQL is installed (.ci/with-postgres; .ci/run installs it from Debian's packages).
-# It runs in parallel (pytest-xdist): one worker per core, each with its own MLflow server,
-# Azurite and loopback Azure ML service; the PostgreSQL server is shared, a database per test;
-# a worker that is done takes pending tests from a busy one (worksteal: the tests' lengths
-# differ a thousandfold). `make test PYTEST_WORKERS=0` runs it in one process
-# (docs/performance.md, "The suite").
-PYTEST_WORKERS ?= auto
+# It runs in parallel (pytest-xdist): one worker per core and one more (with one per core, the
+# cores idled a fifth of the time, while tests waited on ranks that never join, timeouts and
+# servers starting), each with its own MLflow server, Azurite and loopback Azure ML service; the
+# PostgreSQL server is shared, a database per test; a worker that is done takes pending tests
+# from a busy one (worksteal: the tests' lengths differ a thousandfold).
+# `make test PYTEST_WORKERS=0` runs it in one process (docs/performance.md, "The suite").
+PYTEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print((os.cpu_count() or 1) + 1)')
 PYTEST_PARALLEL = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist worksteal)
 test: $(VENV)/.installed-dev $(VENV)/.installed-torch lint typecheck $(ACTIONLINT) $(AZURITE)
 	.ci/with-postgres $(BIN)/python -m pytest $(PYTEST_PARALLEL)
