@@ -24,6 +24,8 @@ depends_on  # evidence/migrations/versions/*: Alembic's revision header
 downgrade  # evidence/migrations/versions/*: Alembic calls upgrade()/downgrade() by name
 _.deterministic_signing  # evidence/keys: cryptography's ECDSA signature algorithm reads it
 _.predict  # components/serving: MLflow's PythonModel interface
+_.list_commands  # cli/base: click's Group calls it for --help and to resolve a command
+_.get_command  # cli/base: click's Group calls it to find a command (imported on first use)
 _load_pyfunc  # components/serving: MLflow's loader_module entry point
 
 # --- reflection ----------------------------------------------------------------------------

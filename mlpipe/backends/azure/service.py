@@ -252,7 +252,10 @@ class MLClientService:
         # azure-identity logs every credential it tried; mlpipe says it in one line instead.
         for name in ("azure.identity", "azure.core", "azure.ai.ml"):
             logging.getLogger(name).setLevel(logging.CRITICAL)
-        from azure.ai.ml import MLClient
+        from mlpipe.backends.azure.validate import uncollected
+
+        with uncollected():
+            from azure.ai.ml import MLClient
 
         if credential is None:
             from azure.identity import DefaultAzureCredential

@@ -7,6 +7,7 @@ neither writes nor contacts Azure.
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import importlib.util
 import io
@@ -18,6 +19,7 @@ import signal
 import sys
 import threading
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +36,24 @@ def quiet_azure_ai_ml() -> None:
     azure-ai-ml sets its logger to INFO with its own stderr handler when it is imported, so
     the level is set after the import, not before.
     """
-    import azure.ai.ml  # noqa: F401  (its import installs the handler quieted below)
-
+    with uncollected():
+        import azure.ai.ml  # noqa: F401  (its import installs the handler quieted below)
     _quiet()
+
+
+@contextlib.contextmanager
+def uncollected() -> Iterator[None]:
+    """The cyclic garbage collector off for the block: azure-ai-ml's import builds its
+    schemas out of some hundred thousand objects, and the collector, run again and again
+    while they are made, finds next to no garbage among them and costs a fifth of the import
+    (measured: 1.5-1.8 s of CPU against 1.15-1.43 s)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _quiet() -> None:
@@ -55,10 +72,11 @@ def loaders() -> tuple[Any, Any]:
     """
     if "azure.ai.ml" not in sys.modules:
         _defer_init("azure.ai.ml")
-    try:
-        from azure.ai.ml.entities._load_functions import load_component, load_job
-    except ImportError:  # an azure-ai-ml that moved them: the package's own names
-        from azure.ai.ml import load_component, load_job
+    with uncollected():
+        try:
+            from azure.ai.ml.entities._load_functions import load_component, load_job
+        except ImportError:  # an azure-ai-ml that moved them: the package's own names
+            from azure.ai.ml import load_component, load_job
     _quiet()
     return load_job, load_component
 
@@ -354,6 +372,9 @@ def _read_all(fd: int) -> bytes:
 
 def _serve(request_fd: int, reply_fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # This process lives for one import and one validation: the cyclic collector would free
+    # next to nothing before it exits (its peak memory was the same with it off)
+    gc.disable()
     loaders()  # the import (a second or so) this process exists for
 
     request = _read_all(request_fd)
