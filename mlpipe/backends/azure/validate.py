@@ -71,7 +71,7 @@ def loaders() -> tuple[Any, Any]:
     sees the package as it always is.
     """
     if "azure.ai.ml" not in sys.modules:
-        _defer_init("azure.ai.ml")
+        defer_init("azure.ai.ml")
     with uncollected():
         try:
             from azure.ai.ml.entities._load_functions import load_component, load_job
@@ -81,7 +81,7 @@ def loaders() -> tuple[Any, Any]:
     return load_job, load_component
 
 
-def _defer_init(name: str) -> None:
+def defer_init(name: str) -> None:
     """Put the package ``name`` in ``sys.modules`` without running its ``__init__``: its
     submodules import as usual, and a name the ``__init__`` imports from a submodule
     (``from .entities._inputs_outputs import Input``) is that submodule's own object. Only a
@@ -101,7 +101,9 @@ def _defer_init(name: str) -> None:
     def getattr_(attr: str) -> Any:
         if attr in reexports:
             source, original = reexports[attr]
-            value = getattr(importlib.import_module(source), original)
+            # ``from . import sub`` names a submodule of the package itself
+            value = (importlib.import_module(f"{name}.{original}") if source == name
+                     else getattr(importlib.import_module(source), original))
             setattr(module, attr, value)
             return value
         if not attr.startswith("__"):

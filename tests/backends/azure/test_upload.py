@@ -163,7 +163,23 @@ def test_written_files_follow_a_stricter_umask(tmp_path):
         assert stat.S_IMODE(path.stat().st_mode) == 0o640, path
 
 
-def test_a_large_file_left_in_a_package_is_named_and_a_small_one_is_not(tmp_path, monkeypatch):
+@pytest.fixture
+def project_modules():
+    """The project's modules (``kit``, ``flow``) imported in this process by neither an earlier
+    test nor this one afterwards: a ``kit`` left in ``sys.modules`` from another test's folder
+    would be the package found for this folder's imports."""
+    def forget() -> None:
+        for name in list(sys.modules):
+            if name == "kit" or name.startswith("kit.") or name == "flow":
+                del sys.modules[name]
+
+    forget()
+    yield
+    forget()
+
+
+def test_a_large_file_left_in_a_package_is_named_and_a_small_one_is_not(tmp_path, monkeypatch,
+                                                                         project_modules):
     root = make_project(tmp_path, big=upload.LARGE_FILE_BYTES + 1)
     monkeypatch.syspath_prepend(str(root))
     spec, _ = load_spec(str(root / "flow.py") + ":flow")
@@ -178,12 +194,9 @@ def test_a_large_file_left_in_a_package_is_named_and_a_small_one_is_not(tmp_path
     (root / "kit" / "weights.bin").write_bytes(b"0" * (upload.LARGE_FILE_BYTES - 1))
     assert [d for d in export_checks(spec, inputs={"raw": "azureml:raw:1"})
             if d.code == "MP850"] == []
-    for name in list(sys.modules):
-        if name == "kit" or name.startswith("kit.") or name == "flow":
-            del sys.modules[name]
 
 
-def test_a_users_own_amlignore_is_kept_and_said_so(tmp_path, monkeypatch):
+def test_a_users_own_amlignore_is_kept_and_said_so(tmp_path, monkeypatch, project_modules):
     root = make_project(tmp_path)
     (root / ".amlignore").write_text("evidence/\n")
     monkeypatch.syspath_prepend(str(root))
@@ -193,6 +206,3 @@ def test_a_users_own_amlignore_is_kept_and_said_so(tmp_path, monkeypatch):
     assert (root / ".amlignore").read_text() == "evidence/\n"
     assert any(n.endswith("is your own: Azure ML uploads " + str(root) + " as it says "
                           "(mlpipe wrote none)") for n in export.notes), export.notes
-    for name in list(sys.modules):
-        if name == "kit" or name.startswith("kit.") or name == "flow":
-            del sys.modules[name]

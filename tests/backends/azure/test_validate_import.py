@@ -91,3 +91,24 @@ def test_every_corpus_file_gets_the_same_verdict_as_with_the_whole_package():
     assert sum(v is not None and v[0] is True for v in light.values()) >= 10  # some pass
     assert any(v is not None and v[0] is False for v in light.values())  # some are rejected
     assert light == whole
+
+
+def test_a_deferred_package_gives_its_reexports_and_its_submodules_and_runs_its_init_last(
+        tmp_path):
+    """``defer_init`` on a package of one's own: what its ``__init__`` imports from a submodule
+    (``from .sub import X as Y``, ``from . import sub``) is that submodule's object, without the
+    ``__init__`` running; a name the ``__init__`` defines itself runs it, once."""
+    package = tmp_path / "deferred_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("from . import sub\nfrom .sub import X as Y\n"
+                                         "RUNS = []\nRUNS.append(1)\n")
+    (package / "sub.py").write_text("X = 42\n")
+    out = _python("import sys\n"
+                  f"sys.path.insert(0, {str(tmp_path)!r})\n"
+                  "from mlpipe.backends.azure.validate import defer_init\n"
+                  "defer_init('deferred_pkg')\n"
+                  "import deferred_pkg\n"
+                  "from deferred_pkg import Y\n"
+                  "print(deferred_pkg.sub.X, Y, 'RUNS' in vars(deferred_pkg))\n"
+                  "print(deferred_pkg.RUNS, deferred_pkg.RUNS)\n")
+    assert out.splitlines() == ["42 42 False", "[1] [1]"]
