@@ -21,16 +21,16 @@ ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 #: code -> Code, for every published code.
 CODES: dict[str, Code] = {}
 #: name -> Code, the same entries.
-BY_NAME: dict[str, Code] = {}
+_BY_NAME: dict[str, Code] = {}
 
 
 def _code(code: str, name: str, severity: Severity, summary: str) -> Code:
     entry = Code(code, name, severity, summary)
     if code in CODES:
         raise ValueError(f"diagnostic code {code} is published twice")
-    if name in BY_NAME:
+    if name in _BY_NAME:
         raise ValueError(f"diagnostic name {name!r} is used by two codes")
-    CODES[code] = BY_NAME[name] = entry
+    CODES[code] = _BY_NAME[name] = entry
     return entry
 
 
@@ -44,7 +44,7 @@ def named(name: str) -> Code:
         >>> named("artifact-kind-mismatch").code
         'MP301'
     """
-    return BY_NAME[name]
+    return _BY_NAME[name]
 
 
 def published() -> list[Code]:

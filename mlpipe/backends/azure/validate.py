@@ -66,9 +66,9 @@ def loaders() -> tuple[Any, Any]:
     does, imported without running the package's ``__init__`` where azure-ai-ml is not yet
     imported: that ``__init__`` imports ``MLClient`` and every operations class (the storage
     and HTTP clients, JWT; about 40 % of the import), none of which loading or validating a
-    file uses. The package's ``__init__`` still runs, whole, the first time anything asks it
-    for a name it defines (``from azure.ai.ml import MLClient``), so the rest of the process
-    sees the package as it always is.
+    file uses. A name the ``__init__`` re-exports (``from azure.ai.ml import MLClient``) is
+    its own module's object, and one the ``__init__`` defines itself runs it, whole
+    (``defer_init``), so the rest of the process sees the package's names as they always are.
     """
     if "azure.ai.ml" not in sys.modules:
         defer_init("azure.ai.ml")

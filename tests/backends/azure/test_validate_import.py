@@ -16,7 +16,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 #: Loads and validates every file of the corpus's MANIFEST.tsv as `mlpipe compile`'s validation
-#: does, and prints each verdict (or refusal) with whether the package's __init__ ran.
+#: does ("whole": after importing the package as usual), and prints each verdict or refusal.
 VERDICTS = r'''
 import csv, json, pathlib, sys
 corpus = pathlib.Path(sys.argv[2])
@@ -69,14 +69,18 @@ def test_the_package_already_imported_whole_is_kept():
 
 
 def test_what_the_package_init_sets_quiet_stays_quiet():
-    """A file whose loading imports a name of the package's __init__ (a data-transfer job's
-    builders do) runs that __init__, which sets azure-ai-ml's logger to INFO: quieted again."""
+    """A name only the package's __init__ defines (its ``module_logger``) runs that __init__,
+    which sets azure-ai-ml's logger to INFO: quieted again; a re-exported name runs nothing."""
     out = _python("import logging\n"
                   "from mlpipe.backends.azure.validate import loaders\n"
                   "loaders()\n"
+                  "import azure.ai.ml\n"
                   "from azure.ai.ml import Input\n"
-                  "print(logging.getLogger('azure.ai.ml').level == logging.ERROR)\n")
-    assert out.split() == ["True"]
+                  "print('module_logger' in vars(azure.ai.ml))\n"
+                  "azure.ai.ml.module_logger\n"
+                  "print('module_logger' in vars(azure.ai.ml),\n"
+                  "      logging.getLogger('azure.ai.ml').level == logging.ERROR)\n")
+    assert out.split() == ["False", "True", "True"]
 
 
 @pytest.mark.slow
