@@ -11,6 +11,7 @@ import os
 import sys
 import traceback
 
+from mlpipe import localimport
 from mlpipe.diagnostics import Diagnostic
 from mlpipe.dsl import Pipeline
 from mlpipe.errors import LoadError, MlpipeError
@@ -105,6 +106,7 @@ def import_file(path: str):
     abspath = os.path.abspath(path)
     name, root = _module_name(abspath)
     _refuse_shadowing(name, root, path)
+    localimport.install()   # the user's modules run as their source says (what mlpipe digests)
     if root not in sys.path:
         sys.path.insert(0, root)
     existing = sys.modules.get(name)
@@ -211,6 +213,7 @@ def load_contract(ref: str):
     else:
         if os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())
+        localimport.install()
         try:
             module = importlib.import_module(target)
         except MlpipeError:

@@ -10,25 +10,18 @@ import builtins
 import inspect
 import os
 import sys
-import sysconfig
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from types import CodeType, FunctionType
 from typing import TypeGuard, cast
 
 from mlpipe.digests import digest_of
+from mlpipe.localimport import is_local
 from mlpipe.modules import module_file
 from mlpipe.spec import Location
 
 _PARSED: dict[str, tuple[tuple[int, int], ast.Module]] = {}
 _MODULE_DIGESTS: dict[str, tuple[tuple[int, int], str]] = {}
-_MLPIPE_DIR = os.path.dirname(os.path.abspath(__file__))
-_NOT_LOCAL = tuple(
-    os.path.realpath(p) + os.sep
-    for p in {sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib"),
-              sysconfig.get_path("purelib"), sysconfig.get_path("platlib"), _MLPIPE_DIR}
-    if p
-)
 
 
 def parse_file(path: str) -> ast.Module | None:
@@ -189,10 +182,7 @@ def _top_level_definitions(tree: ast.Module) -> tuple[dict[str, list[ast.stmt]],
 
 
 def _is_local_file(path: str | None) -> TypeGuard[str]:
-    if not path or not path.endswith(".py"):
-        return False
-    real = os.path.realpath(path)
-    return not real.startswith(_NOT_LOCAL)
+    return path is not None and path.endswith(".py") and is_local(path)
 
 
 def _module_file(name: str) -> str | None:

@@ -21,13 +21,14 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 # With PYTHONDONTWRITEBYTECODE set (this project's CI image sets it), each of the suite's
 # thousands of `mlpipe` processes compiled mlpipe's modules anew, about 0.1 s each: compile
-# this checkout's own packages once, before the workers start (the processes read bytecode
-# that exists; they still write none). Only these: a test's throw-away project, rewritten
-# within the same second at the same size, would run a stale .pyc (Python checks a source's
-# mtime in whole seconds) while mlpipe digests the new source (docs/performance.md, "The
+# mlpipe and the loopback services once, before the workers start (the processes read bytecode
+# that exists; they still write none). Not the example's `components` and `pipelines`, nor a
+# test's throw-away project: the user's own modules are always compiled from their source
+# (`mlpipe.localimport`: a file rewritten within the same second at the same size would
+# otherwise run its stale .pyc while mlpipe digests the new source; docs/performance.md, "The
 # suite").
 if os.environ.get("PYTHONDONTWRITEBYTECODE") and "PYTEST_XDIST_WORKER" not in os.environ:
-    for package in ("mlpipe", "components", "pipelines", "loopback"):
+    for package in ("mlpipe", "loopback"):
         compileall.compile_dir(ROOT / package, quiet=1)
 
 # The suite runs in parallel (pytest-xdist, `make test`) on machines other jobs share: a

@@ -22,6 +22,7 @@ import time
 import traceback
 from typing import Any
 
+from mlpipe import localimport
 from mlpipe.runtime import step
 
 STOP_GRACE_SECONDS = 5.0
@@ -191,6 +192,7 @@ def _preload(message: dict[str, Any]) -> tuple[str | None, Any]:
         if entry not in sys.path:
             sys.path.insert(0, entry)
     step.preload()
+    localimport.install()   # the steps' own modules run as their source says (the digest's)
     before = random.getstate()
     for name in message.get("modules", []):
         try:

@@ -19,6 +19,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
+from mlpipe import localimport
 from mlpipe.runtime import children, finish, loaders, metrics, observe, record, tracking
 from mlpipe.runtime.masking import OutputMask
 from mlpipe.secret import Redactor, take_from_environment
@@ -28,6 +29,7 @@ SCRATCH_ENV = "MLPIPE_SCRATCH"
 
 
 def _resolve(target: str) -> Any:
+    localimport.install()   # the body's own modules run as their source says (the digest's)
     module_name, _, qualname = target.partition(":")
     obj: Any = importlib.import_module(module_name)
     for part in qualname.split("."):
