@@ -29,7 +29,11 @@ def recorded(azureml_service, azureml_project, tmp_path_factory):
     azureml_service.reset()
     for key, value in azureml_service.environ().items():
         mp.setenv(key, value)
-    mp.delenv("AZUREML_CURRENT_CLOUD", raising=False)
+    # azure-ai-ml sets AZUREML_CURRENT_CLOUD to the loopback's cloud once it read its metadata:
+    # set it first, so that its removal is recorded and undone (a leaked value fails every
+    # later `import azure.ai.ml` of this worker's subprocesses: "Unknown cloud environment")
+    mp.setenv("AZUREML_CURRENT_CLOUD", "")
+    mp.delenv("AZUREML_CURRENT_CLOUD")
     for flag, _ in PROVIDERS:  # module-scoped: before the autouse _not_under_ci
         mp.delenv(flag, raising=False)
     mp.setenv("MLPIPE_STORE_URL",
