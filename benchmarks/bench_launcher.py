@@ -174,11 +174,13 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=300, help="optimiser steps a run")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each, alternated")
     parser.add_argument("--quick", action="store_true",
-                        help="1x2 and 2x2, 200 steps, 3 runs of each (the goals)")
+                        help="1x2 and 2x2, 200 steps, 7 runs of each (the goals)")
     Goals.add_argument(parser)
     args = parser.parse_args()
     if args.quick:
-        args.shapes, args.steps, args.repeat = ["1x2", "2x2"], 200, 3
+        # seven: one run's training phase differs from the next by up to 15 % (ranks sharing two
+        # cores), so a median of three flipped the 5 % goal from run to run
+        args.shapes, args.steps, args.repeat = ["1x2", "2x2"], 200, 7
     goals = Goals.from_args(args)
     try:
         import torch  # noqa: F401
