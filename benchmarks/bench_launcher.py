@@ -103,17 +103,20 @@ def run_torchrun(nodes: int, ppn: int, steps: int, root: Path, port: int) -> Sam
                                    stderr=errors, text=True) for c in commands]
         # an agent whose worker failed ends at once, while the other waits in torchrun's exit
         # barrier for 300 s: stop the others as soon as one fails
+        stopped: set[int] = set()
         while any(a.poll() is None for a in agents):
             if any(a.returncode not in (None, 0) for a in agents):
-                for a in agents:
+                for i, a in enumerate(agents):
                     if a.poll() is None:
                         a.kill()
+                        stopped.add(i)
             time.sleep(0.01)
         wall = time.perf_counter() - t0
         cpu = _cpu(resource.RUSAGE_CHILDREN) - cpu0
         errors.seek(0)
         err = errors.read()
-    code = next((a.returncode for a in agents if a.returncode != 0), 0)
+    code = next((a.returncode for i, a in enumerate(agents)
+                 if a.returncode != 0 and i not in stopped), 0)
     if code != 0:
         raise TorchrunFailed(code, err)
     return Sample(wall, cpu, *_ranks(times, nodes * ppn, began, "torchrun", wall))
