@@ -54,7 +54,6 @@ EXPECTED_SKIPS = ("a command job, not a pipeline job",)
 
 @dataclass
 class Run:
-    target: str
     wall: float
     cpu: float
     status: int
@@ -119,7 +118,7 @@ def run_make(target: str, label: str) -> Run:
     with log.open("w") as sink:
         status = subprocess.run(["make", target], cwd=ROOT, env=env, stdout=sink,
                                 stderr=subprocess.STDOUT).returncode
-    run = Run(target, time.perf_counter() - t0, _children_cpu() - cpu0, status)
+    run = Run(time.perf_counter() - t0, _children_cpu() - cpu0, status)
     if report.exists():
         read_report(run, report)
     print(f"{label}: make {target} exit {status}, wall {run.wall:.0f} s "
