@@ -27,9 +27,7 @@ def open_run(*, experiment: str, name: str, tags: dict[str, str]) -> str | None:
         experiment_id = found.experiment_id if found else client.create_experiment(experiment)
         return client.create_run(experiment_id, run_name=name, tags=tags).info.run_id
     except Exception as exc:  # ImportError, connection errors, MlflowException
-        print(f"mlpipe: warning: no MLflow run for step {name!r}: {type(exc).__name__}: "
-              f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}",
-              file=sys.stderr)
+        _warn(f"no MLflow run for step {name!r}", exc)
         return None
 
 
@@ -41,8 +39,13 @@ def close_run(run_id: str | None, ok: bool) -> None:
         from mlflow.tracking import MlflowClient
 
         MlflowClient().set_terminated(run_id, "FINISHED" if ok else "FAILED")
-    except Exception:
-        pass
+    except Exception as exc:  # the step's outcome stands; its MLflow run stays RUNNING there
+        _warn(f"MLflow run {run_id} not marked {'FINISHED' if ok else 'FAILED'}", exc)
+
+
+def _warn(what: str, exc: Exception) -> None:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    print(f"mlpipe: warning: {what}: {type(exc).__name__}: {first}", file=sys.stderr)
 
 
 def step_tags(*, run_id: str, step: str, component: Any) -> dict[str, str]:
