@@ -14,7 +14,7 @@ $(BIN)/python:
 	$(PIP) install --quiet --upgrade pip
 
 $(VENV)/.installed-base: pyproject.toml | $(BIN)/python
-	$(PIP) install --quiet -e '.[models]'
+	$(PIP) install --quiet -e '.[authoring,models]'
 	@touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
@@ -31,7 +31,7 @@ $(VENV)/.installed-torch: pyproject.toml | $(VENV)/.installed-dev
 # from PyTorch's CPU index (PyPI's Linux wheel is the CUDA build, gigabytes the demo never uses).
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 $(VENV)/.installed-demo: pyproject.toml | $(BIN)/python
-	$(PIP) install --quiet -e '.[torch,models]' $(if $(PIP_FIND_LINKS),,--extra-index-url $(TORCH_INDEX))
+	$(PIP) install --quiet -e '.[authoring,torch,models]' $(if $(PIP_FIND_LINKS),,--extra-index-url $(TORCH_INDEX))
 	@touch $@ $(VENV)/.installed-base
 
 # The example end to end: data set, check, run, candidate, its evidence, qualified against
