@@ -361,8 +361,11 @@ def build(env: Environment, conda_file: Path, digest: str, root: Path,
                 if uv:
                     _run([uv, "venv", "--quiet", "--python", base, str(folder)], log, root)
                     if wanted.packages:
-                        _run([uv, "pip", "install", "--python", python, *pip_sources(),
-                              "-r", str(reqs)], log, conda_file.parent)
+                        # every source considered alike, as pip (and Azure ML's image
+                        # build) does: uv would stop at the first index naming a package
+                        _run([uv, "pip", "install", "--python", python, "--index-strategy",
+                              "unsafe-best-match", *pip_sources(), "-r", str(reqs)], log,
+                             conda_file.parent)
                 else:
                     _run([base, "-m", "venv", str(folder)], log, root)
                     if wanted.packages:
