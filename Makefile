@@ -159,6 +159,10 @@ bench-signing: $(VENV)/.installed-dev
 bench-runtime: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_runtime.py
 
+# A step's environment installed before and after the runtime split (issue 36; uses the index).
+bench-step-env: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bench_step_env.py
+
 # The read commands (runs, show, diff, candidates, evidence) in stores of 10,000 to 1,000,000 step
 # runs, against `mlpipe --version` (the stores are built once, under build/bench-store/).
 bench-store: $(VENV)/.installed-dev

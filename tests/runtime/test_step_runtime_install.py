@@ -90,3 +90,25 @@ def test_the_runtime_alone_runs_a_step_with_a_tabular_input_and_an_mlflow_model(
                 "import mlpipe.runtime.step, pyarrow, mlflow.pyfunc, azureml.mlflow; "
                 "import importlib.metadata as m; print(m.version('mlpipe-aml'))").strip() == (
         __version__)
+
+
+@pytest.mark.slow
+def test_a_ddp_step_runs_isolated_on_the_runtime_from_the_wheel(tmp_path):
+    ddp = ROOT / "tests" / "fixtures" / "runtime_install" / "ddp.py"
+    (tmp_path / "src.txt").write_text("3")
+    done = _mlpipe(tmp_path, "submit", str(ddp), "--input", "src=src.txt", "--isolate")
+    assert done.returncode == 0, done.stderr[-3000:]
+    with sqlite3.connect(tmp_path / "evidence" / "store.sqlite") as db:
+        status, interpreter = db.execute("SELECT status, interpreter FROM step_runs").fetchone()
+    interpreter = json.loads(interpreter)
+    assert (status, interpreter["isolated"]) == ("executed", True)
+    venv = Path(interpreter["python"]).parent.parent
+    written = next((tmp_path / "evidence").rglob("mean.json"))
+    result = json.loads(written.read_text())
+    assert result["mean"] == 3.5  # (3 + 4) / 2 over both ranks
+    # each rank ran the runtime installed in the environment, not this checkout's source
+    assert result["runtime"].startswith(str(venv)) and "site-packages" in result["runtime"]
+    packages = {p.split("==")[0] for p in isolation.inspect(str(venv / "bin" / "python"))[
+        "packages"]}
+    # (networkx arrives with torch, which requires it)
+    assert {"mlpipe-aml", "torch"} <= packages and not (AUTHORING - {"networkx"}) & packages
