@@ -20,11 +20,14 @@ from mlpipe.checks.where import at_step
 from mlpipe.contracts import contract_label
 from mlpipe.diagnostics import Diagnostic
 from mlpipe.distribution import PyTorch, TensorFlow
-from mlpipe.environments import normalized, requirement_name
+from mlpipe.environments import normalized, pinned_version, requirement_name
 from mlpipe.graph import Graph, StepNode
 
 #: MLflow from this version on is refused by the Azure ML tracking server (MP860's rule).
 MLFLOW_REJECTED_FROM = (2, 19)
+#: The oldest Python that MLflow 2.19 installs on (its Requires-Python: >=3.9): under an
+#: older pinned Python an unpinned client resolves below the refused versions.
+MLFLOW_REJECTED_NEEDS_PYTHON = (3, 9)
 #: The MLflow client lines that the workspace accepts: full mlflow where a validator loads a
 #: model (pyfunc needs numpy and pandas, which mlflow-skinny lacks), else the skinny client.
 MLFLOW_FULL = "mlflow>=2.16,<2.19"
@@ -186,7 +189,10 @@ def mlflow_client_in_environment(graph: Graph) -> Iterator[Diagnostic]:
         if lines is None:
             continue
         clients = [t for t in lines if requirement_name(t) in ("mlflow", "mlflow-skinny")]
-        rejected = [t for t in clients if _admits_rejected(t)]
+        pythons = [_version(pinned_version(t) or "") for t in lines
+                   if requirement_name(t) == "python" and pinned_version(t)]
+        old = bool(pythons) and pythons[0][:2] < MLFLOW_REJECTED_NEEDS_PYTHON
+        rejected = [] if old else [t for t in clients if _admits_rejected(t)]
         where = f"the conda file of environment {env.name!r} ({env.conda_file})"
         if rejected:
             line = MLFLOW_FULL if requirement_name(rejected[0]) == "mlflow" else MLFLOW_SKINNY

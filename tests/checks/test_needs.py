@@ -139,3 +139,17 @@ def test_an_environment_with_every_need_checks_clean(tmp_path):
     assert runtime_line() == f"mlpipe-aml=={__version__}"
     assert _found(tmp_path, [runtime_line(), *NEEDS], codes=("MP631", "MP632", "MP634",
                                                                 "MP635")) == []
+
+
+def test_under_a_python_mlflow_219_does_not_install_on_an_unpinned_client_is_not_rejected(
+        tmp_path):
+    # MLflow 2.19's Requires-Python is >=3.9: on python=3.8 pip resolves an older client
+    module = tmp_path / f"{tmp_path.name.replace('-', '_')}.py"
+    module.write_text(PIPELINE)
+    for python, codes in (("3.8", []), ("3.11", ["MP635"])):
+        (tmp_path / "env.yml").write_text(
+            f"dependencies:\n  - python={python}\n  - pip:\n      - {runtime_line()}\n"
+            + "".join(f"      - {n}\n" for n in ["pyarrow>=14", "pint>=0.24", "mlflow",
+                                                   "azureml-mlflow>=1.57"]))
+        spec, _ = load_spec(f"{module}:p")
+        assert [d.code for d in check_pipeline(spec)[1] if d.code == "MP635"] == codes, python
