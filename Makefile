@@ -13,11 +13,17 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
+# mlpipe was installed as the distribution "mlpipe" before issue 36 (now mlpipe-aml): a venv made
+# before keeps that editable install and its mlpipe.egg-info here, which would list it twice.
+UNINSTALL_OLD = $(PIP) uninstall --quiet -y mlpipe 2>/dev/null; rm -rf mlpipe.egg-info
+
 $(VENV)/.installed-base: pyproject.toml | $(BIN)/python
+	$(UNINSTALL_OLD)
 	$(PIP) install --quiet -e '.[authoring,models]'
 	@touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(UNINSTALL_OLD)
 	$(PIP) install --quiet -e '.[dev]'
 	@touch $@ $(VENV)/.installed-base
 
@@ -31,6 +37,7 @@ $(VENV)/.installed-torch: pyproject.toml | $(VENV)/.installed-dev
 # from PyTorch's CPU index (PyPI's Linux wheel is the CUDA build, gigabytes the demo never uses).
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 $(VENV)/.installed-demo: pyproject.toml | $(BIN)/python
+	$(UNINSTALL_OLD)
 	$(PIP) install --quiet -e '.[authoring,torch,models]' $(if $(PIP_FIND_LINKS),,--extra-index-url $(TORCH_INDEX))
 	@touch $@ $(VENV)/.installed-base
 
