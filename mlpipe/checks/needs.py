@@ -54,6 +54,15 @@ class Need:
     line: str
 
 
+def _declared(module: str, install: str) -> tuple[frozenset[str], str]:
+    """What a user-defined contract's ``requires`` entry asks for: the module's own name, and
+    the distribution its install hint names (``("sklearn", "pip install scikit-learn")``)."""
+    named = re.findall(r"pip install\s+['\"]?([^'\"\s]+)", install)
+    line = named[0] if named else normalized(module)
+    name = requirement_name(line)
+    return frozenset({normalized(module)} | ({name} if name else set())), line
+
+
 def _contract_needs(node: StepNode) -> Iterator[Need]:
     for port in (*node.component.inputs, *node.component.outputs):
         contract = port.contract
@@ -63,9 +72,9 @@ def _contract_needs(node: StepNode) -> Iterator[Need]:
         columns = getattr(contract, "columns", None) or ()
         if "pyarrow" in modules and any(getattr(c, "unit", None) for c in columns):
             modules.append("pint")  # a unit a file states otherwise is compared with pint
+        hints = dict(getattr(contract, "requires", ()))
         for module in modules:
-            providers, line = _VALIDATOR_NEEDS.get(
-                module, (frozenset({normalized(module)}), normalized(module)))
+            providers, line = _VALIDATOR_NEEDS.get(module) or _declared(module, hints[module])
             yield Need(f"'{node.id}.{port.name}' declares {contract_label(contract)}, whose "
                        f"validation imports {module}", port.name, providers, line)
 
@@ -191,7 +200,8 @@ def mlflow_client_in_environment(graph: Graph) -> Iterator[Diagnostic]:
         clients = [t for t in lines if requirement_name(t) in ("mlflow", "mlflow-skinny")]
         pythons = [_version(pinned_version(t) or "") for t in lines
                    if requirement_name(t) == "python" and pinned_version(t)]
-        old = bool(pythons) and pythons[0][:2] < MLFLOW_REJECTED_NEEDS_PYTHON
+        old = (bool(pythons) and len(pythons[0]) > 1
+               and pythons[0][:2] < MLFLOW_REJECTED_NEEDS_PYTHON)
         rejected = [] if old else [t for t in clients if _admits_rejected(t)]
         where = f"the conda file of environment {env.name!r} ({env.conda_file})"
         if rejected:

@@ -6,6 +6,9 @@ from __future__ import annotations
 import re
 
 import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mlpipe.checks import check_pipeline
 from mlpipe.environments import pinned_version, requirement_name, runtime_line, runtime_listing
@@ -153,3 +156,51 @@ def test_under_a_python_mlflow_219_does_not_install_on_an_unpinned_client_is_not
                                                    "azureml-mlflow>=1.57"]))
         spec, _ = load_spec(f"{module}:p")
         assert [d.code for d in check_pipeline(spec)[1] if d.code == "MP635"] == codes, python
+
+
+def test_a_user_contract_needs_the_distribution_its_install_hint_names(tmp_path):
+    module = tmp_path / f"{tmp_path.name.replace('-', '_')}.py"
+    module.write_text('''
+from mlpipe import Environment, Input, Output, component, pipeline
+from mlpipe.contracts import Contract
+
+
+class Embeddings(Contract):
+    kind = "embeddings"
+    requires = (("sklearn", "pip install 'scikit-learn>=1.4'"),)
+
+
+@component(environment=Environment("e", version="1", conda_file="env.yml"))
+def embed(data: Input["uri_folder"], vectors: Output[Embeddings()]):
+    pass
+
+
+@pipeline
+def p(data):
+    return embed(data=data).vectors
+''')
+    for listed, found in (("numpy", ["MP634"]), ("scikit-learn==1.5.2", []), ("sklearn", [])):
+        (tmp_path / "env.yml").write_text(f"dependencies:\n  - python=3.11\n  - pip:\n"
+                                          f"      - {runtime_line()}\n      - {listed}\n")
+        spec, _ = load_spec(f"{module}:p")
+        diagnostics = [d for d in check_pipeline(spec)[1] if d.code == "MP634"]
+        assert [d.code for d in diagnostics] == found, listed
+        if found:
+            assert diagnostics[0].hint == ("add \"scikit-learn>=1.4\" to the conda file's pip "
+                                           "dependencies")
+            assert "installs no scikit-learn or sklearn" in diagnostics[0].message
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(st.text(alphabet="mlpipe-aflowr0123456789.=<>!~,[]_:/ @;#*", max_size=24),
+                      max_size=6))
+def test_no_requirement_line_makes_a_check_crash(tmp_path, lines):
+    module = tmp_path / f"{tmp_path.name.replace('-', '_')}.py"
+    module.write_text(PIPELINE)
+    (tmp_path / "env.yml").write_text(yaml.safe_dump(
+        {"dependencies": ["python=3.11", {"pip": lines}]}))
+    spec, _ = load_spec(f"{module}:p")
+    assert "MP001" not in {d.code for d in check_pipeline(spec)[1]}
+    for line in lines:  # and each reading of a line is total
+        requirement_name(line), pinned_version(line), runtime_listing(line)
