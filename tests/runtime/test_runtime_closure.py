@@ -12,6 +12,7 @@ import tomllib
 from pathlib import Path
 
 from mlpipe.cli.base import AUTHORING_MODULES
+from mlpipe.version import __version__
 
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -128,3 +129,20 @@ def test_a_step_process_imports_nothing_beyond_the_base_install():
                           check=True, cwd=ROOT)
     imported = set(done.stdout.split()) - {"mlpipe", "sitecustomize", "usercustomize"}
     assert imported <= {"yaml", "blake3"}, imported
+
+
+def test_a_command_of_the_authoring_side_says_what_to_install_where_it_is_missing(tmp_path):
+    # azure-ai-ml made unimportable, as where only the runtime is installed
+    fit = ROOT / "tests" / "fixtures" / "runtime_install" / "fit.py"
+    probe = ("import sys; sys.modules['azure'] = None\n"
+             "from mlpipe.cli import main\n"
+             f"main(['compile', {str(fit)!r}, '-o', 'out'])\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.splitlines()[-2:] == [
+        "error: this command needs azure, which is not installed: this is the step runtime "
+        "alone (mlpipe-aml without its authoring side)",
+        f"  help: pip install 'mlpipe-aml[authoring]=={__version__}' to check, run and export "
+        f"pipelines here"]
+    assert not (tmp_path / "out").exists()
