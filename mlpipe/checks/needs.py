@@ -20,8 +20,9 @@ from mlpipe.checks.where import at_step
 from mlpipe.contracts import contract_label
 from mlpipe.diagnostics import Diagnostic
 from mlpipe.distribution import PyTorch, TensorFlow
-from mlpipe.environments import normalized, pinned_version, requirement_name
+from mlpipe.environments import normalized, pinned_version, requirement_name, runtime_listing
 from mlpipe.graph import Graph, StepNode
+from mlpipe.version import DISTRIBUTION
 
 #: MLflow from this version on is refused by the Azure ML tracking server (MP860's rule).
 MLFLOW_REJECTED_FROM = (2, 19)
@@ -40,6 +41,33 @@ _VALIDATOR_NEEDS: dict[str, tuple[frozenset[str], str]] = {
     "mlflow": (frozenset({"mlflow"}), MLFLOW_FULL),  # mlflow-skinny cannot load a pyfunc
     "pint": (frozenset({"pint"}), "pint>=0.24"),
 }
+
+
+def extras_provide(lines: Iterable[str]) -> set[str]:
+    """The distributions that the extras of ``mlpipe-aml[...]`` lines install
+    (``mlpipe-aml[tabular]==0.1.0`` -> pyarrow, pint), read from this mlpipe's own metadata."""
+    from importlib.metadata import PackageNotFoundError, requires
+
+    wanted = set()
+    for line in lines:
+        listing = runtime_listing(line)
+        found = re.search(r"\[([^\]]*)\]", line) if listing and listing[0] else None
+        if found:
+            wanted |= {normalized(e.strip()) for e in found.group(1).split(",") if e.strip()}
+    if not wanted:
+        return set()
+    try:
+        declared = requires(DISTRIBUTION) or []
+    except PackageNotFoundError:
+        return set()
+    provided = set()
+    for requirement in declared:
+        extra = re.search(r"extra\s*==\s*['\"]([^'\"]+)['\"]", requirement)
+        if extra and normalized(extra.group(1)) in wanted:
+            name = requirement_name(requirement.split(";", 1)[0])
+            if name:
+                provided.add(name)
+    return provided
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +149,8 @@ def validator_needs_in_environment(graph: Graph) -> Iterator[Diagnostic]:
         if path is None or env is None or node.component.function is None:
             continue  # a registered environment cannot be read here; a command runs no mlpipe
         if path not in read:
-            read[path] = conda_packages(path)
+            found = conda_packages(path)
+            read[path] = None if found is None else found | extras_provide(_lines(path) or ())
         packages = read[path]
         if packages is None:
             continue
@@ -212,7 +241,8 @@ def mlflow_client_in_environment(graph: Graph) -> Iterator[Diagnostic]:
                 f"MLflow 2.19 or later: the Azure ML tracking server rejected those "
                 f"(azureml-examples PR #3888), so the step's metrics would not reach the "
                 f"workspace", hint=f"pin it below 2.19: \"{line}\"", **at_step(node))
-        elif clients and not any(requirement_name(t) == "azureml-mlflow" for t in lines):
+        elif clients and "azureml-mlflow" not in {requirement_name(t) for t in lines} | (
+                extras_provide(lines)):
             yield Diagnostic.of(
                 codes.ENVIRONMENT_MLFLOW_CLIENT_REJECTED,
                 f"step '{node.id}': {where} lists {clients[0]!r} but not azureml-mlflow: "

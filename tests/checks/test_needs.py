@@ -204,3 +204,14 @@ def test_no_requirement_line_makes_a_check_crash(tmp_path, lines):
     assert "MP001" not in {d.code for d in check_pipeline(spec)[1]}
     for line in lines:  # and each reading of a line is total
         requirement_name(line), pinned_version(line), runtime_listing(line)
+
+
+@pytest.mark.parametrize(("runtime", "rest", "codes"), [
+    # the runtime's own extras install what the validators need (from mlpipe-aml's metadata)
+    (f"mlpipe-aml[tabular,models]=={__version__}", ["azureml-mlflow>=1.57"], []),
+    (f"mlpipe-aml[tabular]=={__version__}", ["azureml-mlflow>=1.57"], ["MP634"]),  # no mlflow
+    (f"mlpipe-aml[tabular,azureml]=={__version__}", ["mlflow>=2.16,<2.19"], []),
+    (f"mlpipe-aml[tabular]=={__version__}", ["mlflow>=2.16,<2.19"], ["MP635"]),  # no plugin
+])
+def test_the_runtime_extras_count_as_what_they_install(tmp_path, runtime, rest, codes):
+    assert [d.code for d in _found(tmp_path, [runtime, *rest])] == codes
