@@ -13,11 +13,17 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
+# mlpipe was installed as the distribution "mlpipe" before issue 36 (now mlpipe-aml): a venv made
+# before keeps that editable install and its mlpipe.egg-info here, which would list it twice.
+UNINSTALL_OLD = $(PIP) uninstall --quiet -y mlpipe 2>/dev/null; rm -rf mlpipe.egg-info
+
 $(VENV)/.installed-base: pyproject.toml | $(BIN)/python
-	$(PIP) install --quiet -e '.[models]'
+	$(UNINSTALL_OLD)
+	$(PIP) install --quiet -e '.[authoring,models]'
 	@touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(UNINSTALL_OLD)
 	$(PIP) install --quiet -e '.[dev]'
 	@touch $@ $(VENV)/.installed-base
 
@@ -31,7 +37,8 @@ $(VENV)/.installed-torch: pyproject.toml | $(VENV)/.installed-dev
 # from PyTorch's CPU index (PyPI's Linux wheel is the CUDA build, gigabytes the demo never uses).
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 $(VENV)/.installed-demo: pyproject.toml | $(BIN)/python
-	$(PIP) install --quiet -e '.[torch,models]' $(if $(PIP_FIND_LINKS),,--extra-index-url $(TORCH_INDEX))
+	$(UNINSTALL_OLD)
+	$(PIP) install --quiet -e '.[authoring,torch,models]' $(if $(PIP_FIND_LINKS),,--extra-index-url $(TORCH_INDEX))
 	@touch $@ $(VENV)/.installed-base
 
 # The example end to end: data set, check, run, candidate, its evidence, qualified against
@@ -158,6 +165,10 @@ bench-signing: $(VENV)/.installed-dev
 # docs/performance.md).
 bench-runtime: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_runtime.py
+
+# A step's environment installed before and after the runtime split (issue 36; uses the index).
+bench-step-env: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bench_step_env.py
 
 # The read commands (runs, show, diff, candidates, evidence) in stores of 10,000 to 1,000,000 step
 # runs, against `mlpipe --version` (the stores are built once, under build/bench-store/).

@@ -338,23 +338,23 @@ MODULE_OUTSIDE_CODE_ROOT = _code(
     "so its step would fail on Azure ML with ModuleNotFoundError.")
 
 # --- MP630-MP639: placement: what crosses compute kinds, what an environment must hold
-#     (mlpipe.checks.placement)
-MODEL_DEVICE_CROSSES_COMPUTE = _code(
-    "MP630", "model-device-crosses-compute", WARNING,
+#     (mlpipe.checks.placement, .environment, .needs)
+MODEL_DEVICE_CROSSES_COMPUTE = _code("MP630", "model-device-crosses-compute", WARNING,
     "A step on CPU-only compute loads a model that GPU code (its body shows a GPU placement) "
     "saved, and whose contract does not say its tensors are saved on the CPU.")
-ENVIRONMENT_WITHOUT_MLPIPE = _code(
-    "MP631", "environment-without-mlpipe", WARNING,
-    "A function step's environment has a conda file that does not list mlpipe, which its "
-    "command runs.")
-FRAMEWORK_MISSING_FROM_ENVIRONMENT = _code(
-    "MP632", "framework-missing-from-environment", ERROR,
+ENVIRONMENT_WITHOUT_MLPIPE = _code("MP631", "environment-without-mlpipe", WARNING,
+    "A function step's conda file does not install mlpipe-aml at the compiling version.")
+FRAMEWORK_MISSING_FROM_ENVIRONMENT = _code("MP632", "framework-missing-from-environment", ERROR,
     "A step's declared distribution or its code needs a framework (torch, tensorflow, horovod, "
     "...) that its environment's conda/pip specification does not install.")
-ACCELERATOR_CODE_ON_CPU_SIZE = _code(
-    "MP633", "accelerator-code-on-cpu-size", ERROR,
+ACCELERATOR_CODE_ON_CPU_SIZE = _code("MP633", "accelerator-code-on-cpu-size", ERROR,
     "A step on a VM size without a GPU puts work on a GPU unconditionally (.cuda(), "
     "torch.device('cuda'), backend='nccl').")
+ENVIRONMENT_LACKS_VALIDATOR_NEED = _code("MP634", "environment-lacks-validator-need", ERROR,
+    "A step's conda file installs nothing that one of its contracts' validators imports.")
+ENVIRONMENT_MLFLOW_CLIENT_REJECTED = _code("MP635", "environment-mlflow-client-rejected", WARNING,
+    "A step's conda file allows an MLflow client the Azure ML tracking server rejects (2.19 "
+    "or later), or lists one without azureml-mlflow.")
 
 # --- MP660-MP679: evidence of what lives only on Azure ML (mlpipe.evidence.findings,
 #     mlpipe.evidence.verify)

@@ -1,5 +1,6 @@
 """What a declared environment is, by content: its digest and whether the reference can move;
-the local interpreter that runs steps here; and the package set installed in an interpreter.
+the local interpreter that runs steps here; the package set installed in an interpreter; and
+what a requirement line installs (which distribution, whether it is this mlpipe's runtime).
 
 Every backend records environments and interpreters this way, so the same declaration gets the
 same digest wherever it runs. Reads a declared conda file and the names of the package folders
@@ -8,12 +9,14 @@ on ``sys.path``; nothing else.
 from __future__ import annotations
 
 import platform
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from mlpipe.digests import digest_of
 from mlpipe.spec import Environment
+from mlpipe.version import DISTRIBUTION, __version__
 
 
 def runtime_identity() -> str:
@@ -95,3 +98,80 @@ def interpreter_evidence(packages: dict[str, Any] | None = None) -> dict[str, An
     return {"python": sys.executable, "version": found["version"],
             "packages_digest": digest_of(list(found["packages"])),
             "packages": len(found["packages"])}
+
+
+_WHEEL = re.compile(r"^(?P<name>[A-Za-z0-9][\w.]*?)-(?P<version>\d[\w.+!]*?)(?:-[\w.]+)*"
+                    r"\.(?:whl|tar\.gz|zip)$")
+_PIN = re.compile(r"^===?\s*(?P<version>[\w.+!]+)\s*$")
+
+
+def normalized(name: str) -> str:
+    """A distribution name as the package index compares it (PEP 503): ``Mlpipe_AML`` ->
+    ``mlpipe-aml``."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def requirement_name(line: str) -> str | None:
+    """The distribution a pip or conda requirement line installs, normalized; None for an
+    option, a comment, or a path that names none.
+
+    Example:
+        >>> requirement_name("conda-forge::PyArrow>=14")
+        'pyarrow'
+        >>> requirement_name("./dist/mlpipe_aml-0.1.0-py3-none-any.whl")
+        'mlpipe-aml'
+    """
+    text = line.split(" #", 1)[0].strip()
+    if not text or text.startswith("#"):
+        return None
+    egg = re.search(r"#egg=([\w.-]+)", text)
+    if egg:
+        return normalized(egg.group(1))
+    if text.startswith("-"):
+        return None
+    stem = text.rsplit("/", 1)[-1]
+    wheel = _WHEEL.match(stem)
+    if wheel:
+        return normalized(wheel.group("name"))
+    if "://" in text:
+        return None
+    base = re.split(r"[=<>!~\[\s@;]", text.split("::", 1)[-1], maxsplit=1)[0]
+    return normalized(base) or None
+
+
+def pinned_version(line: str) -> str | None:
+    """The one version a requirement line allows (``==V``, ``===V``, conda's ``=V``, or a
+    wheel or sdist file's version); None when it allows a range or names none."""
+    text = line.split(" #", 1)[0].split(";", 1)[0].strip()
+    wheel = _WHEEL.match(text.rsplit("/", 1)[-1])
+    if wheel:
+        return wheel.group("version")
+    if requirement_name(text) is None or "://" in text:
+        return None
+    rest = re.sub(r"^[^=<>!~]*", "", text.split("::", 1)[-1])
+    if re.fullmatch(r"=[^=<>!~]+", rest.replace(" ", "")):  # conda's "name=1.2"
+        return rest.strip("= ").split("=", 1)[0]
+    pin = _PIN.match(rest)
+    return pin.group("version") if pin else None
+
+
+def runtime_listing(line: str) -> tuple[bool, str | None] | None:
+    """How a requirement line installs mlpipe's step runtime: None when it names no mlpipe;
+    ``(True, version)`` for this project's distribution (``mlpipe-aml``, by name or as its
+    wheel), ``version`` its exact pin or None; ``(False, version)`` for the name ``mlpipe``,
+    which the package index gives to another project (0.1.0 ... 0.1.17).
+
+    Example:
+        >>> runtime_listing("mlpipe-aml==0.1.0"), runtime_listing("mlpipe")
+        ((True, '0.1.0'), (False, None))
+    """
+    name = requirement_name(line)
+    if name not in (DISTRIBUTION, "mlpipe"):
+        return None
+    return name == DISTRIBUTION, pinned_version(line)
+
+
+def runtime_line(extras: str = "") -> str:
+    """The requirement that installs this mlpipe's step runtime and nothing else:
+    ``mlpipe-aml==0.1.0`` (with ``extras``, e.g. ``"tabular"``)."""
+    return f"{DISTRIBUTION}{f'[{extras}]' if extras else ''}=={__version__}"

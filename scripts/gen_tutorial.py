@@ -161,7 +161,7 @@ TEMPLATE = textwrap.dedent('''\
     This walks through the example in `components/` and `pipelines/`: a visual-defect
     classifier whose training step is PyTorch DDP. It runs entirely on this machine; the
     distributed step is launched the way Azure ML would launch it. You need the dev install
-    with PyTorch (`make test` makes one; `pip install -e '.[torch]'` in your own venv).
+    with PyTorch (`make test` makes one; `pip install -e '.[authoring,torch]'` in your own venv).
     Work in a project folder, here `{SHOWN_AS}` holding a copy of `components/` and
     `pipelines/` under git (the commit is what the evidence names as the code revision).
     The evidence store and its artifacts live in `evidence/` in the project: the first run

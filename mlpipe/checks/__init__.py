@@ -18,6 +18,7 @@ from mlpipe.checks import (  # noqa: F401  (registration)
     importable,
     jobs,
     launch,
+    needs,
     parameters,
     placement,
     reproducibility,

@@ -15,7 +15,9 @@ from mlpipe.checks.where import at_edge, at_step
 from mlpipe.codes import ENVIRONMENT_WITHOUT_MLPIPE, MODEL_DEVICE_CROSSES_COMPUTE
 from mlpipe.compute import CATALOGUE, VmSize
 from mlpipe.diagnostics import Diagnostic, Severity
+from mlpipe.environments import runtime_line, runtime_listing
 from mlpipe.graph import FromStep, Graph, StepNode
+from mlpipe.version import DISTRIBUTION, __version__
 
 _MODEL_KINDS = (AssetType.MLFLOW_MODEL, AssetType.CUSTOM_MODEL)
 
@@ -124,9 +126,9 @@ def model_device(graph: Graph) -> Iterator[Diagnostic]:
                     **where)
 
 
-def _lists_mlpipe(conda_file: Path) -> bool | None:
-    """Whether a conda specification lists mlpipe (as a conda or pip dependency); None
-    when it cannot be read."""
+def _runtime_listings(conda_file: Path) -> list[tuple[str, bool, str | None]] | None:
+    """``(line, ours, pinned version)`` for each line of a conda specification (its conda
+    and pip dependencies) that names mlpipe; None when it cannot be read."""
     import yaml
 
     try:
@@ -140,14 +142,41 @@ def _lists_mlpipe(conda_file: Path) -> bool | None:
             names.append(dep)
         elif isinstance(dep, dict):
             names += [p for p in dep.get("pip") or [] if isinstance(p, str)]
-    for name in names:
-        base = name.strip().lower().replace("_", "-")
-        for sep in ("=", "<", ">", "!", "~", "[", " ", "@", ";"):
-            base = base.split(sep, 1)[0]
-        wheel = "mlpipe-" in name.lower() and name.lower().endswith((".whl", ".tar.gz"))
-        if base == "mlpipe" or wheel:
-            return True
-    return False
+    found = []
+    for line in names:
+        listing = runtime_listing(line)
+        if listing is not None:
+            found.append((line, *listing))
+    return found
+
+
+def _runtime_problem(env_name: str, conda_file: str,
+                     listings: list[tuple[str, bool, str | None]]) -> tuple[str, str] | None:
+    """(what is wrong, the fix) with how a conda file installs the step runtime; None when it
+    installs this mlpipe's, at the version that compiles the pipeline."""
+    line = runtime_line()
+    where = f"environment {env_name!r}, whose conda file {conda_file}"
+    ours = [(text, pin) for text, mine, pin in listings if mine]
+    if any(pin == __version__ for _, pin in ours):
+        return None
+    if ours:
+        text, pin = ours[0]
+        if pin is None:
+            return (f"{where} lists {text!r} without pinning the version that compiles the "
+                    f"pipeline ({__version__}): the image gets whichever version is newest "
+                    f"when it is built, whose runtime may read the step differently",
+                    f"pin it: \"{line}\" in the conda file's pip dependencies")
+        return (f"{where} pins {DISTRIBUTION} {pin}, but the pipeline is compiled by "
+                f"{DISTRIBUTION} {__version__}: the step would run under another runtime "
+                f"than the one that checked it", f"pin \"{line}\" instead")
+    others = [text for text, mine, _ in listings if not mine]
+    if others:
+        return (f"{where} lists {others[0]!r}: the package index gives the name 'mlpipe' to "
+                f"an unrelated project (0.1.0 ... 0.1.17), so the job would install that "
+                f"project and fail with 'No module named mlpipe.runtime'",
+                f"replace it with \"{line}\" (mlpipe's distribution is {DISTRIBUTION})")
+    return (f"{where} does not list {DISTRIBUTION}: the job would fail with 'No module "
+            f"named mlpipe'", f"add \"{line}\" to the conda file's pip dependencies")
 
 
 @check(ENVIRONMENT_WITHOUT_MLPIPE)
@@ -160,11 +189,11 @@ def environment_has_mlpipe(graph: Graph) -> Iterator[Diagnostic]:
         path = Path(env.conda_file)
         if not path.is_absolute() and comp.location is not None:
             path = Path(comp.location.file).resolve().parent / path
-        if _lists_mlpipe(path) is False:
+        listings = _runtime_listings(path)
+        problem = None if listings is None else _runtime_problem(env.name, env.conda_file,
+                                                                 listings)
+        if problem is not None:
             yield Diagnostic.of(
                 ENVIRONMENT_WITHOUT_MLPIPE,
                 f"step '{node.id}' runs its body with `python -m mlpipe.runtime.step` in "
-                f"environment {env.name!r}, whose conda file {env.conda_file} does not list "
-                f"mlpipe: the job would fail with 'No module named mlpipe'",
-                hint="add mlpipe to the conda file's pip dependencies (the version that "
-                     "compiles the pipeline)", **at_step(node))
+                f"{problem[0]}", hint=problem[1], **at_step(node))

@@ -103,20 +103,40 @@ def compile_(target: str, out_dir: str, inputs: tuple[str, ...], default_compute
 @click.option("--version", "version", required=True, help="The environment's version.")
 @click.option("-o", "--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Folder to write environment.yml and its build context into.")
+@click.option("--pipeline", "target", default=None, metavar=TARGET,
+              help="Install what the steps of this pipeline that run in NAME:VERSION need "
+                   "(their contracts' validators, the frameworks they import; a GPU image "
+                   "when one runs on a GPU size).")
 @click.option("--image", default=None, metavar="IMAGE",
-              help="The base image [default: Azure ML's openmpi4.1.0-ubuntu22.04].")
+              help="The base image [default: Azure ML's openmpi4.1.0-ubuntu22.04, or its "
+                   "CUDA image for steps on GPU sizes].")
 @click.option("--wheel", type=click.Path(exists=True, dir_okay=False), default=None,
               help="An mlpipe wheel to install (else built from this checkout).")
-def environment(name: str, version: str, out_dir: str, image: str | None,
+def environment(name: str, version: str, out_dir: str, target: str | None, image: str | None,
                 wheel: str | None) -> None:
     """Write an Azure ML environment with this exact mlpipe runtime (a Docker build context
-    installing the wheel built from this checkout, and an MLflow client the tracking server
-    accepts); register it with `az ml environment create --file OUT/environment.yml`."""
-    from mlpipe.backends.azure.runtime_env import DEFAULT_IMAGE, write_runtime_environment
+    installing the wheel built from this checkout, what the pipeline's steps need, and an
+    MLflow client the tracking server accepts); register it with
+    `az ml environment create --file OUT/environment.yml`."""
+    from mlpipe.backends.azure.runtime_env import (
+        DEFAULT_IMAGE,
+        steps_need,
+        validate_inputs,
+        write_runtime_environment,
+    )
 
-    path = write_runtime_environment(out_dir, name, version, image=image or DEFAULT_IMAGE,
-                                     wheel=wheel)
+    validate_inputs(name, version, image or DEFAULT_IMAGE)
+    need = None
+    if target is not None:
+        from mlpipe.loader import load_spec
+
+        need = steps_need(load_spec(target)[0], name, version)
+    path = write_runtime_environment(out_dir, name, version, image=image, wheel=wheel,
+                                     need=need)
     click.echo(f"wrote {path} and its build context {path.parent / 'context'}")
+    if need is not None:
+        click.echo(f"for steps {', '.join(need.steps)} ({'GPU' if need.gpu else 'CPU'}): "
+                   f"{' '.join(need.packages)}")
     click.echo(f"register it with: az ml environment create --file {path}")
     click.echo(f'then use it: Environment("{name}", version="{version}")')
 

@@ -15,6 +15,10 @@ from mlpipe.errors import MlpipeError
 from mlpipe.version import __version__
 
 EXIT_CLEAN, EXIT_PROBLEMS = 0, 1
+#: The top-level modules of the authoring extra's distributions (pyproject.toml; a test holds
+#: the two equal): a command missing one was run where only the step runtime is installed.
+AUTHORING_MODULES = frozenset({"networkx", "sqlalchemy", "alembic", "jsonschema", "psycopg",
+                               "pint", "azure", "rich", "packaging", "cryptography"})
 EXIT_INTERRUPTED = 130
 TARGET = "FILE.py[:function]|pipeline.yml"
 
@@ -67,6 +71,17 @@ class Commands(click.Group):
             return super().invoke(ctx)
         except MlpipeError as err:
             fail(err)
+        except ModuleNotFoundError as err:
+            top = (err.name or "").split(".")[0]
+            if top not in AUTHORING_MODULES:
+                raise
+            from mlpipe.errors import UsageError
+            from mlpipe.version import DISTRIBUTION
+
+            fail(UsageError(f"this command needs {top}, which is not installed: this is the "
+                            f"step runtime alone ({DISTRIBUTION} without its authoring side)",
+                            hint=f"pip install '{DISTRIBUTION}[authoring]=={__version__}' to "
+                                 f"check, run and export pipelines here"))
 
 
 def load_graph(target: str):

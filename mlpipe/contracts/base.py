@@ -96,7 +96,7 @@ class Contract:
     kind: ClassVar[str] = "contract"
     transport: ClassVar[AssetType] = AssetType.URI_FOLDER
     #: Modules the run-time validation imports, each with how to install it
-    #: (``(("pyarrow", "pip install 'mlpipe[tabular]'"),)``): ``mlpipe check`` says when one is
+    #: (``(("pyarrow", "pip install 'mlpipe-aml[tabular]'"),)``): ``mlpipe check`` says when one is
     #: missing here (MP415) instead of a run failing when it validates.
     requires: ClassVar[tuple[tuple[str, str], ...]] = ()
     #: The suffix mlpipe gives a file output of this contract (``".csv"``), so the file it

@@ -232,7 +232,7 @@ class MLflowModel(ModelSignature):
     kind = "mlflow-model"
     transport = AssetType.MLFLOW_MODEL
     holds_examples = False
-    requires = (("mlflow", "pip install 'mlpipe[models]'"),)
+    requires = (("mlflow", "pip install 'mlpipe-aml[models]'"),)
 
     def validate(self, path: Path) -> None:
         """Check the MLmodel as :meth:`ModelSignature.validate` does, then load the model with
@@ -274,7 +274,7 @@ def load_with_mlflow(path: Path, label: str, loader: str) -> None:
         import mlflow.pyfunc
     except ImportError as exc:
         raise UsageError(f"validating {label} loads the model with MLflow, which is not "
-                         f"installed here ({exc})", hint="pip install 'mlpipe[models]' (and "
+                         f"installed here ({exc})", hint="pip install 'mlpipe-aml[models]' (and "
                          "install it in the step's environment)") from None
     saved_path, saved_modules = list(sys.path), set(sys.modules)
     mlmodel = str(Path(path) / "MLmodel")

@@ -2,7 +2,7 @@
 the split a table declares (a ``split`` column, or one folder of tables per split).
 
 Compile-time rule and run-time validation of CSV and Parquet files (through pyarrow, the
-``mlpipe[tabular]`` extra, imported only when a table is validated). Knows nothing of specs.
+``mlpipe-aml[tabular]`` extra, imported only when a table is validated). Knows nothing of specs.
 """
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ class TabularSchema(Contract):
     kind = "tabular-schema"
     transport = AssetType.URI_FILE
     holds_examples = True
-    requires = (("pyarrow", "pip install 'mlpipe[tabular]'"),)
+    requires = (("pyarrow", "pip install 'mlpipe-aml[tabular]'"),)
     file_suffix = ".csv"
 
     name: str | None = None
@@ -320,7 +320,7 @@ def _pyarrow():
         import pyarrow
     except ImportError:
         raise UsageError("validating a CSV or Parquet table needs pyarrow, which is not "
-                         "installed", hint="pip install 'mlpipe[tabular]'") from None
+                         "installed", hint="pip install 'mlpipe-aml[tabular]'") from None
     return pyarrow
 
 

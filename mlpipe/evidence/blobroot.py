@@ -5,7 +5,7 @@ An artifact under key ``K`` is its file at ``PREFIX/K`` or its folder's files un
 there (its name, its files, its empty folders): an artifact whose upload was cut short has no
 such record and is not there. Whatever is fetched is re-hashed by ``ArtifactRoots.resolve``
 before it is used, so a damaged blob is never used either. ``azure-storage-blob`` is imported
-only when a container is named (the optional extra ``mlpipe[azure-blob]``).
+only when a container is named (the optional extra ``mlpipe-aml[azure-blob]``).
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def _client_module() -> Any:
     except ImportError:
         raise UsageError("an Azure Blob Storage container as the shared artifact root needs "
                          "the azure-storage-blob package",
-                         hint="pip install 'mlpipe[azure-blob]'") from None
+                         hint="pip install 'mlpipe-aml[azure-blob]'") from None
     return blob
 
 

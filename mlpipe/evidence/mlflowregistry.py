@@ -2,7 +2,7 @@
 candidate's model folder (once: a version already tagged with the candidate and its model digest
 is reused), set an alias, and download a registered version's files.
 
-Imports mlflow only inside its functions (``mlpipe[models]``); judges nothing (``promotion``
+Imports mlflow only inside its functions (``mlpipe-aml[models]``); judges nothing (``promotion``
 gates, ``trace`` compares).
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ def _mlflow() -> Any:
         import mlflow
     except ImportError:
         raise UsageError("an MLflow Model Registry needs mlflow, which is not installed here",
-                         hint="pip install 'mlpipe[models]'") from None
+                         hint="pip install 'mlpipe-aml[models]'") from None
     return mlflow
 
 

@@ -28,7 +28,7 @@ def sign_model(path: str | os.PathLike[str], private_key: str | os.PathLike[str]
     """The model signature of the file or folder at ``path``, by the PEM key ``private_key``.
 
     Raises:
-        ImportError: model-signing is not installed (``pip install 'mlpipe[signing]'``).
+        ImportError: model-signing is not installed (``pip install 'mlpipe-aml[signing]'``).
     """
     from model_signing import signing
 

@@ -85,8 +85,9 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     """Write ``data`` to ``path`` whole: a reader sees the old or the new file, never half."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    text = json.dumps(data, separators=(",", ":"))  # C's encoder; json.dump is Python's
     with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, separators=(",", ":"))
+        fh.write(text)
     os.replace(tmp, path)
 
 

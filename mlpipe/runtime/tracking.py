@@ -7,7 +7,7 @@ once, by rank 0, under its own name; a partial metric under ``NAME.rank<R>``; fo
 ``K`` the run carries ``mlpipe.scope.K``, ``mlpipe.metric.K`` (the metric's name),
 ``mlpipe.rank.K``, and where known ``mlpipe.population.K`` and ``mlpipe.reduced_over.K``.
 
-mlflow is optional (``pip install 'mlpipe[mlflow]'``) and imported only on the first metric
+mlflow is optional (``pip install 'mlpipe-aml[mlflow]'``) and imported only on the first metric
 logged with a tracking URI set; a missing package or an unreachable server never fails the
 step: the step record says what did not reach MLflow. Never imported by ``import mlpipe``.
 """
@@ -91,7 +91,7 @@ class Channel:
         try:
             from mlflow.tracking import MlflowClient
         except ImportError:
-            self._fail("mlflow is not installed here (pip install 'mlpipe[mlflow]'; on Azure "
+            self._fail("mlflow is not installed here (pip install 'mlpipe-aml[mlflow]'; on Azure "
                        "ML also azureml-mlflow)")
             return False
         try:

@@ -107,13 +107,13 @@ def test_a_missing_pyarrow_is_said_at_check_time(monkeypatch):
     from fixtures.boundaries.tables import tables
     assert missing_requirements(TabularSchema) == []
     monkeypatch.setitem(sys.modules, "pyarrow", None)  # `import pyarrow` fails from here on
-    assert missing_requirements(TabularSchema) == [("pyarrow", "pip install 'mlpipe[tabular]'")]
+    assert missing_requirements(TabularSchema) == [("pyarrow", "pip install 'mlpipe-aml[tabular]'")]
     found = [d for d in check_pipeline(tables.spec)[1] if d.code == "MP415"]
     assert [(d.step, d.port) for d in found] == [("scale", "parts"), ("total", "table")]
     assert found[0].message == ("'scale.parts' is a tabular-schema:parts, whose validation needs "
                                 "pyarrow, which is not installed here: a local run fails when it "
                                 "validates this artifact")
-    assert found[0].hint == ("pip install 'mlpipe[tabular]' (and install it in the step's "
+    assert found[0].hint == ("pip install 'mlpipe-aml[tabular]' (and install it in the step's "
                              "environment)")
 
 

@@ -82,7 +82,7 @@ def test_without_mlflow_validation_refuses_naming_mlflow(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("validating mlflow-model:clf loads the model with MLflow, "
                                   "which is not installed here")
-    assert "pip install 'mlpipe[models]'" in done.stdout
+    assert "pip install 'mlpipe-aml[models]'" in done.stdout
 
 
 @pytest.mark.filterwarnings("ignore:log_metric.*outside an mlpipe step:RuntimeWarning")

@@ -114,7 +114,7 @@ def test_without_mlflow_installed_the_record_says_so(tmp_path):
     assert done.returncode == 0, done.stderr
     [part] = record.load_record(tmp_path / "record")["ranks"]
     assert part["tracking"]["error"] == ("mlflow is not installed here (pip install "
-                                         "'mlpipe[mlflow]'; on Azure ML also azureml-mlflow)")
+                                         "'mlpipe-aml[mlflow]'; on Azure ML also azureml-mlflow)")
 
 
 def test_metric_keys_and_tags():

@@ -28,6 +28,7 @@ from mlpipe.codes import (
     VM_SIZE_NOT_OFFERED,
 )
 from mlpipe.diagnostics import Diagnostic
+from mlpipe.environments import runtime_line, runtime_listing
 from mlpipe.spec import ComponentSpec, StepSpec
 
 _PROBES = ("2.19.0", "2.19.1", "2.20.0", "2.21.3", "2.22.0", "3.0.0", "3.5.0", "99.0")
@@ -218,9 +219,10 @@ def _contents(key: tuple[str, str | None, str | None], env: Any,
         out.append(Diagnostic.of(
             REGISTERED_ENVIRONMENT_WITHOUT_MLPIPE,
             f"environment {label}, which steps {_steps(functions)} run their bodies in with "
-            f"`python -m mlpipe.runtime.step`, has a conda file that lists no mlpipe: the job "
-            f"would fail with 'No module named mlpipe'",
-            hint="register a version whose conda file installs mlpipe (docs/azure.md, \"An "
+            f"`python -m mlpipe.runtime.step`, has a conda file that lists no mlpipe-aml (mlpipe's "
+            f"distribution): the job would fail with 'No module named mlpipe'",
+            hint=f"register a version whose conda file installs \"{runtime_line()}\" "
+                 f"(docs/azure.md, \"An "
                  "environment with the mlpipe runtime\")", **where))
     out += _mlflow(label, requirements, functions, where)
     return out
@@ -244,9 +246,10 @@ def _name(requirement: str) -> str:
 
 
 def _is_mlpipe(requirement: str) -> bool:
-    low = requirement.lower()
-    return _name(requirement) == "mlpipe" or (
-        "mlpipe-" in low and low.endswith((".whl", ".tar.gz")))
+    """Whether a requirement installs this project's runtime (``mlpipe-aml``, by name or as
+    its wheel); ``mlpipe`` is another project's name on the package index."""
+    listing = runtime_listing(requirement)
+    return listing is not None and listing[0]
 
 
 def _mlflow(label: str, requirements: list[str], uses: list[tuple[StepSpec, ComponentSpec]],

@@ -22,9 +22,17 @@ from typing import Any
 import yaml
 
 from mlpipe.digests import digest_of
-from mlpipe.environments import environment_identity, installed, runtime_identity
+from mlpipe.environments import (
+    environment_identity,
+    installed,
+    runtime_identity,
+    runtime_line,
+    runtime_listing,
+)
 from mlpipe.errors import EnvironmentBuildFailed, UsageError
 from mlpipe.spec import ComponentSpec, Environment
+from mlpipe.version import DISTRIBUTION
+from mlpipe.wheel import build_wheel, source_tree
 
 #: Written last into a built environment: what it was built from and the package set in it.
 DONE = "mlpipe-environment.json"
@@ -188,49 +196,35 @@ def requirements(env: Environment, conda_file: Path) -> Requirements:
     return Requirements(conda_file, python, tuple(packages))
 
 
-def _name_of(requirement: str) -> str:
-    base = requirement.strip().lower().replace("_", "-")
-    for sep in ("=", "<", ">", "!", "~", "[", " ", "@", ";"):
-        base = base.split(sep, 1)[0]
-    return base
-
-
 def lists_mlpipe(wanted: Requirements) -> bool:
-    """Whether the environment installs mlpipe, which a Python function step's runtime is."""
-    return any(_name_of(p) == "mlpipe" for p in wanted.packages)
+    """Whether the environment names mlpipe (this project's distribution, or the name
+    ``mlpipe`` that the package index gives to another project: installed as Azure ML would,
+    a Python function step then fails there as it would on Azure ML; MP631 says so first)."""
+    return any(runtime_listing(p) is not None for p in wanted.packages)
 
 
-def mlpipe_requirement() -> str:
-    """The requirement that installs *this* mlpipe: its source folder, editable, when it runs
-    from a checkout (a ``pyproject.toml`` of the project ``mlpipe`` above the package); else
-    its released version."""
-    root = Path(__file__).resolve().parents[3]  # above mlpipe/backends/local/
-    project = root / "pyproject.toml"
-    try:
-        if re.search(r'(?m)^name\s*=\s*"mlpipe"', project.read_text(encoding="utf-8")):
-            return f"-e {root}"
-    except OSError:
-        pass
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return f"mlpipe=={version('mlpipe')}"
-    except PackageNotFoundError:
-        return "mlpipe"
+def mlpipe_requirement(root: Path, extras: str = "") -> str:
+    """The requirement that installs *this* mlpipe as an Azure ML image gets it: the wheel
+    built from its checkout (under ``root/wheels``, once per state of the sources), not an
+    editable source tree; for an installed copy, its released version."""
+    if source_tree() is not None:
+        wheel = build_wheel(root / "wheels")
+        return f"{DISTRIBUTION}{extras} @ {wheel.resolve().as_uri()}"
+    return runtime_line(extras.strip("[]"))
 
 
-def _pinned(packages: tuple[str, ...]) -> list[str]:
-    """The requirements with mlpipe's replaced by this mlpipe's own (its extras kept): the
-    runtime of a step must be the one that compiled and runs it."""
+def _pinned(packages: tuple[str, ...], root: Path) -> list[str]:
+    """The requirements with this project's distribution replaced by this mlpipe's own wheel
+    (its extras kept): the runtime of a step must be the one that compiled and runs it. The
+    name ``mlpipe`` is left as it is: Azure ML would install the other project it names."""
     out = []
     for line in packages:
-        if _name_of(line) != "mlpipe" or line.lstrip().startswith("-"):
+        listing = runtime_listing(line)
+        if listing is None or not listing[0] or line.lstrip().startswith("-"):
             out.append(line)
             continue
         found = re.search(r"\[[^\]]*\]", line)
-        extras = found.group(0) if found else ""
-        own = mlpipe_requirement()
-        out.append(own.replace("==", f"{extras}==", 1) if "==" in own else own + extras)
+        out.append(mlpipe_requirement(root, found.group(0) if found else ""))
     return out
 
 
@@ -330,9 +324,11 @@ def build(env: Environment, conda_file: Path, digest: str, root: Path,
         EnvironmentBuildFailed: the build failed (the message names the log).
     """
     wanted = requirements(env, conda_file)
-    packages = _pinned(wanted.packages)
+    packages = _pinned(wanted.packages, root.parent)
+    # this mlpipe's wheel lies in a folder named after its sources' digest
+    own = [p for p in packages if p not in wanted.packages]
     key = digest_of({"environment": digest, "runtime": runtime_identity(),
-                     "mlpipe": mlpipe_requirement() if lists_mlpipe(wanted) else None})
+                     "mlpipe": own or None})
     folder = root / key.split(":", 1)[-1][:16]
     done = folder / DONE
     root.mkdir(parents=True, exist_ok=True)
@@ -365,8 +361,11 @@ def build(env: Environment, conda_file: Path, digest: str, root: Path,
                 if uv:
                     _run([uv, "venv", "--quiet", "--python", base, str(folder)], log, root)
                     if wanted.packages:
-                        _run([uv, "pip", "install", "--python", python, *pip_sources(),
-                              "-r", str(reqs)], log, conda_file.parent)
+                        # every source considered alike, as pip (and Azure ML's image
+                        # build) does: uv would stop at the first index naming a package
+                        _run([uv, "pip", "install", "--python", python, "--index-strategy",
+                              "unsafe-best-match", *pip_sources(), "-r", str(reqs)], log,
+                             conda_file.parent)
                 else:
                     _run([base, "-m", "venv", str(folder)], log, root)
                     if wanted.packages:

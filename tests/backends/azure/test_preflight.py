@@ -16,7 +16,7 @@ from mlpipe.loader import load_spec
 
 PF = ROOT / "tests" / "fixtures" / "azure" / "preflight"
 RAW = {"raw": "azureml:defect-images:1"}
-WITH_MLPIPE = "dependencies:\n- python=3.11\n- pip:\n  - mlpipe==0.1.0\n"
+WITH_MLPIPE = "dependencies:\n- python=3.11\n- pip:\n  - mlpipe-aml==0.1.0\n"
 GOOD = WITH_MLPIPE + "  - mlflow-skinny==2.18.0\n  - azureml-mlflow==1.57.0\n"
 
 
@@ -102,8 +102,8 @@ def test_environment_versions_exist_and_latest_is_resolved_and_said(workspace, s
             "run); a later submission may get another") in got
     assert ("MP859", "error", "bare_env",
             "environment azureml:train-env:2, which steps 'bare_env' run their bodies in with "
-            "`python -m mlpipe.runtime.step`, has a conda file that lists no mlpipe: the job "
-            "would fail with 'No module named mlpipe'") in got
+            "`python -m mlpipe.runtime.step`, has a conda file that lists no mlpipe-aml "
+            "(mlpipe's distribution): the job would fail with 'No module named mlpipe'") in got
     mlflow = [m for c, _, s, m in got if c == "MP860"]
     assert mlflow == [
         "environment azureml:track-env:1 (steps 'mlflow_env') lists 'mlflow>=2.16', which "
@@ -123,8 +123,10 @@ def test_environment_versions_exist_and_latest_is_resolved_and_said(workspace, s
     (WITH_MLPIPE + "  - mlflow\n  - azureml-mlflow\n", ["MP860"]),
     (WITH_MLPIPE.replace("- python=3.11\n", "- mlflow=2.20\n") + "  - azureml-mlflow\n",
      ["MP860"]),
-    ("dependencies:\n- pip:\n  - ./dist/mlpipe-0.1.0-py3-none-any.whl\n", []),
+    ("dependencies:\n- pip:\n  - ./dist/mlpipe_aml-0.1.0-py3-none-any.whl\n", []),
     ("dependencies:\n- pip:\n  - mlpipe-extras\n", ["MP859"]),
+    # the package index gives "mlpipe" to another project
+    ("dependencies:\n- pip:\n  - mlpipe==0.1.0\n", ["MP859"]),
 ])
 def test_the_environment_rule_read_from_its_conda_file(workspace, service, conda, codes):
     workspace.add_environment("good-env", "1", conda_file=conda)

@@ -22,6 +22,7 @@ from mlpipe.errors import EnvironmentBuildFailed, UsageError
 from mlpipe.graph import compile_pipeline
 from mlpipe.loader import load_spec
 from mlpipe.spec import ComponentSpec, Environment, Location
+from mlpipe.version import __version__
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "azure" / "isolated"
 PIPELINE = FIXTURE / "pipeline.yml"
@@ -161,11 +162,16 @@ def test_the_package_set_is_every_installed_distribution_once():
     assert isolation.inspect(sys.executable) == own
 
 
-def test_the_mlpipe_an_environment_lists_is_this_one():
-    root = Path(__file__).resolve().parents[3]
-    assert isolation.mlpipe_requirement() == f"-e {root}"  # a checkout: its source, editable
-    assert isolation._pinned(("termcolor==3.3.0", "mlpipe[azureml]>=0.1", "MLPipe")) == [
-        "termcolor==3.3.0", f"-e {root}[azureml]", f"-e {root}"]
+def test_the_mlpipe_an_environment_lists_is_this_one(tmp_path):
+    # a checkout: the wheel built from it (as an Azure ML image installs it), not its source
+    wheel = isolation.mlpipe_requirement(tmp_path)
+    assert re.fullmatch(rf"mlpipe-aml @ file://{tmp_path}/wheels/[0-9a-f]{{16}}/"
+                        rf"mlpipe_aml-{__version__}-py3-none-any\.whl", wheel)
+    assert isolation.mlpipe_requirement(tmp_path) == wheel  # built once for these sources
+    # the name "mlpipe" is another project's: left as it is, as Azure ML would install it
+    assert isolation._pinned(("termcolor==3.3.0", "mlpipe-aml[azureml]>=0.1", "MLPipe"),
+                             tmp_path) == [
+        "termcolor==3.3.0", wheel.replace("mlpipe-aml @", "mlpipe-aml[azureml] @"), "MLPipe"]
 
 
 def test_uv_installs_from_the_package_sources_pip_is_configured_with(monkeypatch):
@@ -303,7 +309,7 @@ def test_a_python_function_step_runs_isolated_on_the_mlpipe_of_this_checkout(pro
     python = Path(interp["python"])
     assert python.parent.parent.parent == project / "evidence" / "environments"
     packages = isolation.inspect(str(python))["packages"]
-    assert {"termcolor==3.3.0", f"mlpipe=={version('mlpipe')}"} <= set(packages)
+    assert {"termcolor==3.3.0", f"mlpipe-aml=={version('mlpipe-aml')}"} <= set(packages)
     log = (project / "evidence" / "logs" / run_id / "paint.log").read_text()
     assert log.strip() == f"termcolor 3.3.0 on {python}"  # forked from no server of mlpipe's
 

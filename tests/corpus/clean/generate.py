@@ -446,17 +446,19 @@ def variants():
                      st.sampled_from(CPU_SIZES))
 
 
+#: What every step of the corpus needs beside its framework: this mlpipe's runtime, pyarrow
+#: (TabularSchema), full mlflow (MLflowModel) below 2.19 with azureml-mlflow (MP634, MP635).
+_NEEDS = ("      - mlpipe-aml==0.1.0\n      - pyarrow>=14\n      - mlflow>=2.16,<2.19\n"
+          "      - azureml-mlflow>=1.57\n")
+_HEAD = "channels: [conda-forge]\ndependencies:\n  - python=3.11\n"
 ENVS = {
-    "cpu.yml": "name: corpus-cpu\nchannels: [conda-forge]\ndependencies:\n  - python=3.11\n"
-               "  - pip\n  - pip:\n      - mlpipe\n      - torch==2.13.0\n",
-    "pytorch.yml": "name: corpus-pytorch\nchannels: [conda-forge]\ndependencies:\n"
-                   "  - python=3.11\n  - pip\n  - pip:\n      - mlpipe\n      - torch==2.13.0\n",
-    "tensorflow.yml": "name: corpus-tensorflow\nchannels: [conda-forge]\ndependencies:\n"
-                      "  - python=3.11\n  - pip\n  - pip:\n      - mlpipe\n"
+    "cpu.yml": f"name: corpus-cpu\n{_HEAD}  - pip\n  - pip:\n{_NEEDS}      - torch==2.13.0\n",
+    "pytorch.yml": f"name: corpus-pytorch\n{_HEAD}  - pip\n  - pip:\n{_NEEDS}"
+                   "      - torch==2.13.0\n",
+    "tensorflow.yml": f"name: corpus-tensorflow\n{_HEAD}  - pip\n  - pip:\n{_NEEDS}"
                       "      - tensorflow==2.17.0\n",
-    "mpi.yml": "name: corpus-mpi\nchannels: [conda-forge]\ndependencies:\n  - python=3.11\n"
-               "  - openmpi\n  - pip\n  - pip:\n      - mlpipe\n      - torch==2.13.0\n"
-               "      - horovod[pytorch]==0.28.1\n",
+    "mpi.yml": f"name: corpus-mpi\n{_HEAD}  - openmpi\n  - pip\n  - pip:\n{_NEEDS}"
+               "      - torch==2.13.0\n      - horovod[pytorch]==0.28.1\n",
 }
 
 
