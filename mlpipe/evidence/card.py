@@ -2,9 +2,10 @@
 card and a CycloneDX 1.6 ML-BOM, both written from one sealed bundle and citing its digest.
 
 Reads the bundle only (and the policy file the decision cites, for its description); judges
-nothing. The ML-BOM is built with cyclonedx-python-lib; that library (11.x) does not model a
-component's ``modelCard`` yet, so the card's object is added to the library's JSON and the
-whole document is checked with the library's own CycloneDX 1.6 schema validator.
+nothing: its findings are ``findings.every_finding``'s, as every other view's are. The ML-BOM
+is built with cyclonedx-python-lib; that library (11.x) does not model a component's
+``modelCard`` yet, so the card's object is added to the library's JSON and the whole document
+is checked with the library's own CycloneDX 1.6 schema validator.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mlpipe.errors import StoreError, UsageError
+from mlpipe.evidence.findings import every_finding, where_from
 
 #: The CycloneDX property namespace mlpipe's facts go under.
 NS = "mlpipe"
@@ -105,10 +107,12 @@ def markdown(digest: str, statement: dict[str, Any], pipeline_description: str |
     if not _metrics(p):
         lines.append("| (no evaluation metric recorded) | | | |")
     lines += ["", "## Limitations (the bundle's findings)", ""]
-    for f in p["findings"]:
-        lines.append(f"- **{f['severity']} {f['code']} {f['name']}**: {f['message']}")
-    if not p["findings"]:
-        lines.append("- The bundle states no finding.")
+    found = every_finding(p)
+    for f in found:
+        lines.append(f"- **{f['severity']} {f['code']} {f['name']}** "
+                     f"({where_from(f, p['run']['id'])}): {f['message']}")
+    if not found:
+        lines.append("- No finding: no compile-time, run-time or evidence finding.")
     lines += ["", "## Decision", ""]
     if last is None:
         lines.append("- Unreviewed: no decision is recorded.")
@@ -190,8 +194,9 @@ def ml_bom(digest: str, statement: dict[str, Any], pipeline_description: str | N
             for x in _metrics(p)]},
         "considerations": {
             "useCases": use,
-            "technicalLimitations": [f"{f['severity']} {f['code']} {f['name']}: {f['message']}"
-                                     for f in p["findings"]]},
+            "technicalLimitations": [
+                f"{f['severity']} {f['code']} {f['name']} ({where_from(f, p['run']['id'])}): "
+                f"{f['message']}" for f in every_finding(p)]},
         "properties": [{"name": f"{NS}:bundle", "value": digest},
                        {"name": f"{NS}:decision",
                         "value": "unreviewed" if last is None else
