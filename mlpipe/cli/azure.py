@@ -180,7 +180,7 @@ def submit_to_workspace(target: str, values: dict[str, str], *, experiment: str 
     finally:
         if store is not None:
             store.close()
-    out = sys.stderr if fmt == "json" else sys.stdout
+    out = sys.stdout if fmt == "text" else sys.stderr
     click.echo(f"submitted run {run.run_id} as Azure ML job {run.job_name} ({run.status})",
                file=out)
     if run.studio_url:
@@ -191,7 +191,7 @@ def submit_to_workspace(target: str, values: dict[str, str], *, experiment: str 
                 "azure_status": run.status, "experiment": run.experiment,
                 "workspace": run.workspace.arm_id, "candidate_id": None, "failed_steps": [],
                 "ci": run.ci}
-    from mlpipe.cli.running import gate, gate_document, show_report
+    from mlpipe.cli.running import gate, gate_document, show_outcome
     from mlpipe.evidence.config import locate
     from mlpipe.evidence.gate import run_report
 
@@ -200,10 +200,7 @@ def submit_to_workspace(target: str, values: dict[str, str], *, experiment: str 
                    file=out)
         report = run_report(locate().url, run.run_id, None)  # its compile-time checks
         document.update(gate_document(report, fail_on))
-        if fmt == "json":
-            click.echo(json.dumps(document, indent=2, sort_keys=True))
-        else:
-            show_report(report)
+        show_outcome(report, fmt, document, target)
         gate(report, fail_on)
         return
     outcome, failed = _wait(run, service, poll_interval, out)
@@ -212,10 +209,7 @@ def submit_to_workspace(target: str, values: dict[str, str], *, experiment: str 
                     failed_steps=[f.to_dict() for f in failed])
     report = run_report(locate().url, run.run_id, outcome.candidate_id)
     document.update(gate_document(report, fail_on))
-    if fmt == "json":
-        click.echo(json.dumps(document, indent=2, sort_keys=True))
-    else:
-        show_report(report)
+    show_outcome(report, fmt, document, target)
     if outcome.azure_status != "Completed":
         sys.exit(EXIT_PROBLEMS)
     gate(report, fail_on)

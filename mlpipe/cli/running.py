@@ -53,10 +53,11 @@ from mlpipe.errors import UsageError
               help="Exit 1 when the run's candidate carries a finding (compile-time, run-time "
                    "or evidence) of this severity or a worse one, as `check --fail-on`.")
 @azure_options
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True,
-              help="json: one JSON document on stdout for scripts (docs/json.md); progress "
-                   "goes to stderr.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github", "sarif"]),
+              default="text", show_default=True,
+              help="json: one JSON document on stdout for scripts (docs/json.md); github: the "
+                   "findings as GitHub Actions annotations; sarif: as a SARIF 2.1.0 log for "
+                   "code scanning (docs/ci.md). Progress goes to stderr.")
 def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...],
            secrets: tuple[str, ...], run_target: str, no_reuse: bool, max_parallel: int | None,
            local_scale: tuple[str, ...], fmt: str, ignore: str | None, isolate: bool,
@@ -161,6 +162,13 @@ def _submit_local(target: str, inputs: dict[str, str], params: dict[str, Any], n
             "azure_status": None, "experiment": None, "workspace": None,
             "candidate_id": result.candidate_id, "failed_steps": [], "ci": ci_provenance(),
             **gate_document(report, fail_on)}, indent=2, sort_keys=True))
+    elif fmt in ("github", "sarif"):
+        from mlpipe.cli.checking import pipeline_place
+
+        click.echo(f"run {result.run_id} {result.status}"
+                   + (f", candidate {result.candidate_id}" if result.candidate_id else ""),
+                   err=True)
+        show_codescan(report, fmt, executor.location.url, pipeline_place(graph.spec, target))
     else:
         click.echo(f"run {result.run_id} {result.status}")
         if result.candidate_id:
@@ -173,6 +181,33 @@ def gate_document(report: Any, fail_on: str) -> dict[str, Any]:
     """The keys ``submit --format json`` adds for the findings (docs/json.md)."""
     return {"findings": report.findings, "fail_on": fail_on,
             "failing_findings": len(report.failing(fail_on))}
+
+
+def show_outcome(report: Any, fmt: str, document: dict[str, Any], target: str) -> None:
+    """An Azure submit's findings in ``fmt``: the JSON document, annotations or SARIF, or the
+    text report."""
+    if fmt == "json":
+        import json
+
+        click.echo(json.dumps(document, indent=2, sort_keys=True))
+    elif fmt in ("github", "sarif"):
+        from mlpipe.cli.checking import pipeline_place
+        from mlpipe.evidence.config import locate
+
+        show_codescan(report, fmt, locate().url, pipeline_place(None, target))
+    else:
+        show_report(report)
+
+
+def show_codescan(report: Any, fmt: str, url: str, where: tuple[str, int]) -> None:
+    """The findings a run's candidate carries as GitHub annotations or a SARIF log (stdout),
+    each compile-time one at the place its diagnostic gave (the run's stored checks)."""
+    from mlpipe.cli.codescan import render
+    from mlpipe.evidence.gate import run_report
+
+    known = {(d["code"], d["message"]): (d["file"], d.get("line"))
+             for d in run_report(url, report.run, None).findings if d.get("file")}
+    click.echo(render(fmt, report.findings, where, known), nl=False)
 
 
 def show_report(report: Any) -> None:
