@@ -145,7 +145,8 @@ def submit_to_workspace(target: str, values: dict[str, str], *, experiment: str 
                         resource_group: str | None, subscription_id: str | None,
                         config: str | None, wait: bool = False, poll_interval: float = 15.0,
                         fmt: str = "text", ignore: set[str] | None = None,
-                        offline: bool = False, fail_on: str = "error") -> None:
+                        offline: bool = False, fail_on: str = "error",
+                        commitment: dict | None = None) -> None:
     """``mlpipe submit --target azure``: check, pre-flight against the workspace (unless
     ``offline``), record, submit; print the run, job and URL.
     With ``wait``, follow the job until Azure ML ends it, sync it into the store, and exit 0
@@ -173,7 +174,8 @@ def submit_to_workspace(target: str, values: dict[str, str], *, experiment: str 
         store = open_store()
         run = submit_to_azure(spec, workspace, service, inputs=values, experiment=experiment,
                               default_compute=default_compute, extra_diagnostics=found,
-                              store=store, ignore=ignore or (), preflight=preflight)
+                              store=store, ignore=ignore or (), preflight=preflight,
+                              commitment=commitment)
     except ChecksFailed as err:
         click.echo(render_text(err.diagnostics), err=True)
         raise

@@ -237,7 +237,7 @@ def test_the_model_card_and_its_ml_bom_cite_the_bundle(accepted):
     digest = "sha256:" + __import__("hashlib").sha256(
         proj.evidence(cand, "--format", "json").stdout.encode()).hexdigest()
     assert done.stdout == (f"wrote card/model-card.md and card/model-card.cdx.json (CycloneDX "
-                           f"1.6 ML-BOM), citing bundle {digest}\n")
+                           f"1.7 ML-BOM), citing bundle {digest}\n")
     card = (proj.root / "card" / "model-card.md").read_text()
     assert card.startswith(f"# Model card: review ({cand})\n\nBound to evidence bundle "
                            f"`{digest}`")
@@ -250,7 +250,7 @@ def test_the_model_card_and_its_ml_bom_cite_the_bundle(accepted):
     for f in p["findings"]:
         assert f"**{f['severity']} {f['code']} {f['name']}**" in card
     text = (proj.root / "card" / "model-card.cdx.json").read_text()
-    assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(text) is None
+    assert JsonStrictValidator(SchemaVersion.V1_7).validate_str(text) is None
     bom = json.loads(text)
     model = bom["metadata"]["component"]
     assert model["type"] == "machine-learning-model"
@@ -266,7 +266,7 @@ def test_the_model_card_and_its_ml_bom_cite_the_bundle(accepted):
     assert model["modelCard"]["modelParameters"]["datasets"] == [{"ref": "data-data"}]
     # a corrupted ML-BOM is caught by the same validator
     model["modelCard"]["quantitativeAnalysis"]["performanceMetrics"][0]["value"] = 0.875
-    assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(json.dumps(bom)) is not None
+    assert JsonStrictValidator(SchemaVersion.V1_7).validate_str(json.dumps(bom)) is not None
     missing = proj.cli("evidence", cand, "--format", "model-card")
     assert missing.returncode == 2
     assert missing.stderr.startswith("error: --format model-card writes two files")
