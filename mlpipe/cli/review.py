@@ -51,8 +51,8 @@ def qualify(candidate: str, policy_file: str | None, why: str | None, by: str | 
         click.echo(json.dumps({**result.to_dict(), **choice.cited()}, indent=2,
                               sort_keys=True))
     else:
-        click.echo("\n".join(render_choice(choice)))
-        click.echo(render_qualification(result))
+        lines = render_qualification(result).split("\n")   # ..., the table, "", the verdict
+        click.echo("\n".join([*lines[:-2], *render_choice(choice), *lines[-2:]]))
     sys.exit(0 if result.passed else EXIT_PROBLEMS)
 
 

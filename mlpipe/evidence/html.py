@@ -142,7 +142,7 @@ def _decision_text(d: dict[str, Any], digest: str, previous: str | None) -> str:
         said = decision_text(pol)
         if said:
             policy += (f" <span class='flag' id='deviation'>{_e(said)}</span>"
-                       if pol.get("deviation") else f" <span class='muted'>({_e(said)})</span>")
+                       if pol.get("deviation") else f" <span class='muted'>· {_e(said)}</span>")
     return (f"{_badge(verdict, 'dec-' + verdict)} by <b>{_e(d['by'])}</b> at "
             f"{_e(d['decided_at'][:19])} UTC on {read}{policy}"
             + (f": “{_e(d['note'])}”" if d.get("note") else ""))

@@ -12,8 +12,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-VERIFIED, RECORDED, DECLARED, UNKNOWN = "verified", "recorded", "declared", "unknown"
-TIERS = (VERIFIED, RECORDED, DECLARED, UNKNOWN)
+VERIFIED: str = "verified"
+RECORDED: str = "recorded"
+DECLARED: str = "declared"
+UNKNOWN: str = "unknown"
+TIERS: tuple[str, ...] = (VERIFIED, RECORDED, DECLARED, UNKNOWN)
 
 _SEALED = "computed by `mlpipe evidence` when it sealed the bundle"
 _STORE = "derived by `mlpipe evidence` from the store's records when it sealed the bundle"

@@ -76,7 +76,7 @@ def test_the_card_and_the_ml_bom_say_how_each_statement_is_known(carded):
     from cyclonedx.schema import SchemaVersion
     from cyclonedx.validation.json import JsonStrictValidator
 
-    proj, _, bundle = carded
+    proj, _, _ = carded
     card = (proj.root / "card" / "model-card.md").read_text()
     assert "## How each statement here is known" in card
     assert ("| Model files and their hashes | verified | hashed from the model's files by "
