@@ -400,8 +400,8 @@ POLICY_VERIFICATION_FAILED = _code(
     "MP709", "policy-verification-failed", ERROR,
     "The qualification policy requires --verify to pass, and it did not.")
 
-# --- MP710-MP719: verification of a sealed bundle (mlpipe.evidence.verify); MP715-MP716:
-#     recorded decisions (mlpipe.evidence.review); MP717: provenance (mlpipe.evidence.findings)
+# --- MP710-MP719: verification of a sealed bundle (mlpipe.evidence.verify); MP715-MP716, MP718:
+#     recorded decisions (evidence.review, evidence.commitment); MP717: provenance (findings)
 ARTIFACT_CHANGED = _code(
     "MP711", "artifact-changed", ERROR,
     "A file or folder the bundle names no longer has its recorded digest.")
@@ -419,11 +419,11 @@ DECISION_ON_STALE_BUNDLE = _code(
     "A review decision cites a bundle the store no longer matches, or not the newest one.")
 ACCEPTANCE_REFUSED = _code(
     "MP716", "acceptance-refused", ERROR,
-    "A candidate with an error-severity finding, or failing the given policy, cannot be "
-    "accepted.")
-CODE_NOT_COMMITTED = _code(
-    "MP717", "code-not-committed", WARNING,
-    "A file the pipeline loaded was modified or untracked in git when the run started.")
+    "A candidate with an error-severity finding, or failing the given policy, cannot be accepted.")
+CODE_NOT_COMMITTED = _code("MP717", "code-not-committed", WARNING, (
+    "A file the pipeline loaded was modified or untracked in git when the run started."))
+POLICY_DEVIATION_UNRECORDED = _code("MP718", "policy-deviation-unrecorded", ERROR, (
+    "A policy other than the one the run committed to, without a recorded deviation."))
 
 # --- MP720-MP729: the team store (mlpipe.evidence.verify, mlpipe.evidence.roots)
 BUNDLE_CHAIN_MISSING = _code(

@@ -45,5 +45,8 @@ def test_the_workflow_runs_what_the_docs_say():
     text = WORKFLOW.read_text()
     for needed in ("actions/checkout@", "actions/setup-python@", "azure/login@",
                    "id-token: write", "mlpipe check ", "--target azure --wait",
-                   "--format json", "mlpipe evidence", "actions/upload-artifact@"):
+                   "--format json", "mlpipe evidence", "actions/upload-artifact@",
+                   "--format sarif > mlpipe.sarif", "--format github",
+                   "github/codeql-action/upload-sarif@", "sarif_file: mlpipe.sarif",
+                   "security-events: write"):
         assert needed in text, needed

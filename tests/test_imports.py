@@ -79,7 +79,7 @@ MAY_IMPORT: dict[str, list[str]] = {
                    "mlpipe.evidence.dsse"],
     "evidence": [*CLI, "mlpipe.evidence", "mlpipe.evidence.config", "mlpipe.evidence.fastpath",
                  "mlpipe.digests", *FINDINGS, "mlpipe.evidence.render", "mlpipe.evidence.ci",
-                 "mlpipe.evidence.terminal"],
+                 "mlpipe.evidence.terminal", "mlpipe.evidence.tiers"],
 }
 #: Third-party packages no read command needs (nor the DSL, whose imports they would show).
 HEAVY = ("azure", "mlflow", "sqlalchemy", "alembic", "pandas", "numpy", "torch", "networkx",

@@ -165,7 +165,8 @@ def submit_to_workspace(target: str, values: dict[str, str], *, experiment: str 
                         resource_group: str | None, subscription_id: str | None,
                         config: str | None, wait: bool = False, poll_interval: float = 15.0,
                         fmt: str = "text", ignore: set[str] | None = None,
-                        offline: bool = False, fail_on: str = "error") -> None:
+                        offline: bool = False, fail_on: str = "error",
+                        commitment: dict | None = None) -> None:
     """``mlpipe submit --target azure``: check, pre-flight against the workspace (unless
     ``offline``), record, submit; print the run, job and URL.
     With ``wait``, follow the job until Azure ML ends it, sync it into the store, and exit 0
@@ -193,14 +194,15 @@ def submit_to_workspace(target: str, values: dict[str, str], *, experiment: str 
         store = open_store()
         run = submit_to_azure(spec, workspace, service, inputs=values, experiment=experiment,
                               default_compute=default_compute, extra_diagnostics=found,
-                              store=store, ignore=ignore or (), preflight=preflight)
+                              store=store, ignore=ignore or (), preflight=preflight,
+                              commitment=commitment)
     except ChecksFailed as err:
         click.echo(render_text(err.diagnostics), err=True)
         raise
     finally:
         if store is not None:
             store.close()
-    out = sys.stderr if fmt == "json" else sys.stdout
+    out = sys.stdout if fmt == "text" else sys.stderr
     click.echo(f"submitted run {run.run_id} as Azure ML job {run.job_name} ({run.status})",
                file=out)
     if run.studio_url:
@@ -211,7 +213,7 @@ def submit_to_workspace(target: str, values: dict[str, str], *, experiment: str 
                 "azure_status": run.status, "experiment": run.experiment,
                 "workspace": run.workspace.arm_id, "candidate_id": None, "failed_steps": [],
                 "ci": run.ci}
-    from mlpipe.cli.running import gate, gate_document, show_report
+    from mlpipe.cli.running import gate, gate_document, show_outcome
     from mlpipe.evidence.config import locate
     from mlpipe.evidence.gate import run_report
 
@@ -220,10 +222,7 @@ def submit_to_workspace(target: str, values: dict[str, str], *, experiment: str 
                    file=out)
         report = run_report(locate().url, run.run_id, None)  # its compile-time checks
         document.update(gate_document(report, fail_on))
-        if fmt == "json":
-            click.echo(json.dumps(document, indent=2, sort_keys=True))
-        else:
-            show_report(report)
+        show_outcome(report, fmt, document, target)
         gate(report, fail_on)
         return
     outcome, failed = _wait(run, service, poll_interval, out)
@@ -232,10 +231,7 @@ def submit_to_workspace(target: str, values: dict[str, str], *, experiment: str 
                     failed_steps=[f.to_dict() for f in failed])
     report = run_report(locate().url, run.run_id, outcome.candidate_id)
     document.update(gate_document(report, fail_on))
-    if fmt == "json":
-        click.echo(json.dumps(document, indent=2, sort_keys=True))
-    else:
-        show_report(report)
+    show_outcome(report, fmt, document, target)
     if outcome.azure_status != "Completed":
         sys.exit(EXIT_PROBLEMS)
     gate(report, fail_on)

@@ -20,8 +20,10 @@ from mlpipe.errors import UsageError
 
 @main.command()
 @click.argument("target", metavar=TARGET, required=False)
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="How to print the diagnostics.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github", "sarif"]),
+              default="text", show_default=True,
+              help="How to print the diagnostics: github writes GitHub Actions annotations, "
+                   "sarif a SARIF 2.1.0 log for code scanning (docs/ci.md).")
 @click.option("--select", metavar="CODES", help="Report only these codes (comma-separated).")
 @click.option("--ignore", metavar="CODES", help="Do not report these codes (comma-separated).")
 @click.option("--fail-on", type=click.Choice(["error", "warning", "info"]), default="error",
@@ -67,10 +69,27 @@ def check(target: str | None, fmt: str, select: str | None, ignore: str | None,
                               "or --config), or drop them")
     diagnostics = [d for d in diagnostics if (not selected or d.code in selected)
                    and d.code not in ignored]
-    click.echo(render_json(diagnostics) if fmt == "json" else render_text(diagnostics))
+    if fmt in ("github", "sarif"):
+        from mlpipe.cli.codescan import render
+        from mlpipe.diagnostics import sort_key
+
+        click.echo(render(fmt, [d.to_json() for d in sorted(diagnostics, key=sort_key)],
+                          pipeline_place(graph.spec, target)), nl=False)
+    else:
+        click.echo(render_json(diagnostics) if fmt == "json" else render_text(diagnostics))
     failing = {"error": {Severity.ERROR}, "warning": {Severity.ERROR, Severity.WARNING},
                "info": set(Severity)}[fail_on]
     sys.exit(EXIT_PROBLEMS if any(d.severity in failing for d in diagnostics) else EXIT_CLEAN)
+
+
+def pipeline_place(spec, target: str) -> tuple[str, int]:
+    """Where a finding with no place of its own is shown: the pipeline's definition, else the
+    first line of the file the target names."""
+    if spec is not None and spec.location is not None:
+        return spec.location.file, spec.location.line
+    if spec is not None and spec.origin is not None:
+        return spec.origin.file, 1
+    return target.split(":", 1)[0] if target.count(":") == 1 else target, 1
 
 
 def _recorded_versions(graph) -> list:

@@ -130,7 +130,7 @@ def model_card(candidate: str, output: str | None) -> None:
                          hint=f"run `mlpipe evidence {candidate} --format model-card -o "
                               f"model-card.md`")
     card = write_card(locate().url, candidate, output)
-    click.echo(f"wrote {card.markdown} and {card.bom} (CycloneDX 1.6 ML-BOM), citing bundle "
+    click.echo(f"wrote {card.markdown} and {card.bom} (CycloneDX 1.7 ML-BOM), citing bundle "
                f"{card.bundle}")
 
 

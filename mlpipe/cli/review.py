@@ -16,33 +16,43 @@ from mlpipe.cli.keys import load_configured_trust, trust_option
 
 @main.command()
 @click.argument("candidate")
-@click.option("--policy", "policy_file", required=True, metavar="FILE",
+@click.option("--policy", "policy_file", default=None, metavar="FILE",
               type=click.Path(dir_okay=False),
-              help="The policy YAML (docs/review.md), e.g. policies/defect-classifier.yml.")
+              help="The policy YAML (docs/review.md), e.g. policies/defect-classifier.yml; "
+                   "default: the one the candidate's run committed to before it ran.")
+@click.option("--deviation", "why", default=None, metavar="WHY",
+              help="Judge --policy although the run committed to another one, saying why "
+                   "(with --by); `review` records such a deviation, qualify only shows it.")
+@click.option("--by", "by", default=None, metavar="NAME", help="Who deviates (--deviation).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="json: for scripts.")
 @trust_option
-def qualify(candidate: str, policy_file: str, fmt: str, trust_file: str | None) -> None:
-    """Judge CANDIDATE's newest sealed bundle against a policy: a pass/fail table per
-    criterion. Records nothing; exit 1 when a criterion is unmet, or (with a trust policy)
-    when the candidate's evidence does not verify under it."""
+def qualify(candidate: str, policy_file: str | None, why: str | None, by: str | None,
+            fmt: str, trust_file: str | None) -> None:
+    """Judge CANDIDATE's newest sealed bundle against a policy (by default the one its run
+    committed to before it ran): a pass/fail table per criterion. Records nothing; exit 1 when
+    a criterion is unmet, when --policy is not the committed one and no --deviation says why,
+    or (with a trust policy) when the candidate's evidence does not verify under it."""
+    from mlpipe.evidence.commitment import qualify as judge
+    from mlpipe.evidence.commitment import render_choice
     from mlpipe.evidence.config import locate
     from mlpipe.evidence.policy import load_policy, render_qualification
-    from mlpipe.evidence.policy import qualify as judge
 
-    policy = load_policy(policy_file)
+    policy = None if policy_file is None else load_policy(policy_file)
     trust = load_configured_trust(trust_file)
     if trust is not None:
         from mlpipe.evidence.review import require_trusted
 
         require_trusted(locate().url, candidate, trust)
-    result = judge(locate().url, candidate, policy)
+    result, choice = judge(locate().url, candidate, policy, by=by, why=why)
     if fmt == "json":
         import json
 
-        click.echo(json.dumps(result.to_dict(), indent=2, sort_keys=True))
+        click.echo(json.dumps({**result.to_dict(), **choice.cited()}, indent=2,
+                              sort_keys=True))
     else:
-        click.echo(render_qualification(result))
+        lines = render_qualification(result).split("\n")   # ..., the table, "", the verdict
+        click.echo("\n".join([*lines[:-2], *render_choice(choice), *lines[-2:]]))
     sys.exit(0 if result.passed else EXIT_PROBLEMS)
 
 
@@ -61,12 +71,16 @@ def qualify(candidate: str, policy_file: str, fmt: str, trust_file: str | None) 
 @click.option("--policy", "policy_file", default=None, metavar="FILE",
               type=click.Path(dir_okay=False),
               help="Judge this policy first and record its result with the decision; "
-                   "--accept is refused when it is not met.")
+                   "--accept is refused when it is not met. Default: the policy the run "
+                   "committed to before it ran.")
+@click.option("--deviation", "why", default=None, metavar="WHY",
+              help="Judge --policy although the run committed to another one: recorded with "
+                   "the decision (its digest, who, why) and shown on every view.")
 @click.option("--bundle", default=None, metavar="DIGEST",
               help="The bundle digest you read; refused unless it is the newest sealed one.")
 @trust_option
 def review(candidate: str, verdict: str | None, by: str | None, key_file: str | None,
-           note: str, policy_file: str | None, bundle: str | None,
+           note: str, policy_file: str | None, why: str | None, bundle: str | None,
            trust_file: str | None) -> None:
     """Record a decision on CANDIDATE, citing the exact bundle digest it was made on.
 
@@ -99,7 +113,7 @@ def review(candidate: str, verdict: str | None, by: str | None, key_file: str | 
                          "(unsigned); neither was given",
                          hint=f"run `mlpipe review {candidate} --accept --key KEY.pem --note TEXT`")
     done = record_decision(locate().url, candidate, verdict=verdict, by=by, note=note,
-                           policy=policy, bundle=bundle, key=key,
+                           policy=policy, deviation=why, bundle=bundle, key=key,
                            trust=load_configured_trust(trust_file))
     signed = f" (signed, key {done.signer[:16]})" if done.signer else ""
     click.echo(f"{done.verdict} candidate {done.candidate} by {done.by}{signed}, citing "

@@ -48,23 +48,33 @@ from mlpipe.errors import UsageError
                    "environment's conda file (cached by its digest), not on mlpipe's own "
                    "interpreter; the evidence records the interpreter and packages either way.")
 @ignore_option
+@click.option("--policy", "policy_file", default=None, metavar="FILE",
+              help="Commit to this qualification policy before anything runs: its digest and "
+                   "text are recorded with the run and sealed into the candidate's bundle; "
+                   "qualify and review judge against it (docs/review.md).")
 @click.option("--fail-on", type=click.Choice(["error", "warning", "info"]), default="error",
               show_default=True,
               help="Exit 1 when the run's candidate carries a finding (compile-time, run-time "
                    "or evidence) of this severity or a worse one, as `check --fail-on`.")
 @azure_options
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True,
-              help="json: one JSON document on stdout for scripts (docs/json.md); progress "
-                   "goes to stderr.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github", "sarif"]),
+              default="text", show_default=True,
+              help="json: one JSON document on stdout for scripts (docs/json.md); github: the "
+                   "findings as GitHub Actions annotations; sarif: as a SARIF 2.1.0 log for "
+                   "code scanning (docs/ci.md). Progress goes to stderr.")
 def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...],
            secrets: tuple[str, ...], run_target: str, no_reuse: bool, max_parallel: int | None,
            local_scale: tuple[str, ...], fmt: str, ignore: str | None, isolate: bool,
-           fail_on: str, **azure: Any) -> None:
+           fail_on: str, policy_file: str | None, **azure: Any) -> None:
     """Check a pipeline, run it (here, or on Azure ML), and record everything; then print
     the compile-time diagnostics it ran with and the findings its candidate's evidence will
     carry, and exit 1 when one is of --fail-on severity or worse."""
     ignored = code_set(ignore)
+    commitment = None
+    if policy_file is not None:
+        from mlpipe.evidence.commitment import commit
+
+        commitment = commit(policy_file)   # a bad policy is refused before anything runs
     if run_target == "azure":
         from mlpipe.backends.azure import options
 
@@ -79,7 +89,7 @@ def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...],
         azure["offline"] = bool(azure.get("offline"))
         submit_to_workspace(target, {**assignments(inputs, "--input"),
                                      **assignments(params, "--param")}, fmt=fmt,
-                            ignore=ignored, fail_on=fail_on, **azure)
+                            ignore=ignored, fail_on=fail_on, commitment=commitment, **azure)
         return
     from mlpipe.backends.local import options as local
     from mlpipe.secret import from_environment
@@ -89,7 +99,7 @@ def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...],
                                  from_environment(assignments(secrets, "--secret")))
     _submit_local(target, assignments(inputs, "--input"), given, no_reuse, max_parallel,
                   local.local_scales(assignments(local_scale, "--local-scale")), fmt, ignored,
-                  isolate, fail_on)
+                  isolate, fail_on, commitment)
 
 
 def _warn_credentials(params: dict[str, Any], spec: Any = None) -> None:
@@ -109,7 +119,8 @@ def _warn_credentials(params: dict[str, Any], spec: Any = None) -> None:
 def _submit_local(target: str, inputs: dict[str, str], params: dict[str, Any], no_reuse: bool,
                   max_parallel: int | None, scale: dict[str, tuple[int, int] | str],
                   fmt: str = "text", ignored: set[str] | frozenset[str] = frozenset(),
-                  isolate: bool = False, fail_on: str = "error") -> None:
+                  isolate: bool = False, fail_on: str = "error",
+                  commitment: dict[str, Any] | None = None) -> None:
     import contextlib
     import signal
 
@@ -131,7 +142,7 @@ def _submit_local(target: str, inputs: dict[str, str], params: dict[str, Any], n
             _warn_credentials(params, spec)
         graph = compile_pipeline(spec)
         executor = LocalExecutor(max_parallel=max_parallel, reuse=not no_reuse,
-                                 local_scale=scale, isolate=isolate)
+                                 local_scale=scale, isolate=isolate, commitment=commitment)
         result = executor.submit(graph, inputs=inputs, params=params, diagnostics=found,
                                  ignore=ignored)
     except ChecksFailed as err:
@@ -161,6 +172,13 @@ def _submit_local(target: str, inputs: dict[str, str], params: dict[str, Any], n
             "azure_status": None, "experiment": None, "workspace": None,
             "candidate_id": result.candidate_id, "failed_steps": [], "ci": ci_provenance(),
             **gate_document(report, fail_on)}, indent=2, sort_keys=True))
+    elif fmt in ("github", "sarif"):
+        from mlpipe.cli.checking import pipeline_place
+
+        click.echo(f"run {result.run_id} {result.status}"
+                   + (f", candidate {result.candidate_id}" if result.candidate_id else ""),
+                   err=True)
+        show_codescan(report, fmt, executor.location.url, pipeline_place(graph.spec, target))
     else:
         click.echo(f"run {result.run_id} {result.status}")
         if result.candidate_id:
@@ -173,6 +191,33 @@ def gate_document(report: Any, fail_on: str) -> dict[str, Any]:
     """The keys ``submit --format json`` adds for the findings (docs/json.md)."""
     return {"findings": report.findings, "fail_on": fail_on,
             "failing_findings": len(report.failing(fail_on))}
+
+
+def show_outcome(report: Any, fmt: str, document: dict[str, Any], target: str) -> None:
+    """An Azure submit's findings in ``fmt``: the JSON document, annotations or SARIF, or the
+    text report."""
+    if fmt == "json":
+        import json
+
+        click.echo(json.dumps(document, indent=2, sort_keys=True))
+    elif fmt in ("github", "sarif"):
+        from mlpipe.cli.checking import pipeline_place
+        from mlpipe.evidence.config import locate
+
+        show_codescan(report, fmt, locate().url, pipeline_place(None, target))
+    else:
+        show_report(report)
+
+
+def show_codescan(report: Any, fmt: str, url: str, where: tuple[str, int]) -> None:
+    """The findings a run's candidate carries as GitHub annotations or a SARIF log (stdout),
+    each compile-time one at the place its diagnostic gave (the run's stored checks)."""
+    from mlpipe.cli.codescan import render
+    from mlpipe.evidence.gate import run_report
+
+    known = {(d["code"], d["message"]): (d["file"], d.get("line"))
+             for d in run_report(url, report.run, None).findings if d.get("file")}
+    click.echo(render(fmt, report.findings, where, known), nl=False)
 
 
 def show_report(report: Any) -> None:

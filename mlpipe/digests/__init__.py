@@ -224,6 +224,24 @@ def output_digests(path: str, max_files: int) -> dict[str, Any]:
             "file_count": len(found), "files": files, "files_omitted": len(found) - len(files)}
 
 
+def listed_folder_digest(files: list[dict[str, Any]]) -> str:
+    """The folder digest (``blake3:``, as ``snapshot`` and ``output_digests`` take it) of a
+    folder holding exactly ``files`` (``output_digests``' ``{"name", "size", "blake3"}`` rows):
+    the digest a folder would have with only these of its files (``trace`` weighs a registered
+    model's sealed files apart from those a registry added).
+
+    Example:
+        >>> listed_folder_digest(output_digests("out/model", 10_000)["files"])[:7]
+        'blake3:'
+    """
+    import blake3
+
+    manifest = blake3.blake3(FOLDER_HEADER)
+    for f in sorted(files, key=lambda f: f["name"]):
+        manifest.update(manifest_line(f["name"], f["size"], f["blake3"]).encode())
+    return f"blake3:{manifest.hexdigest()}"
+
+
 def preload() -> None:
     """Import the BLAKE3 library now rather than on the first file digest (the step runtime's
     fork server calls it once, so that each step forked from it does not pay it again)."""
@@ -261,6 +279,6 @@ def script_code_digest(code: str | None, command: str, base: Path) -> str:
 
 
 __all__ = ["FOLDER_HEADER", "REFERENCE", "canonical_json", "digest_bytes", "digest_lines",
-           "digest_of", "file_digests", "files_under", "is_reference", "manifest_line",
-           "output_digests", "preload", "reference_digest", "script_code_digest", "sha256_file",
-           "sha256_hex"]
+           "digest_of", "file_digests", "files_under", "is_reference", "listed_folder_digest",
+           "manifest_line", "output_digests", "preload", "reference_digest",
+           "script_code_digest", "sha256_file", "sha256_hex"]

@@ -1,10 +1,12 @@
 """A model card bound to the evidence (``mlpipe evidence C --format model-card``): a Markdown
-card and a CycloneDX 1.6 ML-BOM, both written from one sealed bundle and citing its digest.
+card and a CycloneDX 1.7 ML-BOM, both written from one sealed bundle and citing its digest.
 
 Reads the bundle only (and the policy file the decision cites, for its description); judges
-nothing. The ML-BOM is built with cyclonedx-python-lib; that library (11.x) does not model a
-component's ``modelCard`` yet, so the card's object is added to the library's JSON and the
-whole document is checked with the library's own CycloneDX 1.6 schema validator.
+nothing: its findings are ``findings.every_finding``'s, as every other view's are. The ML-BOM
+is built with cyclonedx-python-lib; that library (11.x) does not model a component's
+``modelCard`` yet, so the card's object is added to the library's JSON and the whole document
+is checked with the library's own CycloneDX 1.7 schema validator. How each statement is known
+(``tiers``) is the card's last table and the ML-BOM's ``citations`` (``cardtiers``).
 """
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from mlpipe.errors import StoreError, UsageError
+from mlpipe.evidence.findings import every_finding, where_from
+from mlpipe.evidence.render import bar_text, decision_text
 
 #: The CycloneDX property namespace mlpipe's facts go under.
 NS = "mlpipe"
@@ -82,10 +86,14 @@ def markdown(digest: str, statement: dict[str, Any], pipeline_description: str |
     lines.append(f"- Pipeline `{p['pipeline']['name']}` (`{p['pipeline']['digest']}`)"
                  + (f": {pipeline_description}" if pipeline_description else
                     ": the pipeline states no description"))
+    lines.append(f"- Qualification bar: {bar_text(p)}.")
     if last is not None and last.get("policy"):
         pol = last["policy"]
         lines.append(f"- Qualified against policy `{pol['name']}` (`{pol['digest']}`)"
                      + (f": {policy_text}" if policy_text else ""))
+        said = decision_text(pol)
+        if said:
+            lines.append(f"- {'**' + said + '**' if pol.get('deviation') else said}.")
     else:
         lines.append("- No qualification policy is cited by a decision.")
     lines += ["", "## Training and evaluation data", "",
@@ -105,10 +113,12 @@ def markdown(digest: str, statement: dict[str, Any], pipeline_description: str |
     if not _metrics(p):
         lines.append("| (no evaluation metric recorded) | | | |")
     lines += ["", "## Limitations (the bundle's findings)", ""]
-    for f in p["findings"]:
-        lines.append(f"- **{f['severity']} {f['code']} {f['name']}**: {f['message']}")
-    if not p["findings"]:
-        lines.append("- The bundle states no finding.")
+    found = every_finding(p)
+    for f in found:
+        lines.append(f"- **{f['severity']} {f['code']} {f['name']}** "
+                     f"({where_from(f, p['run']['id'])}): {f['message']}")
+    if not found:
+        lines.append("- No finding: no compile-time, run-time or evidence finding.")
     lines += ["", "## Decision", ""]
     if last is None:
         lines.append("- Unreviewed: no decision is recorded.")
@@ -120,11 +130,13 @@ def markdown(digest: str, statement: dict[str, Any], pipeline_description: str |
               f"- Code revision: `{code.get('commit') or 'unknown'}`"
               + (" (uncommitted changes)" if code.get("dirty") else ""),
               f"- Sealed {p.get('sealed_at')} by {p['generator']}.", ""]
-    return "\n".join(lines)
+    from mlpipe.evidence.cardtiers import card_lines
+
+    return "\n".join(lines + card_lines(statement))
 
 
 def ml_bom(digest: str, statement: dict[str, Any], pipeline_description: str | None) -> str:
-    """The CycloneDX 1.6 ML-BOM (JSON) of the sealed bundle ``digest``: the model as the BOM's
+    """The CycloneDX 1.7 ML-BOM (JSON) of the sealed bundle ``digest``: the model as the BOM's
     subject with its files' hashes and its ``modelCard``, the data snapshots as data components.
 
     Raises:
@@ -137,7 +149,7 @@ def ml_bom(digest: str, statement: dict[str, Any], pipeline_description: str | N
         model_mod: Any = importlib.import_module("cyclonedx.model")
         bom_mod: Any = importlib.import_module("cyclonedx.model.bom")
         comp_mod: Any = importlib.import_module("cyclonedx.model.component")
-        JsonV1Dot6: Any = importlib.import_module("cyclonedx.output.json").JsonV1Dot6
+        JsonV1Dot7: Any = importlib.import_module("cyclonedx.output.json").JsonV1Dot7
     except ImportError:
         raise UsageError("the ML-BOM needs cyclonedx-python-lib, which is not installed here",
                          hint="pip install 'mlpipe[models]'") from None
@@ -173,13 +185,16 @@ def ml_bom(digest: str, statement: dict[str, Any], pipeline_description: str | N
                                    properties=[Property(name=f"{NS}:bundle", value=digest)]),
               components=data)
     bom.register_dependency(model, data)   # the model was trained and evaluated on them
-    doc = json.loads(JsonV1Dot6(bom).output_as_string())
+    doc = json.loads(JsonV1Dot7(bom).output_as_string())
     decisions = p["review"]["decisions"]
     last = decisions[-1] if decisions else None
     use = [f"pipeline {p['pipeline']['name']}: {pipeline_description or 'no description'}"]
+    use.append(f"qualification bar: {bar_text(p)}")
     if last and last.get("policy"):
         use.append(f"qualified against policy {last['policy']['name']}"
                    + (f": {_policy_description(last)}" if _policy_description(last) else ""))
+        if decision_text(last["policy"]):
+            use.append(str(decision_text(last["policy"])))
     doc["metadata"]["component"]["modelCard"] = {
         "bom-ref": f"card-{cand['id']}",
         "modelParameters": {
@@ -190,17 +205,20 @@ def ml_bom(digest: str, statement: dict[str, Any], pipeline_description: str | N
             for x in _metrics(p)]},
         "considerations": {
             "useCases": use,
-            "technicalLimitations": [f"{f['severity']} {f['code']} {f['name']}: {f['message']}"
-                                     for f in p["findings"]]},
+            "technicalLimitations": [
+                f"{f['severity']} {f['code']} {f['name']} ({where_from(f, p['run']['id'])}): "
+                f"{f['message']}" for f in every_finding(p)]},
         "properties": [{"name": f"{NS}:bundle", "value": digest},
                        {"name": f"{NS}:decision",
                         "value": "unreviewed" if last is None else
                         f"{last['verdict']} by {last['by']} citing {last['bundle']}"}]}
-    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    from mlpipe.evidence.cardtiers import cite
+
+    return json.dumps(cite(doc, statement), indent=2, sort_keys=True) + "\n"
 
 
 def validate_bom(text: str) -> None:
-    """Check an ML-BOM against CycloneDX's own 1.6 JSON schema (the library's validator).
+    """Check an ML-BOM against CycloneDX's own 1.7 JSON schema (the library's validator).
 
     Raises:
         StoreError: the document does not match the schema (a defect of mlpipe).
@@ -208,15 +226,15 @@ def validate_bom(text: str) -> None:
     from cyclonedx.schema import SchemaVersion
     from cyclonedx.validation.json import JsonStrictValidator
 
-    error = JsonStrictValidator(SchemaVersion.V1_6).validate_str(text)
+    error = JsonStrictValidator(SchemaVersion.V1_7).validate_str(text)
     if error is not None:
-        raise StoreError(f"the ML-BOM does not match the CycloneDX 1.6 schema: {error}",
+        raise StoreError(f"the ML-BOM does not match the CycloneDX 1.7 schema: {error}",
                          hint="report this as an mlpipe defect")
 
 
 def write_card(url: str, ref: str, path: str | Path) -> Card:
     """Write the Markdown card of the candidate's newest sealed bundle to ``path`` and its
-    ML-BOM beside it (``NAME.cdx.json``), the ML-BOM validated against CycloneDX 1.6 first, so
+    ML-BOM beside it (``NAME.cdx.json``), the ML-BOM validated against CycloneDX 1.7 first, so
     nothing is written when it does not match.
 
     Raises:

@@ -11,9 +11,12 @@ import html
 from typing import Any
 from urllib.parse import quote
 
+from mlpipe.evidence import tiers
 from mlpipe.evidence.dag import COLORS, svg
 from mlpipe.evidence.findings import every_finding, where_from
 from mlpipe.evidence.render import (
+    bar_text,
+    decision_text,
     metric_value,
     own_name,
     population_text,
@@ -136,6 +139,10 @@ def _decision_text(d: dict[str, Any], digest: str, previous: str | None) -> str:
         policy = (f"; policy <b>{_e(pol['name'])}</b> "
                   + ("<span class='ok'>passed</span>" if pol["passed"] else
                      f"<span class='flag'>NOT met ({_e(', '.join(unmet))})</span>"))
+        said = decision_text(pol)
+        if said:
+            policy += (f" <span class='flag' id='deviation'>{_e(said)}</span>"
+                       if pol.get("deviation") else f" <span class='muted'>· {_e(said)}</span>")
     return (f"{_badge(verdict, 'dec-' + verdict)} by <b>{_e(d['by'])}</b> at "
             f"{_e(d['decided_at'][:19])} UTC on {read}{policy}"
             + (f": “{_e(d['note'])}”" if d.get("note") else ""))
@@ -174,6 +181,7 @@ def _who(statement: dict[str, Any], digest: str) -> str:
             ("run", f"<code>{_e(run['id'])}</code> {_badge(run['status'], 'st-' + run['status'])}"
                     f" on {_e(run['target'])}, started {_e(run['started_at'][:19])}"
                     + (f" by {_e(run['user'])}@{_e(run['host'])}" if run.get("user") else "")),
+            ("qualification bar", f"<span id='bar'>{_e(bar_text(p))}</span>"),
             ("review status", _badge(status, status_cls)),
             ("decision", decision),
             *[("reproduced by", _e(production_line(x).removeprefix("reproduced by ")))
@@ -427,6 +435,10 @@ def _details(p: dict[str, Any]) -> str:
                                        f"</code> <code>{_e(pol['digest'])}</code> "
                             + ("<span class='ok'>passed</span>" if pol["passed"] else
                                "<span class='flag'>NOT met</span>")))
+                said = decision_text(pol)
+                if said:
+                    rows.append(("committed bar", f"<span class='flag'>{_e(said)}</span>"
+                                 if pol.get("deviation") else _e(said)))
             parts.append(f'<div class="step decision">{_kv(rows)}')
             if pol and pol["criteria"]:
                 parts.append(_table(["Criterion", "Required", "Found", "Result"], [
@@ -477,4 +489,22 @@ def render_html(statement: dict[str, Any], digest: str) -> str:
             f'<meta name="bundle-digest" content="{_e(digest)}">'
             f'<title>Evidence for {_e(c["id"])}</title><style>{_STYLE}</style></head><body>'
             f'{_who(statement, digest)}{_findings(p)}{_evaluation(p)}{_reuse(p)}'
-            f'{_provenance(p)}{_drawing(p)}{_details(p)}</body></html>\n')
+            f'{_provenance(p)}{_drawing(p)}{_details(p)}{_tiers(statement)}</body></html>\n')
+
+
+def _tiers(statement: dict[str, Any]) -> str:
+    """How each field of the bundle is known (``tiers``): per part, and every unknown field
+    with why, flagged."""
+    counts, unknown = tiers.summary(statement)
+    rows = [[_e(part)] + [f'<td class="num">{n[t]}</td>' for t in tiers.TIERS]
+            for part, n in tiers.by_section(statement)]
+    said = ", ".join(f"{counts[t]} {t}" for t in tiers.TIERS)
+    flagged = (_table(["Unknown field", "Why"],
+                      [[f"<code>{_e(path)}</code>", f"<span class='flag'>{_e(why)}</span>"]
+                       for path, why in unknown], "unknown") if unknown else
+               "<p class='ok'>No field of this bundle is unknown.</p>")
+    return (f'<section id="tiers"><h2>How each fact is known ({_e(said)})</h2><p '
+            f'class="muted">verified: recomputed from bytes or the store when the bundle was '
+            f'sealed; recorded: observed by the runtime as the run ran; declared: written by an '
+            f'author, the submitter or a reviewer; unknown: not known, with why.</p>'
+            f'{_table(["Part", *tiers.TIERS], rows, "tiers")}{flagged}</section>')

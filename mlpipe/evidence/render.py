@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mlpipe.evidence import tiers
 from mlpipe.evidence.findings import every_finding, where_from
 from mlpipe.evidence.terminal import shown
 
@@ -109,6 +110,31 @@ def _code_lines(code: dict[str, Any] | None) -> list[str]:
         f"  file {f['path']}  {f['state']}" for f in loose]
 
 
+def bar_text(predicate: dict[str, Any]) -> str:
+    """The qualification policy the run committed to before it ran (``run.options.policy``,
+    ``evidence.commitment``) as the views show it (text, HTML, card): which, by digest, or
+    none."""
+    c = ((predicate.get("run") or {}).get("options") or {}).get("policy")
+    if not isinstance(c, dict):
+        return "none committed before the run (a policy given later judges it)"
+    return f"{c['name']} ({c['file']}, {c['digest']}), committed before the run"
+
+
+def decision_text(policy: dict[str, Any] | None) -> str | None:
+    """How a decision's policy relates to the committed one, as the views show it; None for a
+    decision recorded before commitments existed, or judged against no policy."""
+    if not policy or "committed" not in policy:
+        return None
+    d = policy.get("deviation")
+    if d:
+        c = policy.get("committed") or {}
+        return (f"DEVIATION from the committed policy {c.get('name')} ({c.get('digest')}): "
+                f"judged against {d['name']} ({d['digest']}) by {d['by']}, because: {d['why']}")
+    if policy.get("committed"):
+        return "the policy committed before the run"
+    return "a policy given after the run (none was committed before it)"
+
+
 def review_lines(review: dict[str, Any]) -> list[str]:
     """The review status and every recorded decision, oldest first, each with the bundle it
     cites and the policy it was judged against."""
@@ -122,6 +148,9 @@ def review_lines(review: dict[str, Any]) -> list[str]:
             unmet = [c["code"] for c in pol["criteria"] if not c["passed"]]
             lines.append(f"  policy {pol['name']} ({pol['file']}, {pol['digest'][:19]}): "
                          + ("passed" if pol["passed"] else f"NOT met ({', '.join(unmet)})"))
+            said = decision_text(pol)
+            if said:
+                lines.append(f"  {said}")
     return lines
 
 
@@ -175,6 +204,7 @@ def sections(statement: dict[str, Any], digest: str) -> list[tuple[str, list[str
     out.append(("Steps", _steps_lines(p)))
     out += [("Coordination", _coordination_lines(co)) for co in p["coordination"]]
     out.append(("Compile-time checks", _checks_lines(p["checks"])))
+    out.append(("How each fact is known", tiers.lines(statement)))
     out.append(("Bundle", [f"digest {digest}", f"sealed {p['sealed_at']} UTC",
                            f"previous {p['previous_bundle'] or 'none (first bundle)'}"]))
     return out
@@ -200,6 +230,7 @@ def _candidate_lines(statement: dict[str, Any]) -> list[str]:
           or ["  files: unknown (no digest of them was recorded)"]),
         f"run {p['run']['id']} ({p['run']['status']}, {p['run']['target']}) pipeline "
         f"{p['pipeline']['name']} {p['pipeline']['digest']}",
+        f"qualification policy {bar_text(p)}",
         *[production_line(x) for x in p.get("productions") or []]]
 
 

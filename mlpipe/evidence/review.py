@@ -25,7 +25,8 @@ from mlpipe.evidence.trust import DECIDE, Trust
 
 class ReviewRefused(MlpipeError):
     """A decision that may not be recorded (exit 1: a problem with the candidate or its
-    bundle, not with the command line)."""
+    bundle, not with the command line); a policy other than the committed one without a
+    reason is ``commitment.DeviationRefused`` (MP718), exit 1 too."""
 
     exit_code = 1
 
@@ -55,7 +56,7 @@ def _refuse_stale(candidate: str, message: str) -> ReviewRefused:
 def record_decision(url: str, ref: str, *, verdict: str, by: str | None, note: str,
                     policy: Policy | None = None, bundle: str | None = None,
                     now: datetime | None = None, key: Signer | None = None,
-                    trust: Trust | None = None) -> Recorded:
+                    trust: Trust | None = None, deviation: str | None = None) -> Recorded:
     """Record a decision on the candidate ``ref`` names, citing its newest sealed bundle, and
     seal the next bundle with the decision in it. With ``key`` the decision is a signed
     statement (``vsa``) and the reviewer is the key's identity in ``trust``; without, ``by``
@@ -69,6 +70,7 @@ def record_decision(url: str, ref: str, *, verdict: str, by: str | None, note: s
             name for the key.
         note: why, in the reviewer's words.
         policy: judged against the bundle first; its result is recorded with the decision.
+            Default: the one the run committed to; another only with ``deviation`` (why).
         bundle: the digest the reviewer read; refused unless it is the newest sealed bundle.
         now: the decision's time (tests pin it).
         key: the reviewer's key: signs the decision and the bundle sealed with it.
@@ -101,6 +103,8 @@ def record_decision(url: str, ref: str, *, verdict: str, by: str | None, note: s
     store = Store.open(url, create=False)
     try:
         cand_id, cited = _cited_bundle(store, ref, bundle, key, trust)
+        choice = _chosen(store, cited, policy, by, deviation)
+        policy = None if choice is None else choice.policy
         verification = _verification(url, cand_id, policy, trust)
         with store.session() as s:
             cand = s.get(m.CandidateRow, cand_id)
@@ -109,16 +113,13 @@ def record_decision(url: str, ref: str, *, verdict: str, by: str | None, note: s
                 raise _refuse_stale(cand_id, f"bundle {cited} is no longer the newest sealed "
                                              f"bundle of {cand_id}")
             statement = _unchanged_since_sealed(s, cand, cand_id, newest, cited)
-            qualification: Qualification | None = None
-            if policy is not None:
-                from mlpipe.evidence.policy import judge
-
-                qualification = judge(policy, statement, cited, verification)
+            qualification = None if choice is None else _judge(choice, statement, cited,
+                                                                verification)
             if verdict == m.ACCEPTED:
                 _may_accept(cand_id, statement, qualification)
-            judged = None if qualification is None else {
+            judged = None if qualification is None or choice is None else {
                 **qualification.policy.cited(), "passed": qualification.passed,
-                "criteria": [c.to_dict() for c in qualification.criteria]}
+                "criteria": [c.to_dict() for c in qualification.criteria], **choice.cited()}
             decided_at = now or utcnow()
             envelope = None if key is None else _signed_decision(
                 key, cand_id, statement, cited, verdict, note.strip(), decided_at, judged)
@@ -155,6 +156,27 @@ def _cited_bundle(store: Any, ref: str, bundle: str | None, key: Signer | None,
         raise _refuse_stale(cand_id, f"the decision cites bundle {bundle}, but the newest "
                                      f"sealed bundle of {cand_id} is {cited}")
     return cand_id, cited
+
+
+def _chosen(store: Any, cited: str, policy: Policy | None, by: str,
+            deviation: str | None) -> Any:
+    """The policy the decision is judged against (``commitment.choose``): the one the run
+    committed to, unless ``policy`` is given as the committed one or as a deviation."""
+    from mlpipe.evidence import models as m
+    from mlpipe.evidence.commitment import choose
+    from mlpipe.evidence.seal import load_sealed
+
+    with store.session() as s:
+        row = s.get(m.BundleRow, cited)
+        predicate = load_sealed(cited, bytes(row.content))["predicate"]
+    return choose(predicate, policy, by=by, why=deviation)
+
+
+def _judge(choice: Any, statement: dict[str, Any], cited: str,
+           verification: dict[str, Any] | None) -> Qualification:
+    from mlpipe.evidence.policy import judge
+
+    return judge(choice.policy, statement, cited, verification)
 
 
 def _verification(url: str, cand_id: str, policy: Policy | None,

@@ -1,12 +1,14 @@
 """Tracing a registered model back to its evidence (``mlpipe trace MODEL``): hash the bytes the
 registry hands out, find the candidate that has them, and show its bundle, decision and
-promotion, verifying the bundle.
+promotion, verifying the bundle. The model is the files its bundle sealed: files a registry or
+a loader adds beside them (MLflow's ``registered_model_meta``) are listed, not counted.
 
 Talks to no registry itself: the caller passes the function that downloads the model (the
 MLflow registry's ``fetch``, or the Azure backend's), so this module knows no backend.
 """
 from __future__ import annotations
 
+import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,6 +51,9 @@ class Traced:
     promotion: dict[str, Any] | None = None
     verification: dict[str, Any] | None = None
     problems: list[tuple[str, str]] = field(default_factory=list)
+    #: Files of the registered version that the candidate's bundle did not seal (added by the
+    #: registry or a loader): listed, not part of the model's bytes.
+    extra: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -62,7 +67,63 @@ class Traced:
                 "candidate": self.candidate, "bundle": self.bundle, "decision": self.decision,
                 "promotion": self.promotion, "verification": self.verification,
                 "problems": [{"code": c, "message": msg} for c, msg in self.problems],
-                "ok": self.ok}
+                "extra_files": self.extra, "ok": self.ok}
+
+
+def _sealed_files(s: Any, candidate: str) -> dict[str, str] | None:
+    """``{relative path: sha256 hex}`` of the model files the candidate's newest sealed bundle
+    names (its in-toto subject), or None when it names none (no bundle, or the files were
+    unknown when it was sealed) or cannot be read (verification reports that)."""
+    from mlpipe.errors import StoreError
+    from mlpipe.evidence.seal import latest, load_sealed
+
+    row = latest(s, candidate)
+    if row is None:
+        return None
+    try:
+        subject = load_sealed(row.digest, row.content)["subject"]
+    except StoreError:
+        return None
+    return {e["name"].split("/", 1)[-1]: e["digest"]["sha256"] for e in subject} or None
+
+
+def _by_manifest(held: dict[str, Any], sealed: dict[str, str], model: str
+                 ) -> tuple[list[str], list[str], list[str]]:
+    """Weigh the registered files ``held`` (``output_digests``) against the sealed manifest:
+    ``(changed, missing, extra)`` file names. Nothing changed or missing means the sealed files
+    are the model ``model`` (their folder digest, or the one file's digest, is it)."""
+    files = {f["name"]: f for f in held["files"]}
+    if held["file_count"] == 1 and len(sealed) == 1 and held["files"]:
+        files = {next(iter(sealed)): held["files"][0]}   # a one-file model, however named
+    changed = sorted(n for n, sha in sealed.items() if n in files and files[n]["sha256"] != sha)
+    missing = sorted(n for n in sealed if n not in files)
+    extra = sorted(n for n in files if n not in sealed)
+    if not changed and not missing:
+        from mlpipe.digests import listed_folder_digest
+
+        kept = [files[n] for n in sealed]
+        one = len(kept) == 1 and model == f"blake3:{kept[0]['blake3']}"
+        if not one and listed_folder_digest(kept) != model:
+            changed = sorted(sealed)   # the same sha256 per file, yet not the model's manifest
+    return changed, missing, extra
+
+
+def _weigh(s: Any, out: Traced, held: dict[str, Any], claimed: str | None,
+           claimed_model: str | None) -> list[str]:
+    """When the registered folder is not the claimed model as a whole, weigh it by the
+    manifest the claimed candidate's bundle sealed: the sealed files intact, ``out.digest``
+    becomes the model's and the other files are ``out.extra``; else the sealed files changed
+    or missing (``["weights.txt changed", ...]``)."""
+    if claimed_model in (None, out.digest) or not claimed:
+        return []
+    sealed = _sealed_files(s, claimed)
+    if sealed is None:
+        return []
+    changed, missing, out.extra = _by_manifest(held, sealed, str(claimed_model))
+    found = [f"{n} changed" for n in changed] + [f"{n} missing" for n in missing]
+    if not found:   # the sealed files are intact: the rest is the registry's or a loader's
+        out.digest = str(claimed_model)
+    return found
 
 
 def trace(url: str, ref: str, fetch: Fetch) -> Traced:
@@ -81,7 +142,7 @@ def trace(url: str, ref: str, fetch: Fetch) -> Traced:
         >>> trace(url, "models:/defect@champion", fetch).candidate
         'c-3f9a0c1b22'
     """
-    from mlpipe.digests.snapshot import snapshot
+    from mlpipe.digests import output_digests
     from mlpipe.evidence import models as m
     from mlpipe.evidence.bundle import decision_entry
     from mlpipe.evidence.promotion import promotion_entry
@@ -90,7 +151,8 @@ def trace(url: str, ref: str, fetch: Fetch) -> Traced:
 
     with tempfile.TemporaryDirectory(prefix="mlpipe-trace-") as tmp:
         fetched = fetch(ref, Path(tmp))
-        digest = snapshot(fetched.folder).digest
+        held = output_digests(str(fetched.folder), sys.maxsize)   # every file, read once
+    digest = held["digest"]
     out = Traced(fetched, digest)
     claimed_model = fetched.tags.get(TAG_PREFIX + "model")
     claimed = fetched.tags.get(TAG_PREFIX + "candidate")
@@ -103,6 +165,8 @@ def trace(url: str, ref: str, fetch: Fetch) -> Traced:
             if row is not None:
                 out.promotion = promotion_entry(row)
                 claimed_model, claimed = row.model_digest, row.candidate_id
+            changed = _weigh(s, out, held, claimed, claimed_model)
+            digest = out.digest
             cand = s.scalars(select(m.CandidateRow).join(
                 m.Artifact, m.Artifact.id == m.CandidateRow.model_artifact_id)
                 .where(m.Artifact.digest == digest)
@@ -111,7 +175,9 @@ def trace(url: str, ref: str, fetch: Fetch) -> Traced:
                 out.problems.append((REGISTERED_MODEL_REPLACED.code, (
                     f"{fetched.uri} holds model bytes {digest}, but it was promoted from "
                     f"{claimed or 'a candidate'} with model {claimed_model}: the registered "
-                    f"files were replaced or changed after the promotion")))
+                    f"files were replaced or changed after the promotion"
+                    + (f"; of the files its bundle sealed: {', '.join(changed)}"
+                       if changed else ""))))
             if cand is None:
                 out.problems.append((REGISTERED_MODEL_UNKNOWN.code, (
                     f"no candidate in the evidence store has the model bytes {digest} of "
@@ -146,6 +212,9 @@ def render(t: Traced) -> str:
     f = t.fetched
     lines = [f"model      {f.uri} ({f.registry}, {f.target})",
              f"  bytes    {t.digest}"]
+    if t.extra:
+        lines.append(f"  extra    {', '.join(t.extra)} (not sealed with the model: added by "
+                     f"the registry or a loader, not part of its bytes)")
     if t.candidate is not None:
         lines.append(f"candidate  {t.candidate}")
         lines.append(f"bundle     {t.bundle or 'none sealed'}")

@@ -149,7 +149,7 @@ def test_the_page_reads_top_down_who_findings_evaluation_reuse_provenance_detail
     _self_contained(source)
     probe = _probe(pages["tmp"], pages["first"])
     assert probe["order"] == ["who", "findings", "evaluation", "reuse", "provenance",
-                              "pipeline", "details"]
+                              "pipeline", "details", "tiers"]
     who = dict(probe["who"])
     assert who["candidate"].startswith(pages["candidate"] + " created ")
     assert who["pipeline"].startswith("review sha256:")
@@ -162,6 +162,8 @@ def test_the_page_reads_top_down_who_findings_evaluation_reuse_provenance_detail
     else:  # until review decisions are recorded in bundles
         assert who["review status"] == "not recorded"
     assert who["bundle"].startswith("sha256:")
+    assert who["qualification bar"] == ("none committed before the run (a policy given later "
+                                        "judges it)")
     # the review pipeline's score reads fit's data: MP416 at compile time, a finding like any
     assert probe["findings"].startswith("Findings (1 warning)")
     assert "No findings" not in probe["findings"]
@@ -269,11 +271,12 @@ def test_a_finding_is_shown_with_its_severity_message_and_fix_before_the_evaluat
 def test_a_recorded_decision_and_a_reproduction_head_the_page(pages):
     probe = _probe(pages["tmp"], pages["reviewed"])
     assert probe["order"] == ["who", "findings", "evaluation", "reuse", "provenance",
-                              "pipeline", "details"]
+                              "pipeline", "details", "tiers"]
     who = dict(probe["who"])
     assert who["review status"] == "accepted"
     assert re.fullmatch(r"accepted by dana at \S+ UTC on bundle sha256:[0-9a-f]{12} \(this "
-                        r"bundle's predecessor\); policy review-gate passed: “meets Q-7”",
+                        r"bundle's predecessor\); policy review-gate passed · a policy given "
+                        r"after the run \(none was committed before it\): “meets Q-7”",
                         who["decision"]), who["decision"]
     assert re.fullmatch(r"run r-[0-9a-f]{10} \(succeeded, started \S+, pipeline review "
                         r"sha256:[0-9a-f]{64}\): the same model and evaluation bytes; its own "

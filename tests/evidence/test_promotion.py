@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from mlflow_server import mlflow_server  # noqa: F401  (a real tracking server, 
 pytestmark = pytest.mark.slow
 
 POLICY = PROMOTION_POLICY  # the bundle project meets it
+SERVED = Path(__file__).parents[1] / "fixtures" / "evidence" / "served.py"
 
 
 @pytest.fixture
@@ -235,7 +237,7 @@ def test_the_model_card_and_its_ml_bom_cite_the_bundle(accepted):
     digest = "sha256:" + __import__("hashlib").sha256(
         proj.evidence(cand, "--format", "json").stdout.encode()).hexdigest()
     assert done.stdout == (f"wrote card/model-card.md and card/model-card.cdx.json (CycloneDX "
-                           f"1.6 ML-BOM), citing bundle {digest}\n")
+                           f"1.7 ML-BOM), citing bundle {digest}\n")
     card = (proj.root / "card" / "model-card.md").read_text()
     assert card.startswith(f"# Model card: review ({cand})\n\nBound to evidence bundle "
                            f"`{digest}`")
@@ -248,7 +250,7 @@ def test_the_model_card_and_its_ml_bom_cite_the_bundle(accepted):
     for f in p["findings"]:
         assert f"**{f['severity']} {f['code']} {f['name']}**" in card
     text = (proj.root / "card" / "model-card.cdx.json").read_text()
-    assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(text) is None
+    assert JsonStrictValidator(SchemaVersion.V1_7).validate_str(text) is None
     bom = json.loads(text)
     model = bom["metadata"]["component"]
     assert model["type"] == "machine-learning-model"
@@ -264,7 +266,7 @@ def test_the_model_card_and_its_ml_bom_cite_the_bundle(accepted):
     assert model["modelCard"]["modelParameters"]["datasets"] == [{"ref": "data-data"}]
     # a corrupted ML-BOM is caught by the same validator
     model["modelCard"]["quantitativeAnalysis"]["performanceMetrics"][0]["value"] = 0.875
-    assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(json.dumps(bom)) is not None
+    assert JsonStrictValidator(SchemaVersion.V1_7).validate_str(json.dumps(bom)) is not None
     missing = proj.cli("evidence", cand, "--format", "model-card")
     assert missing.returncode == 2
     assert missing.stderr.startswith("error: --format model-card writes two files")
@@ -299,3 +301,63 @@ def test_a_signed_model_s_signature_is_attached_and_tagged(tmp_path, mlflow_serv
     got = Path(mlflow.artifacts.download_artifacts(location, dst_path=str(tmp_path / "sig"),
                                                    tracking_uri=mlflow_server)).read_bytes()
     assert "sha256:" + hashlib.sha256(got).hexdigest() == signed["digest"]
+
+
+@pytest.fixture
+def served(tmp_path, mlflow_server):  # noqa: F811
+    """A candidate whose model is a real MLflow pyfunc model, accepted and promoted."""
+    proj = BundleProject(tmp_path / "proj")
+    shutil.copy(SERVED, proj.root / "served.py")
+    done = proj.cli("submit", "served.py:served", "--input", "data=data.txt")
+    assert done.returncode == 0, done.stderr
+    cand = re.search(r"^candidate (c-[0-9a-f]+)$", done.stdout, re.M).group(1)
+    assert proj.evidence(cand).returncode == 0
+    (proj.root / "policy.yml").write_text(POLICY)
+    done = proj.cli("review", cand, "--accept", "--by", "dana", "--note", "meets it",
+                    "--policy", "policy.yml")
+    assert done.returncode == 0, done.stderr
+    env = {"MLFLOW_TRACKING_URI": mlflow_server}
+    name = _name(tmp_path)
+    done = proj.cli("promote", cand, "--name", name, "--alias", "champion", env=env)
+    assert done.returncode == 0, done.stderr
+    return proj, cand, env, name
+
+
+def test_trace_weighs_the_sealed_files_not_those_a_loader_adds(served):
+    import mlflow
+    import mlflow.pyfunc
+    from mlflow import MlflowClient
+
+    proj, cand, env, name = served
+    mlflow.set_tracking_uri(env["MLFLOW_TRACKING_URI"])
+    loaded = mlflow.pyfunc.load_model(f"models:/{name}@champion")   # as a server would
+    assert loaded.predict([3, 4]) == [3, 4]
+    source = Path(MlflowClient(env["MLFLOW_TRACKING_URI"]).get_model_version_download_uri(
+        name, "1").removeprefix("file://"))
+    assert (source / "registered_model_meta").is_file()   # MLflow wrote it beside the model
+    model = proj.bundle(cand)["predicate"]["candidate"]["model"]
+    traced = proj.cli("trace", f"models:/{name}@champion", env=env)
+    assert traced.returncode == 0, traced.stdout + traced.stderr
+    lines = traced.stdout.splitlines()
+    assert lines[1] == f"  bytes    {model}"   # the sealed files' digest, not the folder's
+    assert lines[2] == ("  extra    registered_model_meta (not sealed with the model: added by "
+                        "the registry or a loader, not part of its bytes)")
+    assert lines[-1] == "traced: the registered bytes are the candidate's model"
+    shown = json.loads(proj.cli("trace", f"models:/{name}/1", "--format", "json",
+                                env=env).stdout)
+    assert (shown["ok"], shown["extra_files"], shown["candidate"]) == (
+        True, ["registered_model_meta"], cand)
+    # one sealed file replaced: tampering, whatever else the folder holds
+    (source / "weights.txt").write_text("999")
+    traced = proj.cli("trace", f"models:/{name}@champion", "--format", "json", env=env)
+    assert traced.returncode == 1, traced.stdout + traced.stderr
+    found = json.loads(traced.stdout)
+    assert [x["code"] for x in found["problems"]] == ["MP754", "MP755"]
+    assert found["problems"][0]["message"].endswith(
+        "; of the files its bundle sealed: weights.txt changed")
+    # and one sealed file gone
+    (source / "weights.txt").unlink()
+    traced = proj.cli("trace", f"models:/{name}@champion", "--format", "json", env=env)
+    assert traced.returncode == 1
+    assert json.loads(traced.stdout)["problems"][0]["message"].endswith(
+        "; of the files its bundle sealed: weights.txt missing")

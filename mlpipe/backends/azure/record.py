@@ -110,7 +110,8 @@ def begin_azure_run(store: Store, graph: Graph, *, run_id: str, workspace: Works
                     experiment: str, inputs: Mapping[str, Any] | None = None,
                     default_compute: str | None = None,
                     ci: Mapping[str, str | None] | None = None,
-                    preflight: Mapping[str, Any] | None = None) -> str:
+                    preflight: Mapping[str, Any] | None = None,
+                    commitment: dict[str, Any] | None = None) -> str:
     """Record a run about to be submitted to Azure ML, as ``running`` by this process.
 
     Records the pipeline spec, every step's component version and environment, the code
@@ -179,6 +180,8 @@ def begin_azure_run(store: Store, graph: Graph, *, run_id: str, workspace: Works
         "ci": None if ci is None else dict(ci),
         # what the pre-flight's moving references (@latest) named when the job was sent
         **({"preflight": dict(preflight)} if preflight is not None else {}),
+        # the qualification policy it committed to before it ran (evidence.commitment)
+        **({"policy": commitment} if commitment else {}),
     }
     return store.begin_run(pipeline=pipeline, target="azure", params=params, inputs=snaps,
                            code=code, options=options, run_id=run_id)

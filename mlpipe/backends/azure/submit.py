@@ -51,7 +51,8 @@ def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsServi
                     default_compute: str | None = None, run_id: str | None = None,
                     extra_diagnostics: list[Diagnostic] | None = None,
                     store: Store | None = None, ignore: Collection[str] = (),
-                    preflight: Any = None) -> SubmittedRun:
+                    preflight: Any = None, commitment: dict[str, Any] | None = None
+                    ) -> SubmittedRun:
     """Check ``spec``, export it, load it with azure-ai-ml, record it and submit it.
 
     Checks run first and credentials/network are checked before anything is recorded or
@@ -104,6 +105,7 @@ def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsServi
             record.begin_azure_run(store, graph, run_id=run_id, workspace=workspace,
                                    experiment=experiment, inputs=inputs,
                                    default_compute=default_compute, ci=ci,
+                                   commitment=commitment,
                                    preflight=None if preflight is None else {
                                        "resolved": resolved, "requests": preflight.requests})
             # the compile-time warnings it was submitted with are the run's evidence, as a

@@ -82,7 +82,8 @@ class LocalExecutor:
     def __init__(self, location: StoreConfig | None = None, *, max_parallel: int | None = None,
                  reuse: bool = True, stream: TextIO | None = sys.stderr,
                  local_scale: dict[str, tuple[int, int] | str] | None = None,
-                 fork_server: bool | None = None, isolate: bool = False) -> None:
+                 fork_server: bool | None = None, isolate: bool = False,
+                 commitment: dict[str, Any] | None = None) -> None:
         if max_parallel is not None and max_parallel < 1:
             raise UsageError(f"--max-parallel {max_parallel} is not a positive number",
                              hint="pass --max-parallel 1 or more")
@@ -94,6 +95,8 @@ class LocalExecutor:
         self.local_scale = dict(local_scale or {})
         self.fork_server = forkserver.enabled() if fork_server is None else fork_server
         self.isolate = isolate
+        #: the qualification policy the run commits to before it runs (``commitment.commit``)
+        self.commitment = commitment
         #: the run the last submit recorded, once it is in the store (None before)
         self.run_id: str | None = None
 
@@ -200,7 +203,8 @@ class _Run:
                     self.progress.note(f"input {name!r}: {problem}; other homes cannot verify "
                                        f"it unless they hold the same bytes")
         run_id = self.records.begin(run_id, snaps, reuse=self.ex.reuse,
-                                    max_parallel=self.ex.max_parallel, isolate=self.ex.isolate)
+                                    max_parallel=self.ex.max_parallel, isolate=self.ex.isolate,
+                                    commitment=self.ex.commitment)
         self.ex.run_id = run_id
         self.records.checks(run_id)
         self.progress.header(run_id, spec.name, self.ex.max_parallel)

@@ -35,8 +35,10 @@ class Produced:
 
 
 def run_options(plan: RunPlan, *, reuse: bool, max_parallel: int, isolate: bool,
-                code_files: Any = None) -> dict[str, Any]:
-    """The run's options as recorded: how it was asked to run."""
+                code_files: Any = None, commitment: dict[str, Any] | None = None
+                ) -> dict[str, Any]:
+    """The run's options as recorded: how it was asked to run, and the qualification policy
+    it committed to (``policy``) when it did."""
     scaled = plan.scaled
     return {"reuse": reuse, "max_parallel": max_parallel,
             **({"code_files": code_files} if code_files is not None else {}),
@@ -44,6 +46,7 @@ def run_options(plan: RunPlan, *, reuse: bool, max_parallel: int, isolate: bool,
             **({"ignored_codes": list(plan.ignored)} if plan.ignored else {}),
             **({"input_overrides": list(plan.overrides)} if plan.overrides else {}),
             **({"isolate": True} if isolate else {}),
+            **({"policy": commitment} if commitment else {}),
             **({"local_scale": {k: f"{c.instances}x{processes_per_node(c)}"
                                 for k, c in sorted(scaled.items())}} if scaled else {})}
 
@@ -73,7 +76,7 @@ class RunRecords:
         return Produced(art, path), snap
 
     def begin(self, run_id: str, snaps: dict[str, Any], *, reuse: bool, max_parallel: int,
-              isolate: bool) -> str:
+              isolate: bool, commitment: dict[str, Any] | None = None) -> str:
         """Record the run as begun (its pipeline, code revision, inputs, parameters and
         options); its id."""
         spec = self.plan.graph.spec
@@ -86,7 +89,7 @@ class RunRecords:
             params=self.recorded(self.plan.values, self.plan.secret_inputs),
             inputs=snaps, code=code, run_id=run_id,
             options=run_options(self.plan, reuse=reuse, max_parallel=max_parallel,
-                                isolate=isolate, code_files=loaded))
+                                isolate=isolate, code_files=loaded, commitment=commitment))
         return run_id
 
     def checks(self, run_id: str) -> None:
