@@ -1,16 +1,29 @@
 """The pre-flight's questions to the workspace, each one azure-ai-ml ``MLClient`` call.
 
-An answer is the entity, ``None`` for "not found", or the ``AzureError`` line of any other
-failure (kept, not raised, so the other lookups in flight finish; the caller raises the first).
+An answer is the entity, ``None`` for "not found", ``Unchecked`` where a question about the
+region (its VM sizes, the quota) went unanswered (unknown is not absent: a 404 there says nothing
+of the size), or the ``AzureError`` line of any other failure (kept, not raised, so the other
+lookups in flight finish; the caller raises the first).
 Counts the requests it makes, and knows nothing of diagnostics.
 """
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from mlpipe.backends.azure.workspace import Workspace
 from mlpipe.errors import AzureError
+
+#: Questions whose failure leaves a fact unknown rather than the whole pre-flight impossible.
+REGIONAL = ("sizes", "usages")
+
+
+@dataclass(frozen=True, slots=True)
+class Unchecked:
+    """A question the workspace did not answer, and why (one line)."""
+
+    reason: str
 
 
 class Lookups:
@@ -33,20 +46,23 @@ class Lookups:
         ``workspace`` (its region; a missing workspace is an ``AzureError``)."""
         from azure.core.exceptions import ResourceNotFoundError
 
-        from mlpipe.backends.azure.service import azure_failure
+        from mlpipe.backends.azure.service import azure_failure, refusal
 
         try:
             return getattr(self, f"_{kind}")(key)
         except ResourceNotFoundError as exc:
+            if kind in REGIONAL:
+                return Unchecked(refusal(exc))
             if kind == "workspace":  # "no workspace", never "no compute"
                 return azure_failure(exc, self.workspace, "read the workspace")
             return None
         except AzureError as err:
-            return err
+            return Unchecked(err.message) if kind in REGIONAL else err
         except Exception as exc:
-            if _not_found(exc) and kind != "workspace":
+            if _not_found(exc) and kind != "workspace" and kind not in REGIONAL:
                 return None
-            return azure_failure(exc, self.workspace, f"look up the {kind} the job names")
+            err = azure_failure(exc, self.workspace, f"look up the {kind} the job names")
+            return Unchecked(err.message) if kind in REGIONAL else err
 
     def _workspace(self, _: Any) -> str:
         """The workspace itself (asked first: a missing one is one line, and its region is
@@ -111,4 +127,4 @@ def field_of(entity: Any, *names: str) -> Any:
     return None
 
 
-__all__ = ["Lookups", "field_of"]
+__all__ = ["REGIONAL", "Lookups", "Unchecked", "field_of"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mlpipe.backends.azure.lookups import field_of
+from mlpipe.backends.azure.lookups import Unchecked, field_of
 from mlpipe.backends.azure.preflight import MLFLOW_REJECTED_FROM, Needs, spelled
 from mlpipe.backends.azure.runtime_env import RUNTIME_TAG
 from mlpipe.codes import (
@@ -19,12 +19,14 @@ from mlpipe.codes import (
     COMPUTE_MAX_NODES_TOO_FEW,
     COMPUTE_NOT_FOUND,
     COMPUTE_SIZE_DIFFERS,
+    COULD_NOT_CHECK,
     ENVIRONMENT_CONTENTS_UNKNOWN,
     MLFLOW_CLIENT_REJECTED,
     QUOTA_BELOW_DEMAND,
     QUOTA_IN_USE,
     REFERENCE_RESOLVED,
     REGISTERED_ENVIRONMENT_WITHOUT_MLPIPE,
+    REGISTRY_ASSET_NOT_CHECKED,
     VM_SIZE_NOT_OFFERED,
 )
 from mlpipe.diagnostics import Diagnostic
@@ -79,7 +81,19 @@ def judge(needs: Needs, found: dict[tuple[str, Any], Any]
                                 "--input NAME=azureml:NAME:VERSION of one that exists"))
             continue
         out += _resolved("data asset", key, data, resolved, {})
+    for text, uses in needs.registry.items():
+        out.append(Diagnostic.of(
+            REGISTRY_ASSET_NOT_CHECKED,
+            f"{text} ({', '.join(uses)}) is a registry asset: not checked, as it does not live "
+            f"in the workspace the pre-flight asks", hint="check it with `az ml "
+            f"{_registry_kind(text)} show --registry-name ...`; Azure ML resolves it when the "
+            f"job is submitted"))
     return out, resolved
+
+
+def _registry_kind(text: str) -> str:
+    kind = text.split("/")[4] if text.count("/") >= 4 else "environments"
+    return {"data": "data"}.get(kind, kind.removesuffix("s"))
 
 
 def _compute(name: str, uses: list[tuple[StepSpec, ComponentSpec]], compute: Any
@@ -118,7 +132,27 @@ def _compute(name: str, uses: list[tuple[StepSpec, ComponentSpec]], compute: Any
     return out
 
 
+def _unchecked(what: str, uses: list[tuple[StepSpec, ComponentSpec]], answer: Unchecked,
+               so: str) -> Diagnostic:
+    step, comp = uses[0]
+    return Diagnostic.of(
+        COULD_NOT_CHECK,
+        f"could not check {what} for steps {_steps(uses)}: the workspace did not answer "
+        f"({answer.reason}); {so}", hint="run the check again later, or look it up yourself "
+        "(`az ml compute list-sizes`, `az ml compute list-usage`)", **_where(step, comp))
+
+
 def _serverless(needs: Needs, sizes: Any, usages: Any) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    every = [use for uses in needs.serverless.values() for use in uses]
+    if isinstance(sizes, Unchecked):
+        # unknown is not absent: no size can be judged offered or not, nor its quota
+        return [_unchecked("the region's VM sizes", every, sizes,
+                           "whether it offers each size and the quota they need are unknown")]
+    if isinstance(usages, Unchecked):
+        out.append(_unchecked("the subscription's quota", every, usages,
+                              "whether the VM families have room is unknown"))
+        usages = []
     offered = {str(field_of(s, "name")).lower(): s for s in sizes or []}
     quota = {}
     for usage in usages or []:
@@ -126,7 +160,6 @@ def _serverless(needs: Needs, sizes: Any, usages: Any) -> list[Diagnostic]:
         value = name.get("value") if isinstance(name, dict) else field_of(name, "value")
         if value:
             quota[str(value).lower()] = usage
-    out = []
     for sku, uses in needs.serverless.items():
         size = offered.get(sku.lower())
         step, comp = uses[0]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from urllib.parse import unquote
 
 import pytest
 
@@ -153,6 +154,76 @@ def test_registered_component_versions_exist(workspace, service):
         result.diagnostics[1].message
 
 
+def test_an_environment_by_label_is_resolved_through_the_versions_list(workspace, service):
+    """azure-ai-ml resolves a label through the versions list, newest first, one of them
+    (recordings.ENVIRONMENT_LATEST: ``GET .../environments/NAME/versions?$orderBy=createdtime
+    desc&$top=1``); never ``.../versions/@latest``, which the service does not receive."""
+    workspace.add_environment("defect-cpu", "5", conda_file=GOOD)
+    before = len(workspace.requests)
+    result = preflight(service, "labels")
+    sent = workspace.requests[before:]
+    assert result.resolved == {"azureml:defect-cpu@latest": "azureml:defect-cpu:5"}
+    assert [(d.code, d.step) for d in result.diagnostics] == [("MP858", "label_env")]
+    envs = [(r.path.rsplit("/workspaces/ws-defects/", 1)[1], r.query) for r in sent
+            if "/environments/" in r.path]
+    assert [(path, unquote(query).split("&", 1)[1]) for path, query in envs] == [
+        ("environments/defect-cpu/versions", "$orderBy=createdtime desc&$top=1")]
+    assert not any("@" in r.path or "azureml:" in r.path for r in sent)
+
+
+REGISTRY = "azureml://registries/azureml/environments/sklearn-1.5"
+
+
+@pytest.mark.parametrize("case, pipeline, fault, expected", [
+    # MP862: a registry asset is said, not asked of the workspace
+    ("trigger", "registries", None, [
+        ("MP862", "info", None, f"{REGISTRY}/labels/latest (step 'registry_env') is a registry "
+                                "asset: not checked, as it does not live in the workspace the "
+                                "pre-flight asks"),
+        ("MP862", "info", None, f"{REGISTRY}/versions/3 (step 'registry_pinned') is a "
+                                "registry asset: not checked, as it does not live in the "
+                                "workspace the pre-flight asks")]),
+    ("clean", "clean", None, []),
+    # MP863: a VM sizes lookup that fails is "could not check", never MP854 "not offered"
+    ("trigger", "serverless", r"GET .*/vmSizes$", [
+        ("MP863", "info", "odd_size", "could not check the region's VM sizes for steps "
+                                      "'odd_size', 'no_quota', 'busy_gpu': the workspace did "
+                                      "not answer (404 ResourceNotFound: The resource was not "
+                                      "found.); whether it offers each size and the quota "
+                                      "they need are unknown")]),
+    ("trigger", "serverless", r"GET .*/usages$", [
+        ("MP854", "error", "odd_size", "serverless steps 'odd_size' ask for VM size "
+                                       "Standard_XYZ_v9, which the workspace's region does not "
+                                       "offer"),
+        ("MP863", "info", "odd_size", "could not check the subscription's quota for steps "
+                                      "'odd_size', 'no_quota', 'busy_gpu': the workspace did "
+                                      "not answer (404 ResourceNotFound: The resource was not "
+                                      "found.); whether the VM families have room is "
+                                      "unknown")]),
+])
+def test_what_the_preflight_could_not_check_is_said_not_guessed(workspace, service, case,
+                                                                pipeline, fault, expected):
+    if fault:
+        workspace.fail(404, fault, times=None)
+    before = len(workspace.requests)
+    result = preflight(service, pipeline)
+    assert found(result) == expected
+    for d in result.diagnostics:
+        assert d.hint
+    assert not any("registries" in r.path or "azureml:" in r.path
+                   for r in workspace.requests[before:])
+
+
+def test_a_missing_compute_with_an_empty_404_body_is_compute_not_found(workspace, service):
+    """The service answers a missing compute 404 with an empty body (docs/azure.md): the
+    pre-flight's MP851, not a failed lookup."""
+    before = len(workspace.requests)
+    result = preflight(service, "computes")
+    gone = [r for r in workspace.requests[before:] if r.path.endswith("/computes/cpu-clustr")]
+    assert [r.status for r in gone] == [404]
+    assert ("MP851", "no_cluster") in [(d.code, d.step) for d in result.diagnostics]
+
+
 def test_throttling_is_waited_out_with_retry_after(workspace, service):
     workspace.fail(429, r"GET .*/computes/", times=2, retry_after=0)
     assert found(preflight(service, "clean")) == []
@@ -256,3 +327,24 @@ def test_submit_offline_skips_the_preflight(workspace, monkeypatch, tmp_path):
         "--resource-group", WS.resource_group, "--subscription", WS.subscription_id])
     assert done.exit_code == 0, done.output
     assert not any("/computes/" in r.path or "/vmSizes" in r.path for r in workspace.requests)
+
+
+@pytest.mark.parametrize("pipeline, step, written, loaded", [
+    ("labels", "label_env", "azureml:defect-cpu@latest", "defect-cpu@latest"),
+    ("labels", "label_version", "azureml:defect-cpu@latest", "defect-cpu@latest"),
+    ("registries", "registry_env", f"{REGISTRY}/labels/latest", f"{REGISTRY}/labels/latest"),
+    ("registries", "registry_pinned", f"{REGISTRY}/versions/3", f"{REGISTRY}/versions/3"),
+])
+def test_compile_writes_each_reference_as_azure_ml_reads_it(tmp_path, pipeline, step, written,
+                                                            loaded):
+    """The export spells the reference the pre-flight asked about, once (never
+    ``azureml:defect-cpu@latest@latest`` or ``.../labels/latest/labels/latest``), and
+    azure-ai-ml loads it back as that reference."""
+    from azure.ai.ml import load_component
+
+    from mlpipe.backends.azure.export import write_export
+
+    write_export(spec(pipeline), tmp_path, inputs=RAW)
+    component = tmp_path / "components" / f"{step}.yml"
+    assert f"environment: {written}\n" in component.read_text()
+    assert load_component(component).environment == loaded
