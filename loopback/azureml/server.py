@@ -435,8 +435,10 @@ class Handler(BaseHTTPRequestHandler):
             spec = self.service._component_spec(node.get("componentId")
                                                 if isinstance(node, dict) else None)
             env = spec.get("environment") if isinstance(spec, dict) else None
+            # a registry's environment is the registry's to resolve: no workspace lookup
+            registry = str(env or "").startswith("azureml://registries/")
             m_env = re.search(r"/environments/([^/]+)/versions/([^/]+)$", env or "")
-            if m_env and (m_env.group(1), m_env.group(2)) not in svc.environments:
+            if m_env and not registry and (m_env.group(1), m_env.group(2)) not in svc.environments:
                 raise Answer(400, "UserError", f"Environment {m_env.group(1)}:{m_env.group(2)} "
                                                f"was not found in workspace "
                                                f"{svc.workspace_name}.")

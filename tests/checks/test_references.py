@@ -92,3 +92,34 @@ def test_a_data_asset_label_names_the_pinned_form_in_its_hint():
 
 def test_is_url():
     assert is_url("https://x") and is_url("azureml:x:1") and not is_url("data/x.csv")
+
+
+REGISTRY_SKLEARN = "azureml://registries/azureml/environments/sklearn-1.5"
+
+
+@pytest.mark.parametrize("name, codes, hint", [
+    # the version or label an environment's name carries is its version (issue 35)
+    ("azureml:sklearn-env:3", [], None),
+    (f"{REGISTRY_SKLEARN}/versions/3", [], None),
+    ("azureml:sklearn-env@latest", ["MP802"], 'pin a version: Environment("sklearn-env", '
+                                              'version="N")'),
+    (f"{REGISTRY_SKLEARN}/labels/latest", ["MP802"],
+     f'pin a version: Environment("{REGISTRY_SKLEARN}", version="N")'),
+    ("sklearn-env", ["MP801"], 'pin it: Environment("sklearn-env", version="N")'),
+])
+def test_an_environment_name_that_carries_its_version_or_label(name, codes, hint):
+    from mlpipe import Environment, Input, Output, component, pipeline
+
+    @component(version="1", environment=Environment(name))
+    def fit(data: Input["uri_folder"], model: Output["uri_folder"]):
+        """A step."""
+
+    @pipeline
+    def one(data):
+        return {"model": fit(data=data).model}
+
+    found = [d for d in check_pipeline(one.spec)[1] if d.code in ("MP801", "MP802")]
+    assert [d.code for d in found] == codes
+    if hint:
+        assert found[0].hint == hint
+        assert "@latest" not in found[0].hint and "/labels/" not in found[0].hint
