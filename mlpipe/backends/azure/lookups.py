@@ -42,7 +42,7 @@ class Lookups:
 
     def get(self, kind: str, key: Any) -> Any:
         """The answer to one question: ``compute`` NAME, ``environment``/``component``/
-        ``data`` (NAME, VERSION, LABEL), ``sizes`` or ``usages`` (the region's), or the
+        ``data``/``model`` (NAME, VERSION, LABEL), ``sizes`` or ``usages`` (the region's), or the
         ``workspace`` (its region; a missing workspace is an ``AzureError``)."""
         from azure.core.exceptions import ResourceNotFoundError
 
@@ -88,6 +88,9 @@ class Lookups:
 
     def _data(self, key):
         return self._asset(self.client.data, key)
+
+    def _model(self, key):
+        return self._asset(self.client.models, key)
 
     def location(self) -> str:
         with self._lock:

@@ -43,6 +43,9 @@ class Needs:
     components: dict[tuple[str, str | None, str | None], list[tuple[StepSpec, ComponentSpec]]] \
         = field(default_factory=dict)
     data: dict[tuple[str, str | None, str | None], list[str]] = field(default_factory=dict)
+    #: Registered models bound to a model input (``mlflow_model``, ``custom_model``, ...),
+    #: asked of the model registry, not the data assets.
+    models: dict[tuple[str, str | None, str | None], list[str]] = field(default_factory=dict)
     #: Assets in a registry (``azureml://registries/...``), by their reference: not asked of
     #: the workspace, where they do not live (MP862).
     registry: dict[str, list[str]] = field(default_factory=dict)
@@ -114,18 +117,32 @@ def needs_of(spec: PipelineSpec, inputs: Mapping[str, Any] | None = None,
         ref = asset_reference(m["ref"], "components") if m else None
         if ref is not None:
             _need(needs, needs.components, ref, at, f"step {step.name!r}")
-        for _, binding in step.bindings:
-            if isinstance(binding, Literal) and (ref := asset_reference(binding.value)):
+        for port_name, binding in step.bindings:
+            port = comp.input(port_name)
+            kind = port.kind if port is not None else None
+            if isinstance(binding, Literal) and (ref := asset_reference(binding.value,
+                                                                        _kind(kind))):
                 said = f"{step.name} (a literal input)"
-                _need(needs, needs.data, ref, said, said)
+                _need(needs, _table(needs, ref), ref, said, said)
     for inp in spec.inputs:
         if inp.role is not InputRole.ARTIFACT:
             continue
-        ref = asset_reference(given.get(inp.name, inp.default))
+        kind = inp.kind or (inp.port.kind if inp.port is not None else None)
+        ref = asset_reference(given.get(inp.name, inp.default), _kind(kind))
         if ref is not None:
             said = f"pipeline input {inp.name!r}"
-            _need(needs, needs.data, ref, said, said)
+            _need(needs, _table(needs, ref), ref, said, said)
     return needs
+
+
+def _kind(kind: Any) -> str:
+    """The asset kind a short reference bound to a port of ``kind`` names: a model input's
+    ``azureml:NAME:V`` is a registered model, any other a data asset."""
+    return "models" if str(kind or "").endswith("_model") else "data"
+
+
+def _table(needs: Needs, ref: AssetReference) -> dict[Any, list[Any]]:
+    return needs.models if ref.kind == "models" else needs.data
 
 
 def _need(needs: Needs, table: dict[Any, list[Any]], ref: AssetReference, use: Any,
@@ -163,6 +180,7 @@ def run_preflight(spec: PipelineSpec, workspace: Workspace, client: Any, *,
     jobs += [("environment", key, key) for key in needs.environments]
     jobs += [("component", key, key) for key in needs.components]
     jobs += [("data", key, key) for key in needs.data]
+    jobs += [("model", key, key) for key in needs.models]
     if needs.serverless:  # the region's VM sizes and the subscription's quota in it
         jobs += [("sizes", None, None), ("usages", None, None)]
     found: dict[tuple[str, Any], Any] = {}

@@ -81,6 +81,15 @@ def judge(needs: Needs, found: dict[tuple[str, Any], Any]
                                 "--input NAME=azureml:NAME:VERSION of one that exists"))
             continue
         out += _resolved("data asset", key, data, resolved, {})
+    for key, uses in needs.models.items():
+        model = found[("model", key)]
+        if model is None:
+            out.append(_missing("model", key, ", ".join(uses), {},
+                                "register the model version (`az ml model create`), or pass "
+                                "--input NAME=azureml:NAME:VERSION of one that exists (`az ml "
+                                "model list`)"))
+            continue
+        out += _resolved("model", key, model, resolved, {})
     for text, uses in needs.registry.items():
         out.append(Diagnostic.of(
             REGISTRY_ASSET_NOT_CHECKED,

@@ -144,6 +144,28 @@ def test_data_asset_versions_exist_and_latest_is_resolved(workspace, service):
     assert preflight(service, "data", inputs={"raw": "data/raw"}).diagnostics == []
 
 
+def test_a_model_input_is_asked_of_the_model_registry(workspace, service):
+    """``azureml:NAME:V`` bound to a model input names a registered model, not a data asset
+    (recordings.MODEL_LATEST: a label through ``models/NAME/versions``, newest first)."""
+    from loopback.azureml.service import Asset
+
+    given = {"raw": "azureml:defect-images:1", "model": "azureml:defect:2"}
+    assert found(preflight(service, "scoring", inputs=given)) == [
+        ("MP857", "error", None, "model azureml:defect:2 (pipeline input 'model') does not "
+                                 "exist in the workspace: it has no 'defect' with version 2")]
+    for version in ("1", "2"):
+        workspace.assets[("models", "defect", version)] = Asset("models", "defect", version, {
+            "properties": {"modelType": "mlflow_model", "modelUri": "azureml://datastores/"
+                           f"workspaceblobstore/paths/models/defect/{version}"}})
+    assert found(preflight(service, "scoring", inputs=given)) == []
+    before = len(workspace.requests)
+    result = preflight(service, "scoring", inputs={**given, "model": "azureml:defect@latest"})
+    assert result.resolved == {"azureml:defect@latest": "azureml:defect:2"}
+    assert [r.path.rsplit("/", 2)[-2:] for r in workspace.requests[before:]
+            if "/models/" in r.path] == [["defect", "versions"]]
+    assert not any("/data/defect/" in r.path for r in workspace.requests[before:])
+
+
 def test_registered_component_versions_exist(workspace, service):
     workspace.add_component("score", "3")
     result = preflight(service, "registered", inputs={})
