@@ -164,6 +164,30 @@ def image_moves(image: str) -> str | None:
     return f"tag {tag!r} can be pushed again with other content"
 
 
+def as_written(env: Environment) -> Environment:
+    """``env`` with a version or label its name carries (``azureml:NAME:3``,
+    ``azureml:NAME@latest``, a registry URI's ``/versions/3`` or ``/labels/latest``) moved to
+    its ``version`` (``3``, ``@latest``) and its name left bare, as a job file's reference is
+    read; any other ``env`` as it is.
+
+    Example:
+        >>> as_written(Environment("azureml:sklearn-env@latest"))
+        Environment(name='sklearn-env', version='@latest', image=None, conda_file=None, \
+variables=())
+    """
+    from dataclasses import replace
+
+    ref = environment_reference(env)
+    carried = env.version is None and ref is not None and (
+        ref.version is not None or "@" in env.name or "/labels/" in env.name)
+    if ref is None or not carried or (env.name.startswith("azureml:/")
+                                      and not env.name.startswith("azureml://")):
+        return env
+    base = (f"azureml://registries/{ref.registry}/environments/{ref.name}" if ref.registry
+            else ref.name)
+    return replace(env, name=base, version=ref.version or f"@{ref.label}")
+
+
 def environment_text(env: "Environment", version: str | None = None) -> str:
     """How a job file names the registered environment ``env`` (with ``version`` in place of
     its own, where given): ``azureml:NAME:V``, ``azureml:NAME@LABEL``, or the registry URI's
@@ -189,6 +213,7 @@ def environment_text(env: "Environment", version: str | None = None) -> str:
     return f"azureml:{name}{version}" if version.startswith("@") else f"azureml:{name}:{version}"
 
 
-__all__ = ["ASSET_KINDS", "REGISTERED_COMPONENT", "AssetReference", "asset_reference",
+__all__ = ["ASSET_KINDS", "REGISTERED_COMPONENT", "AssetReference", "as_written",
+           "asset_reference",
            "data_reference_moves", "environment_reference", "environment_text", "image_moves",
            "is_url"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import replace
 from typing import Any
 
 from mlpipe import codes
@@ -19,8 +18,8 @@ from mlpipe.diagnostics import Diagnostic, Severity
 from mlpipe.graph import FromInput, FromLiteral, Graph, StepNode
 from mlpipe.paths import display_path
 from mlpipe.references import (
+    as_written,
     data_reference_moves,
-    environment_reference,
     environment_text,
     image_moves,
     is_url,
@@ -113,22 +112,8 @@ def _environments(graph: Graph) -> dict[Environment, list[StepNode]]:
     for node in graph.step_nodes():
         env = node.component.environment
         if env is not None:
-            found.setdefault(_as_written(env), []).append(node)
+            found.setdefault(as_written(env), []).append(node)
     return found
-
-
-def _as_written(env: Environment) -> Environment:
-    """``env`` with a version or label its name carries (``azureml:NAME:3``,
-    ``azureml:NAME@latest``, a registry URI's ``/versions/3`` or ``/labels/latest``) moved to
-    its version (``3``, ``@latest``), as a job file's reference is read."""
-    ref = environment_reference(env)
-    carried = env.version is None and ref is not None and (
-        ref.version is not None or "@" in env.name or "/labels/" in env.name)
-    if not carried or (env.name.startswith("azureml:/") and not env.name.startswith("azureml://")):
-        return env
-    base = (f"azureml://registries/{ref.registry}/environments/{ref.name}" if ref.registry
-            else ref.name)
-    return replace(env, name=base, version=ref.version or f"@{ref.label}")
 
 
 def _steps(nodes: list[StepNode]) -> str:

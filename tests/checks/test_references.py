@@ -123,3 +123,21 @@ def test_an_environment_name_that_carries_its_version_or_label(name, codes, hint
     if hint:
         assert found[0].hint == hint
         assert "@latest" not in found[0].hint and "/labels/" not in found[0].hint
+
+
+@pytest.mark.parametrize("env, identity", [
+    (("azureml:sklearn-env:3", None), ("sklearn-env", "3", False)),
+    ((f"{REGISTRY_SKLEARN}/versions/3", None), (REGISTRY_SKLEARN, "3", False)),
+    (("azureml:sklearn-env@latest", None), ("sklearn-env", "@latest", True)),
+    (("sklearn-env", "@prod"), ("sklearn-env", "@prod", True)),
+    (("sklearn-env", "4"), ("sklearn-env", "4", False)),
+    (("sklearn-env", None), ("sklearn-env", None, True)),
+])
+def test_the_recorded_environment_reads_the_reference_as_azure_ml_does(env, identity):
+    """A run records the version a name carries, and a label as moving (it names whichever
+    version carries it at submission)."""
+    from mlpipe import Environment
+    from mlpipe.environments import environment_identity
+
+    name, version, _, mutable = environment_identity(Environment(env[0], version=env[1]), None)
+    assert (name, version, mutable) == identity
