@@ -28,7 +28,8 @@ class Unchecked:
 
 class Lookups:
     """Lookups through ``client`` for ``workspace``; ``requests`` counts the HTTP requests
-    made (a label costs two: the container's latest version, then that version)."""
+    made (a label costs what azure-ai-ml sends for it: one versions-list request for an
+    environment, component or model; two for a data asset, its container then the version)."""
 
     def __init__(self, client: Any, workspace: Workspace) -> None:
         self.client, self.workspace = client, workspace
@@ -73,9 +74,10 @@ class Lookups:
         self._count()
         return self.client.compute.get(name)
 
-    def _asset(self, operations: Any, key: tuple[str, str | None, str | None]) -> Any:
+    def _asset(self, operations: Any, key: tuple[str, str | None, str | None],
+               label_requests: int = 1) -> Any:
         name, version, label = key
-        self._count(1 if version else 2)
+        self._count(1 if version else label_requests)
         if version:
             return operations.get(name, version=version)
         return operations.get(name, label=label)
@@ -87,7 +89,7 @@ class Lookups:
         return self._asset(self.client.components, key)
 
     def _data(self, key):
-        return self._asset(self.client.data, key)
+        return self._asset(self.client.data, key, label_requests=2)
 
     def _model(self, key):
         return self._asset(self.client.models, key)

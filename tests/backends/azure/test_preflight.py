@@ -167,6 +167,7 @@ def test_a_model_input_is_asked_of_the_model_registry(workspace, service):
 
 
 def test_registered_component_versions_exist(workspace, service):
+    workspace.add_component("score", "2")
     workspace.add_component("score", "3")
     result = preflight(service, "registered", inputs={})
     assert result.resolved == {"azureml:score@latest": "azureml:score:3"}
@@ -191,6 +192,8 @@ def test_an_environment_by_label_is_resolved_through_the_versions_list(workspace
     assert [(path, unquote(query).split("&", 1)[1]) for path, query in envs] == [
         ("environments/defect-cpu/versions", "$orderBy=createdtime desc&$top=1")]
     assert not any("@" in r.path or "azureml:" in r.path for r in sent)
+    asked = [r for r in sent if not r.path.startswith("/metadata/")]
+    assert result.requests == len(asked), [r.path for r in asked]
 
 
 REGISTRY = "azureml://registries/azureml/environments/sklearn-1.5"
