@@ -1,5 +1,7 @@
 """Moving references and parameters that name data: the rules behind MP205 and MP801-MP803."""
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mlpipe.checks import check_pipeline
 from mlpipe.checks.reproducibility import _names_data
@@ -141,3 +143,28 @@ def test_the_recorded_environment_reads_the_reference_as_azure_ml_does(env, iden
 
     name, version, _, mutable = environment_identity(Environment(env[0], version=env[1]), None)
     assert (name, version, mutable) == identity
+
+
+_NAMES = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,20}", fullmatch=True)
+
+
+@given(kind=st.sampled_from(["environments", "components", "models", "data"]), name=_NAMES,
+       pinned=st.booleans(), tag=_NAMES, registry=st.one_of(st.none(), _NAMES))
+def test_an_asset_reference_reads_back_what_it_writes(kind, name, pinned, tag, registry):
+    """Every reference's text (``azureml:NAME:V``, ``azureml:NAME@L``, a registry URI's
+    ``/versions/V`` or ``/labels/L``) reads back as the same reference."""
+    from mlpipe.references import AssetReference, asset_reference
+
+    ref = AssetReference(kind, name, tag if pinned else None, None if pinned else tag,
+                         registry)
+    assert asset_reference(ref.text, kind) == ref
+
+
+@pytest.mark.parametrize("text", [
+    "data/raw", "https://example.org/x.csv", "azureml://datastores/blob/paths/x/",
+    "azureml://registries/r/environments", "azureml:", "azureml:x:1:2", 3, None,
+])
+def test_what_is_no_asset_reference(text):
+    from mlpipe.references import asset_reference
+
+    assert asset_reference(text) is None
