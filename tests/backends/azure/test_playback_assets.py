@@ -120,3 +120,18 @@ def test_a_model_registered_and_fetched(azureml, service, tmp_path):
     again = register(service, "defect", str(model), tags)
     assert (again.uri, again.new) == ("azureml:defect:1", False)
     assert recordings.MODEL_CRUD.endswith("test_crud_file.json")
+
+
+def test_a_failed_vm_sizes_lookup_does_not_block_submit(azureml, run):
+    """Unknown is not absent: the region's VM sizes answering 404 is MP863 (info), and the
+    job is submitted; before, it was MP854 "region does not offer", an error that refused it.
+    (No recording holds this route: docs/azure.md.)"""
+    azureml.fail(404, r"GET .*/vmSizes$", times=None)
+    done = run("submit", f"{PF}:serverless", "--target", "azure", *FLAGS)
+    assert done.exit_code == 0, done.output
+    assert "info[MP863] could-not-check (compile-time, step odd_size): could not check the " \
+           "region's VM sizes" in done.output
+    assert "MP854" not in done.output and len(azureml.pipelines) == 1
+    azureml.clear_faults()
+    refused = run("submit", f"{PF}:serverless", "--target", "azure", *FLAGS)
+    assert refused.exit_code == 1 and "error[MP854] vm-size-not-offered" in refused.output
