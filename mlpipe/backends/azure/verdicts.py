@@ -30,6 +30,7 @@ from mlpipe.codes import (
     VM_SIZE_NOT_OFFERED,
 )
 from mlpipe.diagnostics import Diagnostic
+from mlpipe.references import asset_reference
 from mlpipe.spec import ComponentSpec, StepSpec
 
 _PROBES = ("2.19.0", "2.19.1", "2.20.0", "2.21.3", "2.22.0", "3.0.0", "3.5.0", "99.0")
@@ -94,15 +95,19 @@ def judge(needs: Needs, found: dict[tuple[str, Any], Any]
         out.append(Diagnostic.of(
             REGISTRY_ASSET_NOT_CHECKED,
             f"{text} ({', '.join(uses)}) is a registry asset: not checked, as it does not live "
-            f"in the workspace the pre-flight asks", hint="check it with `az ml "
-            f"{_registry_kind(text)} show --registry-name ...`; Azure ML resolves it when the "
-            f"job is submitted"))
+            f"in the workspace the pre-flight asks", hint=f"check it with `{_registry_show(text)}`"
+            f"; Azure ML resolves it when the job is submitted"))
     return out, resolved
 
 
-def _registry_kind(text: str) -> str:
-    kind = text.split("/")[4] if text.count("/") >= 4 else "environments"
-    return {"data": "data"}.get(kind, kind.removesuffix("s"))
+def _registry_show(text: str) -> str:
+    """The ``az ml`` command that shows registry asset ``text``."""
+    ref = asset_reference(text)
+    if ref is None or ref.registry is None:
+        return "az ml environment show --registry-name ..."
+    which = f"--version {ref.version}" if ref.version else f"--label {ref.label}"
+    kind = "data" if ref.kind == "data" else ref.kind.removesuffix("s")
+    return f"az ml {kind} show --registry-name {ref.registry} --name {ref.name} {which}"
 
 
 def _compute(name: str, uses: list[tuple[StepSpec, ComponentSpec]], compute: Any

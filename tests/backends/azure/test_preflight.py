@@ -235,6 +235,12 @@ def test_what_the_preflight_could_not_check_is_said_not_guessed(workspace, servi
     assert found(result) == expected
     for d in result.diagnostics:
         assert d.hint
+    if pipeline == "registries":
+        assert [d.hint for d in result.diagnostics] == [
+            "check it with `az ml environment show --registry-name azureml --name sklearn-1.5 "
+            "--label latest`; Azure ML resolves it when the job is submitted",
+            "check it with `az ml environment show --registry-name azureml --name sklearn-1.5 "
+            "--version 3`; Azure ML resolves it when the job is submitted"]
     assert not any("registries" in r.path or "azureml:" in r.path
                    for r in workspace.requests[before:])
 
