@@ -1,6 +1,8 @@
 """Which references can change behind the same text: an environment without a version, an
 ``@latest`` or other label, an image tag without a digest, an unversioned data asset, a URL or
-datastore path. Pure string rules; nothing is resolved or fetched here.
+datastore path; and what a registered asset reference names, read as Azure ML reads it
+(``azureml:NAME:V``, ``azureml:NAME@LABEL``, an ARM id, a registry URI). Pure string rules;
+nothing is resolved or fetched here.
 """
 from __future__ import annotations
 
