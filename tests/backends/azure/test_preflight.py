@@ -172,9 +172,16 @@ def test_registered_component_versions_exist(workspace, service):
     result = preflight(service, "registered", inputs={})
     assert result.resolved == {"azureml:score@latest": "azureml:score:3"}
     assert [(d.code, d.step) for d in result.diagnostics] == [("MP858", "rescore"),
-                                                            ("MP857", "missing")]
+                                                            ("MP857", "missing"),
+                                                            ("MP862", None)]
     assert "component azureml:score:9 (steps 'missing') does not exist" in \
         result.diagnostics[1].message
+    # a registry component is said, not asked of the workspace
+    assert result.diagnostics[2].message.startswith(
+        "azureml://registries/azureml/components/score_step/labels/latest (step 'shared') is a "
+        "registry asset: not checked")
+    assert "az ml component show --registry-name azureml --name score_step --label latest" in \
+        result.diagnostics[2].hint
 
 
 def test_an_environment_by_label_is_resolved_through_the_versions_list(workspace, service):
