@@ -46,9 +46,10 @@ class Needs:
     #: Registered models bound to a model input (``mlflow_model``, ``custom_model``, ...),
     #: asked of the model registry, not the data assets.
     models: dict[tuple[str, str | None, str | None], list[str]] = field(default_factory=dict)
-    #: Assets in a registry (``azureml://registries/...``), by their reference: not asked of
-    #: the workspace, where they do not live (MP862).
-    registry: dict[str, list[str]] = field(default_factory=dict)
+    #: Assets in a registry (``azureml://registries/...``), by their reference, with who names
+    #: each (a step and its component, or the input's words): not asked of the workspace,
+    #: where they do not live (MP862).
+    registry: dict[str, list[tuple[str, Any]]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -151,8 +152,8 @@ def _need(needs: Needs, table: dict[Any, list[Any]], ref: AssetReference, use: A
     as not checked."""
     if ref.registry is not None:
         uses = needs.registry.setdefault(ref.text, [])
-        if said not in uses:
-            uses.append(said)
+        if said not in [s for s, _ in uses]:
+            uses.append((said, use))
         return
     table.setdefault((ref.name, ref.version, ref.label), []).append(use)
 

@@ -91,12 +91,14 @@ def judge(needs: Needs, found: dict[tuple[str, Any], Any]
                                 "model list`)"))
             continue
         out += _resolved("model", key, model, resolved, {})
-    for text, uses in needs.registry.items():
+    for text, named in needs.registry.items():
+        first = named[0][1]
         out.append(Diagnostic.of(
             REGISTRY_ASSET_NOT_CHECKED,
-            f"{text} ({', '.join(uses)}) is a registry asset: not checked, as it does not live "
-            f"in the workspace the pre-flight asks", hint=f"check it with `{_registry_show(text)}`"
-            f"; Azure ML resolves it when the job is submitted"))
+            f"{text} ({', '.join(s for s, _ in named)}) is a registry asset: not checked, as it "
+            f"does not live in the workspace the pre-flight asks",
+            hint=f"check it with `{_registry_show(text)}`; Azure ML resolves it when the job is "
+                 f"submitted", **(_where(*first) if isinstance(first, tuple) else {})))
     return out, resolved
 
 

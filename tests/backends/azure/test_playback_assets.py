@@ -67,7 +67,8 @@ def test_a_registry_environment_is_said_not_checked_and_submitted_as_written(azu
     done = run("submit", f"{PF}:registries", "--target", "azure", *FLAGS)
     assert done.exit_code == 0, done.output
     # said with the run: the pre-flight's findings are recorded with its compile-time checks
-    assert "info[MP862] registry-asset-not-checked (compile-time): azureml://registries/" \
+    assert "info[MP862] registry-asset-not-checked (compile-time, step registry_env): " \
+           "azureml://registries/" \
            "azureml/environments/sklearn-1.5/labels/latest (step 'registry_env') is a " \
            "registry asset" in done.output
     assert not any("registries" in r.path or "sklearn" in r.path

@@ -173,7 +173,7 @@ def test_registered_component_versions_exist(workspace, service):
     assert result.resolved == {"azureml:score@latest": "azureml:score:3"}
     assert [(d.code, d.step) for d in result.diagnostics] == [("MP858", "rescore"),
                                                             ("MP857", "missing"),
-                                                            ("MP862", None)]
+                                                            ("MP862", "shared")]
     assert "component azureml:score:9 (steps 'missing') does not exist" in \
         result.diagnostics[1].message
     # a registry component is said, not asked of the workspace
@@ -209,12 +209,12 @@ REGISTRY = "azureml://registries/azureml/environments/sklearn-1.5"
 @pytest.mark.parametrize("case, pipeline, fault, expected", [
     # MP862: a registry asset is said, not asked of the workspace
     ("trigger", "registries", None, [
-        ("MP862", "info", None, f"{REGISTRY}/labels/latest (step 'registry_env') is a registry "
-                                "asset: not checked, as it does not live in the workspace the "
-                                "pre-flight asks"),
-        ("MP862", "info", None, f"{REGISTRY}/versions/3 (step 'registry_pinned') is a "
-                                "registry asset: not checked, as it does not live in the "
-                                "workspace the pre-flight asks")]),
+        ("MP862", "info", "registry_env",
+         f"{REGISTRY}/labels/latest (step 'registry_env') is a registry asset: not checked, as "
+         "it does not live in the workspace the pre-flight asks"),
+        ("MP862", "info", "registry_pinned",
+         f"{REGISTRY}/versions/3 (step 'registry_pinned') is a registry asset: not checked, as "
+         "it does not live in the workspace the pre-flight asks")]),
     ("clean", "clean", None, []),
     # MP863: a VM sizes lookup that fails is "could not check", never MP854 "not offered"
     ("trigger", "serverless", r"GET .*/vmSizes$", [
