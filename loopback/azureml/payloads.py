@@ -169,6 +169,10 @@ def component_version(svc: Any, name: str, version: str, body: dict[str, Any]) -
     props = arm.ComponentVersionProperties(**_writable(arm.ComponentVersionProperties,
                                                        body.get("properties") or {}))
     props.provisioning_state = "Succeeded"
+    for field, empty in (("tags", {}), ("properties", {}), ("is_anonymous", False),
+                         ("is_archived", False)):
+        if getattr(props, field, None) is None:   # the service's defaults (COMPONENT_LATEST)
+            setattr(props, field, empty)
     return _resource(arm.ComponentVersion(properties=props),
                      f"{svc.workspace_id_arm}/components/{name}/versions/{version}", version,
                      f"{PROVIDER}/workspaces/components/versions", svc.created_at)

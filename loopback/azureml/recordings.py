@@ -16,6 +16,9 @@ ENVIRONMENT_LATEST = ("environment/e2etests/test_environment.pyTestEnvironment"
 MODEL_CRUD = "model/e2etests/test_model.pyTestModeltest_crud_file.json"
 #: a model by label: the versions list, newest first, ``$top=1``
 MODEL_LATEST = "model/e2etests/test_model.pyTestModeltest_models_get_latest_label.json"
+#: a component by label: the versions list, newest first, ``$top=1``
+COMPONENT_LATEST = ("component/e2etests/test_component.pyTestComponent"
+                    "test_command_component_get_latest_label.json")
 #: a compute cluster read back (``GET computes/NAME``)
 COMPUTE = "compute/e2etests/test_compute.pyTestComputetest_aml_compute_create_and_delete.json"
 #: a registry environment, created and read through the registry's own endpoint
@@ -28,5 +31,5 @@ def url(name: str) -> str:
     return f"https://github.com/{REPOSITORY}/blob/main/{FOLDER}{name}"
 
 
-__all__ = ["COMPUTE", "ENVIRONMENT_LATEST", "FOLDER", "MODEL_CRUD", "MODEL_LATEST",
-           "REGISTRY_ENVIRONMENT", "REPOSITORY", "url"]
+__all__ = ["COMPONENT_LATEST", "COMPUTE", "ENVIRONMENT_LATEST", "FOLDER", "MODEL_CRUD",
+           "MODEL_LATEST", "REGISTRY_ENVIRONMENT", "REPOSITORY", "url"]

@@ -307,7 +307,7 @@ class Handler(BaseHTTPRequestHandler):
                      and (n == name if wanted is None else (a.body.get("properties") or {})
                           .get("properties", {}).get("hash_sha256") == wanted)]
             if "createdtime desc" in (query.get("$orderBy") or [""])[0]:
-                found.reverse()  # newest first: how azure-ai-ml resolves a label
+                found.reverse()  # newest first: a label (recordings.COMPONENT_LATEST)
             top = (query.get("$top") or [None])[0]
             found = found[:int(top)] if top and top.isdigit() else found
             return self._send(200, payloads.page([self._asset_payload(kind, a) for a in found]))

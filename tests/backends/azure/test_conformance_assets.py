@@ -58,6 +58,17 @@ FACTS: dict[str, tuple[str, str, str, str, Any, int, Any]] = {
         recordings.ENVIRONMENT_LATEST, "GET", "environments/conf-env/versions",
         "$orderBy=createdtime%20desc&$top=1", None, 200,
         {"value": [ENVIRONMENT_VERSION], "nextLink": ABSENT}),
+    "component by label": (
+        recordings.COMPONENT_LATEST, "GET", "components/score/versions",
+        "$orderBy=createdtime%20desc&$top=1", None, 200,
+        {"value": [{"id": str, "name": "3", "systemData": SYSTEM_DATA,
+                    "type": "Microsoft.MachineLearningServices/workspaces/components/versions",
+                    "properties": {"tags": dict, "properties": dict, "isArchived": False,
+                                   "isAnonymous": False, "provisioningState": "Succeeded",
+                                   "componentSpec": {"name": "score", "version": "3",
+                                                     "type": "command", "command": str,
+                                                     "environment": str}}}],
+         "nextLink": ABSENT}),
     "environment version": (
         recordings.ENVIRONMENT_LATEST, "GET", "environments/conf-env/versions/1", "", None, 200,
         ENVIRONMENT_VERSION),
@@ -172,6 +183,8 @@ def _answer(azureml, name: str) -> tuple[int, Any]:
 @pytest.fixture
 def workspace(azureml):
     azureml.add_environment("conf-env", "1", conda_file=CONDA_YAML)
+    azureml.add_component("score", "2")
+    azureml.add_component("score", "3")
     return azureml
 
 
