@@ -12,9 +12,7 @@ code lives in docs/checks.md, not here. Imports only ``mlpipe.diagnostics``.
 """
 from __future__ import annotations
 
-import re
-
-from mlpipe.diagnostics import Code, Severity
+from mlpipe.diagnostics import Code, Severity, explain  # noqa: F401  (its documentation)
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
@@ -51,29 +49,6 @@ def published() -> list[Code]:
     """Every published code, in code order."""
     return sorted(CODES.values(), key=lambda c: c.code)
 
-
-def explain(code_or_name: str) -> str:
-    """The documentation of one code (``mlpipe check --explain``): its heading, severity and
-    summary, then its docs/checks.md section (What / Why / Example / Fix).
-
-    Raises:
-        KeyError: no published code has that code or name.
-
-    Example:
-        >>> print(explain("MP301"))  # doctest: +ELLIPSIS
-        MP301 artifact-kind-mismatch (error)
-        ...
-    """
-    from importlib.resources import files
-
-    wanted = code_or_name.strip()
-    entry = CODES.get(wanted.upper()) or named(wanted.lower())
-    text = files("mlpipe").joinpath("codes.md").read_text(encoding="utf-8")
-    found = re.search(rf"^## {entry.code} {re.escape(entry.name)}\n(.*?)(?=^## |\Z)", text,
-                      re.S | re.M)
-    body = found.group(1).strip() if found else "(no documentation: see docs/checks.md)"
-    return (f"{entry.code} {entry.name} ({entry.severity.value})\n{entry.summary}\n\n"
-            f"{body}\n")
 
 # --- MP0xx: the checker itself (mlpipe.checks.registry)
 CHECK_CRASHED = _code(
@@ -537,6 +512,10 @@ MLFLOW_CLIENT_REJECTED = _code(
 ENVIRONMENT_CONTENTS_UNKNOWN = _code(
     "MP861", "environment-contents-unknown", INFO,
     "A registered environment is an image or build context whose packages mlpipe cannot read.")
+REGISTRY_ASSET_NOT_CHECKED = _code(
+    "MP862", "registry-asset-not-checked", INFO, "A registry asset the job names is not checked.")
+COULD_NOT_CHECK = _code(
+    "MP863", "could-not-check", INFO, "The workspace did not answer a pre-flight question.")
 # --- MP900-MP929: a failed step, diagnosed at the layer that failed (mlpipe.checks.diagnosis)
 #     MP900-MP904 contract and output completeness
 STEP_INPUT_REJECTED = _code(

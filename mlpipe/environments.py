@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mlpipe.digests import digest_of
+from mlpipe.references import as_written
 from mlpipe.spec import Environment
 from mlpipe.version import DISTRIBUTION, __version__
 
@@ -31,12 +32,14 @@ def environment_identity(env: Environment | None, component_file: str | None
 
     The digest is the image digest when the image is pinned by ``@sha256:``, else the content
     of the conda file when one is declared, else the name and version. Mutable means the
-    reference can change behind the same name (an image tag, no version, no environment).
+    reference can change behind the same name (an image tag, no version or a label such as
+    ``@latest``, no environment).
     """
     if env is None:
         return "local", None, digest_of({"local": runtime_identity()}), True
+    env = as_written(env)  # azureml:NAME:3 is version 3; azureml:NAME@latest is a label
     material: dict[str, Any] = {"name": env.name, "version": env.version}
-    mutable = env.version is None
+    mutable = env.version is None or env.version.startswith("@")
     if env.image:
         pinned = "@sha256:" in env.image
         material["image"] = env.image.split("@", 1)[1] if pinned else env.image

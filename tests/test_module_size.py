@@ -16,7 +16,6 @@ MAX_FUNCTION_LINES = 80
 #: MAX_MODULE_LINES today. Lower an entry when its module shrinks; drop it below the default.
 MODULE_EXCEPTIONS: dict[str, int] = {
     "mlpipe/checks/body.py": 605,
-    "mlpipe/codes.py": 620,
 }
 
 #: "module::qualified.name" -> its ceiling in lines (``def`` line to last line), for the

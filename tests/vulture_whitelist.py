@@ -36,6 +36,7 @@ _._component
 _._data
 _._sizes
 _._usages
+_._model  # a model input's registered model (issue 35)
 # scripts/gen_tutorial: the tutorial's template is filled from **locals().
 second
 show

@@ -10,10 +10,12 @@ are the SDK's ``WorkspaceDiscoveryUrlKey``) and MLflow's ``runs/get`` answer (ML
 """
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import datetime
 from typing import Any
 
+import yaml
 from azure.ai.ml._restclient.arm_ml_service import models as arm
 from azure.ai.ml._restclient.runhistory import models as rh
 from azure.ai.ml.constants._common import WorkspaceDiscoveryUrlKey
@@ -102,8 +104,25 @@ def datastore(svc: Any, name: str) -> dict[str, Any]:
                      name, f"{PROVIDER}/workspaces/datastores", svc.created_at)
 
 
-def datastore_secrets(svc: Any) -> dict[str, Any]:
+def datastore_secrets(svc: Any, expirable: bool = False) -> dict[str, Any]:
+    """``listSecrets``: the account key, or for ``{"expirableSecret": true, ...}`` (what
+    azure-ai-ml sends before an upload) a SAS token, as the service answers it
+    (``recordings.MODEL_CRUD``: ``secretsType: Sas``, a ``?``-led ``sasToken``)."""
+    if expirable:
+        return _dict(arm.SasDatastoreSecrets(
+            sas_token="?sv=2021-08-06&sig=loopback&se=2099-01-01T00%3A00%3A00Z&srt=co&ss=bf"
+                      "&sp=rcuwdl"))
     return _dict(arm.AccountKeyDatastoreSecrets(key=svc.storage_key))
+
+
+def model_not_found(name: str) -> dict[str, Any]:
+    """The 404 of a model with no container (``recordings.MODEL_CRUD``): ``UserError``
+    with the ``ModelNotFound`` detail."""
+    body = arm_error("UserError", "The specified resource was not found.")
+    inner = arm.ErrorDetail()
+    inner.code, inner.message = "ModelNotFound", f"Model container with name: {name} not found."
+    body["error"]["details"] = [{**_dict(inner), "details": [], "additionalInfo": []}]
+    return body
 
 
 def code_version(svc: Any, name: str, version: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -150,6 +169,10 @@ def component_version(svc: Any, name: str, version: str, body: dict[str, Any]) -
     props = arm.ComponentVersionProperties(**_writable(arm.ComponentVersionProperties,
                                                        body.get("properties") or {}))
     props.provisioning_state = "Succeeded"
+    for field, empty in (("tags", {}), ("properties", {}), ("is_anonymous", False),
+                         ("is_archived", False)):
+        if getattr(props, field, None) is None:   # the service's defaults (COMPONENT_LATEST)
+            setattr(props, field, empty)
     return _resource(arm.ComponentVersion(properties=props),
                      f"{svc.workspace_id_arm}/components/{name}/versions/{version}", version,
                      f"{PROVIDER}/workspaces/components/versions", svc.created_at)
@@ -158,13 +181,16 @@ def component_version(svc: Any, name: str, version: str, body: dict[str, Any]) -
 def environment_version(svc: Any, name: str, version: str, image: str,
                         conda_file: str | None = None) -> dict[str, Any]:
     extras = getattr(svc, "environment_extras", {}).get((name, version)) or {}
-    more: dict[str, Any] = {"conda_file": conda_file} if conda_file else {}
+    # the service keeps a conda file as JSON text, whatever YAML it was given
+    # (recordings.ENVIRONMENT_LATEST: "condaFile": "{\n  \"channels\": ...")
+    more: dict[str, Any] = {"conda_file": _json_text(conda_file)} if conda_file else {}
     if extras.get("build"):
         more["build"] = arm.BuildContext(context_uri=extras["build"],
                                          dockerfile_path="Dockerfile")
     else:
         more["image"] = image
     props = arm.EnvironmentVersionProperties(os_type="Linux", is_anonymous=False,
+                                             is_archived=False, properties={},
                                              description=f"environment {name}:{version}",
                                              tags=dict(extras.get("tags") or {}), **more)
     props.environment_type = "UserCreated"
@@ -174,7 +200,16 @@ def environment_version(svc: Any, name: str, version: str, image: str,
                      f"{PROVIDER}/workspaces/environments/versions", svc.created_at)
 
 
+def _json_text(conda_file: str) -> str:
+    try:
+        loaded = yaml.safe_load(conda_file)
+    except yaml.YAMLError:
+        return conda_file
+    return json.dumps(loaded, indent=2) if isinstance(loaded, dict) else conda_file
+
+
 def compute(svc: Any, name: str, vm_size: str, max_nodes: int) -> dict[str, Any]:
+    """A compute cluster as ``GET computes/NAME`` answers it (``recordings.COMPUTE``)."""
     props = arm.AmlCompute(
         compute_location=svc.location, description=f"compute cluster {name}",
         disable_local_auth=True,

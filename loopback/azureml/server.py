@@ -236,7 +236,9 @@ class Handler(BaseHTTPRequestHandler):
         if kind == "datastores" and len(parts) == 1 and method == "GET":
             return self._send(200, payloads.page([payloads.datastore(svc, "workspaceblobstore")]))
         if kind == "datastores" and len(parts) == 3 and parts[2] == "listSecrets":
-            return self._send(200, payloads.datastore_secrets(svc))
+            # an expirable secret is a SAS token (recordings.MODEL_CRUD)
+            return self._send(200, payloads.datastore_secrets(
+                svc, expirable=bool(sent.get("expirableSecret"))))
         if kind in ("codes", "components") and len(parts) >= 3 and parts[2] == "versions":
             return self._asset(kind, parts, query, sent)
         if kind == "models" and len(parts) in (3, 4) and parts[2] == "versions":
@@ -274,8 +276,9 @@ class Handler(BaseHTTPRequestHandler):
                 svc, parts[1], parts[3], image, svc.conda_files.get((parts[1], parts[3]))))
         if kind == "computes" and len(parts) == 2 and method == "GET":
             found = svc.computes.get(parts[1])
-            if found is None:
-                raise not_found(f"Compute {parts[1]}")
+            if found is None:  # 404 with an empty body (no recording holds one: azure-ai-ml's
+                # _resolve_compute_id says why it rewords it; docs/azure.md)
+                return self._send(404, raw=b"")
             return self._send(200, payloads.compute(svc, parts[1], *found))
         if kind == "data" and len(parts) == 4 and method == "GET":
             if (parts[1], parts[3]) not in svc.data:
@@ -303,6 +306,10 @@ class Handler(BaseHTTPRequestHandler):
             found = [a for (k, n, _), a in svc.assets.items() if k == kind
                      and (n == name if wanted is None else (a.body.get("properties") or {})
                           .get("properties", {}).get("hash_sha256") == wanted)]
+            if "createdtime desc" in (query.get("$orderBy") or [""])[0]:
+                found.reverse()  # newest first: a label (recordings.COMPONENT_LATEST)
+            top = (query.get("$top") or [None])[0]
+            found = found[:int(top)] if top and top.isdigit() else found
             return self._send(200, payloads.page([self._asset_payload(kind, a) for a in found]))
         version = parts[3]
         if len(parts) == 5 and parts[4] == "startPendingUpload" and method == "POST":
@@ -337,6 +344,8 @@ class Handler(BaseHTTPRequestHandler):
         svc, method, name = self.service, self.command, parts[1]
         if len(parts) == 3 and method == "GET":
             found = [a for (k, n, _), a in svc.assets.items() if k == "models" and n == name]
+            if not found:  # no container: 404 ModelNotFound (recordings.MODEL_CRUD)
+                return self._send(404, payloads.model_not_found(name))
             if "createdtime desc" in (query.get("$orderBy") or [""])[0]:
                 found.reverse()
             top = (query.get("$top") or [None])[0]
@@ -430,8 +439,10 @@ class Handler(BaseHTTPRequestHandler):
             spec = self.service._component_spec(node.get("componentId")
                                                 if isinstance(node, dict) else None)
             env = spec.get("environment") if isinstance(spec, dict) else None
+            # a registry's environment is the registry's to resolve: no workspace lookup
+            registry = str(env or "").startswith("azureml://registries/")
             m_env = re.search(r"/environments/([^/]+)/versions/([^/]+)$", env or "")
-            if m_env and (m_env.group(1), m_env.group(2)) not in svc.environments:
+            if m_env and not registry and (m_env.group(1), m_env.group(2)) not in svc.environments:
                 raise Answer(400, "UserError", f"Environment {m_env.group(1)}:{m_env.group(2)} "
                                                f"was not found in workspace "
                                                f"{svc.workspace_name}.")

@@ -17,7 +17,13 @@ from mlpipe.checks.where import at_pipeline, at_step, written_in
 from mlpipe.diagnostics import Diagnostic, Severity
 from mlpipe.graph import FromInput, FromLiteral, Graph, StepNode
 from mlpipe.paths import display_path
-from mlpipe.references import data_reference_moves, environment_text, image_moves, is_url
+from mlpipe.references import (
+    as_written,
+    data_reference_moves,
+    environment_text,
+    image_moves,
+    is_url,
+)
 from mlpipe.spec import Environment, InputRole
 
 _TRIVIAL = {"", ".", "..", os.sep, "~"}
@@ -106,7 +112,7 @@ def _environments(graph: Graph) -> dict[Environment, list[StepNode]]:
     for node in graph.step_nodes():
         env = node.component.environment
         if env is not None:
-            found.setdefault(env, []).append(node)
+            found.setdefault(as_written(env), []).append(node)
     return found
 
 

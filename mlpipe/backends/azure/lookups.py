@@ -1,21 +1,35 @@
 """The pre-flight's questions to the workspace, each one azure-ai-ml ``MLClient`` call.
 
-An answer is the entity, ``None`` for "not found", or the ``AzureError`` line of any other
-failure (kept, not raised, so the other lookups in flight finish; the caller raises the first).
+An answer is the entity, ``None`` for "not found", ``Unchecked`` where a question about the
+region (its VM sizes, the quota) went unanswered (unknown is not absent: a 404 there says nothing
+of the size), or the ``AzureError`` line of any other failure (kept, not raised, so the other
+lookups in flight finish; the caller raises the first).
 Counts the requests it makes, and knows nothing of diagnostics.
 """
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from mlpipe.backends.azure.workspace import Workspace
 from mlpipe.errors import AzureError
 
+#: Questions whose failure leaves a fact unknown rather than the whole pre-flight impossible.
+REGIONAL = ("sizes", "usages")
+
+
+@dataclass(frozen=True, slots=True)
+class Unchecked:
+    """A question the workspace did not answer, and why (one line)."""
+
+    reason: str
+
 
 class Lookups:
     """Lookups through ``client`` for ``workspace``; ``requests`` counts the HTTP requests
-    made (a label costs two: the container's latest version, then that version)."""
+    made (a label costs what azure-ai-ml sends for it: one versions-list request for an
+    environment, component or model; two for a data asset, its container then the version)."""
 
     def __init__(self, client: Any, workspace: Workspace) -> None:
         self.client, self.workspace = client, workspace
@@ -29,24 +43,27 @@ class Lookups:
 
     def get(self, kind: str, key: Any) -> Any:
         """The answer to one question: ``compute`` NAME, ``environment``/``component``/
-        ``data`` (NAME, VERSION, LABEL), ``sizes`` or ``usages`` (the region's), or the
+        ``data``/``model`` (NAME, VERSION, LABEL), ``sizes`` or ``usages`` (the region's), or the
         ``workspace`` (its region; a missing workspace is an ``AzureError``)."""
         from azure.core.exceptions import ResourceNotFoundError
 
-        from mlpipe.backends.azure.service import azure_failure
+        from mlpipe.backends.azure.service import azure_failure, refusal
 
         try:
             return getattr(self, f"_{kind}")(key)
         except ResourceNotFoundError as exc:
+            if kind in REGIONAL:
+                return Unchecked(refusal(exc))
             if kind == "workspace":  # "no workspace", never "no compute"
                 return azure_failure(exc, self.workspace, "read the workspace")
             return None
         except AzureError as err:
-            return err
+            return Unchecked(err.message) if kind in REGIONAL else err
         except Exception as exc:
-            if _not_found(exc) and kind != "workspace":
+            if _not_found(exc) and kind != "workspace" and kind not in REGIONAL:
                 return None
-            return azure_failure(exc, self.workspace, f"look up the {kind} the job names")
+            err = azure_failure(exc, self.workspace, f"look up the {kind} the job names")
+            return Unchecked(err.message) if kind in REGIONAL else err
 
     def _workspace(self, _: Any) -> str:
         """The workspace itself (asked first: a missing one is one line, and its region is
@@ -57,9 +74,10 @@ class Lookups:
         self._count()
         return self.client.compute.get(name)
 
-    def _asset(self, operations: Any, key: tuple[str, str | None, str | None]) -> Any:
+    def _asset(self, operations: Any, key: tuple[str, str | None, str | None],
+               label_requests: int = 1) -> Any:
         name, version, label = key
-        self._count(1 if version else 2)
+        self._count(1 if version else label_requests)
         if version:
             return operations.get(name, version=version)
         return operations.get(name, label=label)
@@ -71,7 +89,10 @@ class Lookups:
         return self._asset(self.client.components, key)
 
     def _data(self, key):
-        return self._asset(self.client.data, key)
+        return self._asset(self.client.data, key, label_requests=2)
+
+    def _model(self, key):
+        return self._asset(self.client.models, key)
 
     def location(self) -> str:
         with self._lock:
@@ -111,4 +132,4 @@ def field_of(entity: Any, *names: str) -> Any:
     return None
 
 
-__all__ = ["Lookups", "field_of"]
+__all__ = ["REGIONAL", "Lookups", "Unchecked", "field_of"]

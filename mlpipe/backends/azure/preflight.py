@@ -20,6 +20,7 @@ from typing import Any
 from mlpipe.backends.azure.workspace import Workspace
 from mlpipe.diagnostics import Diagnostic
 from mlpipe.errors import AzureError
+from mlpipe.references import AssetReference, asset_reference, environment_reference
 from mlpipe.spec import ComponentSpec, InputRole, Literal, PipelineSpec, StepSpec
 
 #: Lookups in flight at once (each a distinct compute, environment, component or data asset).
@@ -28,8 +29,6 @@ WORKERS = 8
 #: training with MLflow >= 2.19 failed against it); a client that may resolve to it or later
 #: is MP860.
 MLFLOW_REJECTED_FROM = "2.19"
-_REGISTERED = re.compile(r"^azureml:(?!//)(?P<name>[A-Za-z0-9_.-]+)(?::(?P<version>[^:@/]+)|"
-                         r"@(?P<label>[A-Za-z0-9_.-]+))?$")
 _COMPONENT_REF = re.compile(r"a registered component \((?P<ref>[^)]*)\)")
 
 
@@ -44,6 +43,13 @@ class Needs:
     components: dict[tuple[str, str | None, str | None], list[tuple[StepSpec, ComponentSpec]]] \
         = field(default_factory=dict)
     data: dict[tuple[str, str | None, str | None], list[str]] = field(default_factory=dict)
+    #: Registered models bound to a model input (``mlflow_model``, ``custom_model``, ...),
+    #: asked of the model registry, not the data assets.
+    models: dict[tuple[str, str | None, str | None], list[str]] = field(default_factory=dict)
+    #: Assets in a registry (``azureml://registries/...``), by their reference, with who names
+    #: each (a step and its component, or the input's words): not asked of the workspace,
+    #: where they do not live (MP862).
+    registry: dict[str, list[tuple[str, Any]]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -58,19 +64,18 @@ class Preflight:
 
 
 def registered(ref: Any) -> tuple[str, str | None, str | None] | None:
-    """``(name, version, label)`` of ``azureml:NAME:VERSION`` / ``azureml:NAME@LABEL`` (a bare
-    ``azureml:NAME`` is ``@latest``); None for anything else (paths, URIs, registries).
+    """``(name, version, label)`` of a workspace asset: ``azureml:NAME:VERSION``,
+    ``azureml:NAME@LABEL`` (a bare ``azureml:NAME`` is ``@latest``) or its ARM id; None for
+    anything else (paths, URIs, registry assets: ``references.asset_reference`` reads those).
 
     Example:
         >>> registered("azureml:defect-cpu@latest"), registered("azureml://datastores/x")
         (('defect-cpu', None, 'latest'), None)
     """
-    m = _REGISTERED.match(str(ref).strip()) if isinstance(ref, str) else None
-    if m is None:
+    found = asset_reference(ref)
+    if found is None or found.registry is not None:
         return None
-    if m["version"] is None and m["label"] is None:
-        return m["name"], None, "latest"
-    return m["name"], m["version"], m["label"]
+    return found.name, found.version, found.label
 
 
 def spelled(key: tuple[str, str | None, str | None]) -> str:
@@ -106,24 +111,51 @@ def needs_of(spec: PipelineSpec, inputs: Mapping[str, Any] | None = None,
             needs.computes.setdefault(name, []).append(at)
         elif compute is not None and compute.sku:
             needs.serverless.setdefault(compute.sku, []).append(at)
-        env = comp.environment
-        if env is not None and env.image is None and env.conda_file is None and env.name:
-            key = (env.name, env.version, None if env.version else "latest")
-            needs.environments.setdefault(key, []).append(at)
+        env = environment_reference(comp.environment) if comp.environment else None
+        if env is not None:
+            _need(needs, needs.environments, env, at, f"step {step.name!r}")
         m = _COMPONENT_REF.search(comp.azure_only or "")
-        ref = registered(m["ref"]) if m else None
+        ref = asset_reference(m["ref"], "components") if m else None
         if ref is not None:
-            needs.components.setdefault(ref, []).append(at)
-        for _, binding in step.bindings:
-            if isinstance(binding, Literal) and (ref := registered(binding.value)) is not None:
-                needs.data.setdefault(ref, []).append(f"{step.name} (a literal input)")
+            _need(needs, needs.components, ref, at, f"step {step.name!r}")
+        for port_name, binding in step.bindings:
+            port = comp.input(port_name)
+            kind = port.kind if port is not None else None
+            if isinstance(binding, Literal) and (ref := asset_reference(binding.value,
+                                                                        _kind(kind))):
+                said = f"{step.name} (a literal input)"
+                _need(needs, _table(needs, ref), ref, said, said)
     for inp in spec.inputs:
         if inp.role is not InputRole.ARTIFACT:
             continue
-        ref = registered(given.get(inp.name, inp.default))
+        kind = inp.kind or (inp.port.kind if inp.port is not None else None)
+        ref = asset_reference(given.get(inp.name, inp.default), _kind(kind))
         if ref is not None:
-            needs.data.setdefault(ref, []).append(f"pipeline input {inp.name!r}")
+            said = f"pipeline input {inp.name!r}"
+            _need(needs, _table(needs, ref), ref, said, said)
     return needs
+
+
+def _kind(kind: Any) -> str:
+    """The asset kind a short reference bound to a port of ``kind`` names: a model input's
+    ``azureml:NAME:V`` is a registered model, any other a data asset."""
+    return "models" if str(kind or "").endswith("_model") else "data"
+
+
+def _table(needs: Needs, ref: AssetReference) -> dict[Any, list[Any]]:
+    return needs.models if ref.kind == "models" else needs.data
+
+
+def _need(needs: Needs, table: dict[Any, list[Any]], ref: AssetReference, use: Any,
+          said: str) -> None:
+    """``ref`` asked of the workspace under ``table``, or, a registry asset, kept to be said
+    as not checked."""
+    if ref.registry is not None:
+        uses = needs.registry.setdefault(ref.text, [])
+        if said not in [s for s, _ in uses]:
+            uses.append((said, use))
+        return
+    table.setdefault((ref.name, ref.version, ref.label), []).append(use)
 
 
 def run_preflight(spec: PipelineSpec, workspace: Workspace, client: Any, *,
@@ -149,6 +181,7 @@ def run_preflight(spec: PipelineSpec, workspace: Workspace, client: Any, *,
     jobs += [("environment", key, key) for key in needs.environments]
     jobs += [("component", key, key) for key in needs.components]
     jobs += [("data", key, key) for key in needs.data]
+    jobs += [("model", key, key) for key in needs.models]
     if needs.serverless:  # the region's VM sizes and the subscription's quota in it
         jobs += [("sizes", None, None), ("usages", None, None)]
     found: dict[tuple[str, Any], Any] = {}

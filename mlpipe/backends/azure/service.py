@@ -71,12 +71,24 @@ def _service_error(exc: Any) -> tuple[str | None, str]:
     return code, (message or getattr(exc, "reason", None) or _first_line(exc)).strip()
 
 
+def refusal(exc: Any) -> str:
+    """What the service answered to a refused request, on one line: ``404 ResourceNotFound:
+    The resource was not found.`` (an empty body leaves the status and azure-core's reason)."""
+    status = getattr(getattr(exc, "response", None), "status_code", None) or getattr(
+        exc, "status_code", None)
+    code, message = _service_error(exc)
+    text = " ".join(f"{code}: {message}".split()) if code else " ".join(message.split())
+    return f"{status} {text}" if status else text
+
+
 def _url(exc: Any) -> str:
     response = getattr(exc, "response", None)
     request = getattr(response, "request", None)
     return str(getattr(request, "url", "") or "")
 
 
+#: azure-ai-ml's own words for a compute the job names that answered 404 (its body empty).
+_NO_COMPUTE = re.compile(r"Not found compute with name '?([^\s'\")]+)", re.I)
 _MISSING = re.compile(r"\b(compute|environment|component|data|datastore|code)\b[^.]*?\b"
                       r"(?:was )?not (?:be )?found", re.I)
 
@@ -125,6 +137,9 @@ def _failure_without_response(exc: BaseException, where: str, doing: str) -> Azu
     found = _validation_errors(exc)
     if found:
         path, text = found[0]
+        compute = _NO_COMPUTE.search(text)
+        if compute:
+            return _no_compute(compute.group(1), where, f"{path}: {text}")
         missing = _MISSING.search(text)
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         if missing:
@@ -181,6 +196,9 @@ def _not_found(exc: BaseException, code: Any, said: str, missing: re.Match[str] 
                 url.rstrip("/").split("?")[0].endswith(workspace.workspace_name)):
         return AzureError(f"no workspace: {where} was not found ({said})",
                           hint="check --workspace, --resource-group and --subscription")
+    compute = _NO_COMPUTE.search(said) or re.search(r"/computes/([^/?]+)", url)
+    if compute:  # the service answers a missing compute 404 with an empty body
+        return _no_compute(compute.group(1), where, said)
     job = re.search(r"/jobs/([^/?]+)", url)
     if job and not missing:
         return AzureError(f"no job: Azure ML has no job {job.group(1)!r} in {where}",
@@ -196,6 +214,13 @@ _MISSING_HINTS = {
                    "create`), or change the component's Environment(...)",
     "data": "register the data asset version, or pass --input NAME=PATH/URI of data that "
             "exists"}
+
+
+def _no_compute(name: str, where: str, said: str) -> AzureError:
+    return AzureError(f"no compute: {where} has no compute {name!r} ({said})",
+                      hint=f"create it (`az ml compute create --type amlcompute --name {name} "
+                           f"...`), or pass --compute NAME of one that exists (`az ml compute "
+                           f"list`)")
 
 
 def _missing(kind: str, where: str, said: str) -> AzureError:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mlpipe.backends.azure.lookups import field_of
+from mlpipe.backends.azure.lookups import Unchecked, field_of
 from mlpipe.backends.azure.preflight import MLFLOW_REJECTED_FROM, Needs, spelled
 from mlpipe.backends.azure.runtime_env import RUNTIME_TAG
 from mlpipe.codes import (
@@ -19,16 +19,19 @@ from mlpipe.codes import (
     COMPUTE_MAX_NODES_TOO_FEW,
     COMPUTE_NOT_FOUND,
     COMPUTE_SIZE_DIFFERS,
+    COULD_NOT_CHECK,
     ENVIRONMENT_CONTENTS_UNKNOWN,
     MLFLOW_CLIENT_REJECTED,
     QUOTA_BELOW_DEMAND,
     QUOTA_IN_USE,
     REFERENCE_RESOLVED,
     REGISTERED_ENVIRONMENT_WITHOUT_MLPIPE,
+    REGISTRY_ASSET_NOT_CHECKED,
     VM_SIZE_NOT_OFFERED,
 )
 from mlpipe.diagnostics import Diagnostic
 from mlpipe.environments import runtime_line, runtime_listing
+from mlpipe.references import asset_reference
 from mlpipe.spec import ComponentSpec, StepSpec
 
 _PROBES = ("2.19.0", "2.19.1", "2.20.0", "2.21.3", "2.22.0", "3.0.0", "3.5.0", "99.0")
@@ -80,7 +83,34 @@ def judge(needs: Needs, found: dict[tuple[str, Any], Any]
                                 "--input NAME=azureml:NAME:VERSION of one that exists"))
             continue
         out += _resolved("data asset", key, data, resolved, {})
+    for key, uses in needs.models.items():
+        model = found[("model", key)]
+        if model is None:
+            out.append(_missing("model", key, ", ".join(uses), {},
+                                "register the model version (`az ml model create`), or pass "
+                                "--input NAME=azureml:NAME:VERSION of one that exists (`az ml "
+                                "model list`)"))
+            continue
+        out += _resolved("model", key, model, resolved, {})
+    for text, named in needs.registry.items():
+        first = named[0][1]
+        out.append(Diagnostic.of(
+            REGISTRY_ASSET_NOT_CHECKED,
+            f"{text} ({', '.join(s for s, _ in named)}) is a registry asset: not checked, as it "
+            f"does not live in the workspace the pre-flight asks",
+            hint=f"check it with `{_registry_show(text)}`; Azure ML resolves it when the job is "
+                 f"submitted", **(_where(*first) if isinstance(first, tuple) else {})))
     return out, resolved
+
+
+def _registry_show(text: str) -> str:
+    """The ``az ml`` command that shows registry asset ``text``."""
+    ref = asset_reference(text)
+    if ref is None or ref.registry is None:
+        return "az ml environment show --registry-name ..."
+    which = f"--version {ref.version}" if ref.version else f"--label {ref.label}"
+    kind = "data" if ref.kind == "data" else ref.kind.removesuffix("s")
+    return f"az ml {kind} show --registry-name {ref.registry} --name {ref.name} {which}"
 
 
 def _compute(name: str, uses: list[tuple[StepSpec, ComponentSpec]], compute: Any
@@ -119,7 +149,27 @@ def _compute(name: str, uses: list[tuple[StepSpec, ComponentSpec]], compute: Any
     return out
 
 
+def _unchecked(what: str, uses: list[tuple[StepSpec, ComponentSpec]], answer: Unchecked,
+               so: str) -> Diagnostic:
+    step, comp = uses[0]
+    return Diagnostic.of(
+        COULD_NOT_CHECK,
+        f"could not check {what} for steps {_steps(uses)}: the workspace did not answer "
+        f"({answer.reason}); {so}", hint="run the check again later, or look it up yourself "
+        "(`az ml compute list-sizes`, `az ml compute list-usage`)", **_where(step, comp))
+
+
 def _serverless(needs: Needs, sizes: Any, usages: Any) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    every = [use for uses in needs.serverless.values() for use in uses]
+    if isinstance(sizes, Unchecked):
+        # unknown is not absent: no size can be judged offered or not, nor its quota
+        return [_unchecked("the region's VM sizes", every, sizes,
+                           "whether it offers each size and the quota they need are unknown")]
+    if isinstance(usages, Unchecked):
+        out.append(_unchecked("the subscription's quota", every, usages,
+                              "whether the VM families have room is unknown"))
+        usages = []
     offered = {str(field_of(s, "name")).lower(): s for s in sizes or []}
     quota = {}
     for usage in usages or []:
@@ -127,7 +177,6 @@ def _serverless(needs: Needs, sizes: Any, usages: Any) -> list[Diagnostic]:
         value = name.get("value") if isinstance(name, dict) else field_of(name, "value")
         if value:
             quota[str(value).lower()] = usage
-    out = []
     for sku, uses in needs.serverless.items():
         size = offered.get(sku.lower())
         step, comp = uses[0]

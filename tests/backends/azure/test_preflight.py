@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from urllib.parse import unquote
 
 import pytest
 
@@ -145,14 +146,122 @@ def test_data_asset_versions_exist_and_latest_is_resolved(workspace, service):
     assert preflight(service, "data", inputs={"raw": "data/raw"}).diagnostics == []
 
 
+def test_a_model_input_is_asked_of_the_model_registry(workspace, service):
+    """``azureml:NAME:V`` bound to a model input names a registered model, not a data asset
+    (recordings.MODEL_LATEST: a label through ``models/NAME/versions``, newest first)."""
+    from loopback.azureml.service import Asset
+
+    given = {"raw": "azureml:defect-images:1", "model": "azureml:defect:2"}
+    assert found(preflight(service, "scoring", inputs=given)) == [
+        ("MP857", "error", None, "model azureml:defect:2 (pipeline input 'model') does not "
+                                 "exist in the workspace: it has no 'defect' with version 2")]
+    for version in ("1", "2"):
+        workspace.assets[("models", "defect", version)] = Asset("models", "defect", version, {
+            "properties": {"modelType": "mlflow_model", "modelUri": "azureml://datastores/"
+                           f"workspaceblobstore/paths/models/defect/{version}"}})
+    assert found(preflight(service, "scoring", inputs=given)) == []
+    before = len(workspace.requests)
+    result = preflight(service, "scoring", inputs={**given, "model": "azureml:defect@latest"})
+    assert result.resolved == {"azureml:defect@latest": "azureml:defect:2"}
+    assert [r.path.rsplit("/", 2)[-2:] for r in workspace.requests[before:]
+            if "/models/" in r.path] == [["defect", "versions"]]
+    assert not any("/data/defect/" in r.path for r in workspace.requests[before:])
+
+
 def test_registered_component_versions_exist(workspace, service):
+    workspace.add_component("score", "2")
     workspace.add_component("score", "3")
     result = preflight(service, "registered", inputs={})
     assert result.resolved == {"azureml:score@latest": "azureml:score:3"}
     assert [(d.code, d.step) for d in result.diagnostics] == [("MP858", "rescore"),
-                                                            ("MP857", "missing")]
+                                                            ("MP857", "missing"),
+                                                            ("MP862", "shared")]
     assert "component azureml:score:9 (steps 'missing') does not exist" in \
         result.diagnostics[1].message
+    # a registry component is said, not asked of the workspace
+    assert result.diagnostics[2].message.startswith(
+        "azureml://registries/azureml/components/score_step/labels/latest (step 'shared') is a "
+        "registry asset: not checked")
+    assert "az ml component show --registry-name azureml --name score_step --label latest" in \
+        result.diagnostics[2].hint
+
+
+def test_an_environment_by_label_is_resolved_through_the_versions_list(workspace, service):
+    """azure-ai-ml resolves a label through the versions list, newest first, one of them
+    (recordings.ENVIRONMENT_LATEST: ``GET .../environments/NAME/versions?$orderBy=createdtime
+    desc&$top=1``); never ``.../versions/@latest``, which the service does not receive."""
+    workspace.add_environment("defect-cpu", "5", conda_file=GOOD)
+    before = len(workspace.requests)
+    result = preflight(service, "labels")
+    sent = workspace.requests[before:]
+    assert result.resolved == {"azureml:defect-cpu@latest": "azureml:defect-cpu:5"}
+    assert [(d.code, d.step) for d in result.diagnostics] == [("MP858", "label_env")]
+    envs = [(r.path.rsplit("/workspaces/ws-defects/", 1)[1], r.query) for r in sent
+            if "/environments/" in r.path]
+    assert [(path, unquote(query).split("&", 1)[1]) for path, query in envs] == [
+        ("environments/defect-cpu/versions", "$orderBy=createdtime desc&$top=1")]
+    assert not any("@" in r.path or "azureml:" in r.path for r in sent)
+    asked = [r for r in sent if not r.path.startswith("/metadata/")]
+    assert result.requests == len(asked), [r.path for r in asked]
+
+
+REGISTRY = "azureml://registries/azureml/environments/sklearn-1.5"
+
+
+@pytest.mark.parametrize("case, pipeline, fault, expected", [
+    # MP862: a registry asset is said, not asked of the workspace
+    ("trigger", "registries", None, [
+        ("MP862", "info", "registry_env",
+         f"{REGISTRY}/labels/latest (step 'registry_env') is a registry asset: not checked, as "
+         "it does not live in the workspace the pre-flight asks"),
+        ("MP862", "info", "registry_pinned",
+         f"{REGISTRY}/versions/3 (step 'registry_pinned') is a registry asset: not checked, as "
+         "it does not live in the workspace the pre-flight asks")]),
+    ("clean", "clean", None, []),
+    # MP863: a VM sizes lookup that fails is "could not check", never MP854 "not offered"
+    ("trigger", "serverless", r"GET .*/vmSizes$", [
+        ("MP863", "info", "odd_size", "could not check the region's VM sizes for steps "
+                                      "'odd_size', 'no_quota', 'busy_gpu': the workspace did "
+                                      "not answer (404 ResourceNotFound: The resource was not "
+                                      "found.); whether it offers each size and the quota "
+                                      "they need are unknown")]),
+    ("trigger", "serverless", r"GET .*/usages$", [
+        ("MP854", "error", "odd_size", "serverless steps 'odd_size' ask for VM size "
+                                       "Standard_XYZ_v9, which the workspace's region does not "
+                                       "offer"),
+        ("MP863", "info", "odd_size", "could not check the subscription's quota for steps "
+                                      "'odd_size', 'no_quota', 'busy_gpu': the workspace did "
+                                      "not answer (404 ResourceNotFound: The resource was not "
+                                      "found.); whether the VM families have room is "
+                                      "unknown")]),
+])
+def test_what_the_preflight_could_not_check_is_said_not_guessed(workspace, service, case,
+                                                                pipeline, fault, expected):
+    if fault:
+        workspace.fail(404, fault, times=None)
+    before = len(workspace.requests)
+    result = preflight(service, pipeline)
+    assert found(result) == expected
+    for d in result.diagnostics:
+        assert d.hint
+    if pipeline == "registries":
+        assert [d.hint for d in result.diagnostics] == [
+            "check it with `az ml environment show --registry-name azureml --name sklearn-1.5 "
+            "--label latest`; Azure ML resolves it when the job is submitted",
+            "check it with `az ml environment show --registry-name azureml --name sklearn-1.5 "
+            "--version 3`; Azure ML resolves it when the job is submitted"]
+    assert not any("registries" in r.path or "azureml:" in r.path
+                   for r in workspace.requests[before:])
+
+
+def test_a_missing_compute_with_an_empty_404_body_is_compute_not_found(workspace, service):
+    """The service answers a missing compute 404 with an empty body (docs/azure.md): the
+    pre-flight's MP851, not a failed lookup."""
+    before = len(workspace.requests)
+    result = preflight(service, "computes")
+    gone = [r for r in workspace.requests[before:] if r.path.endswith("/computes/cpu-clustr")]
+    assert [r.status for r in gone] == [404]
+    assert ("MP851", "no_cluster") in [(d.code, d.step) for d in result.diagnostics]
 
 
 def test_throttling_is_waited_out_with_retry_after(workspace, service):
@@ -258,3 +367,24 @@ def test_submit_offline_skips_the_preflight(workspace, monkeypatch, tmp_path):
         "--resource-group", WS.resource_group, "--subscription", WS.subscription_id])
     assert done.exit_code == 0, done.output
     assert not any("/computes/" in r.path or "/vmSizes" in r.path for r in workspace.requests)
+
+
+@pytest.mark.parametrize("pipeline, step, written, loaded", [
+    ("labels", "label_env", "azureml:defect-cpu@latest", "defect-cpu@latest"),
+    ("labels", "label_version", "azureml:defect-cpu@latest", "defect-cpu@latest"),
+    ("registries", "registry_env", f"{REGISTRY}/labels/latest", f"{REGISTRY}/labels/latest"),
+    ("registries", "registry_pinned", f"{REGISTRY}/versions/3", f"{REGISTRY}/versions/3"),
+])
+def test_compile_writes_each_reference_as_azure_ml_reads_it(tmp_path, pipeline, step, written,
+                                                            loaded):
+    """The export spells the reference the pre-flight asked about, once (never
+    ``azureml:defect-cpu@latest@latest`` or ``.../labels/latest/labels/latest``), and
+    azure-ai-ml loads it back as that reference."""
+    from azure.ai.ml import load_component
+
+    from mlpipe.backends.azure.export import write_export
+
+    write_export(spec(pipeline), tmp_path, inputs=RAW)
+    component = tmp_path / "components" / f"{step}.yml"
+    assert f"environment: {written}\n" in component.read_text()
+    assert load_component(component).environment == loaded

@@ -136,10 +136,12 @@ def test_submit_without_credentials_creates_nothing(azureml, project_spec):
 
 
 @pytest.mark.parametrize("drop, message, hint", [
-    ("compute", r"^no compute: Azure ML could not find what the job names in workspace "
-                r"'ws-defects' .* \(jobs\.fit_gpu\.compute: \(ResourceNotFound\) Compute "
-                r"gpu-cluster was not found\.\)",
-     r"create the compute cluster"),
+    # a missing compute answers 404 with an empty body (recordings.COMPUTE_NOT_FOUND), which
+    # azure-ai-ml words "Not found compute with name ..."
+    ("compute", r"^no compute: workspace 'ws-defects' .* has no compute 'gpu-cluster' "
+                r"\(jobs\.fit_gpu\.compute: Operation returned an invalid status 'Not found "
+                r"compute with name gpu-cluster'\)",
+     r"az ml compute create --type amlcompute --name gpu-cluster"),
     ("environment", r"^no environment: .* \(400 UserError: Environment defect-cpu:4 was not "
                     r"found", r"register the environment version"),
 ])
