@@ -109,7 +109,8 @@ def load_sdk_pipeline(target: Any, path: str, name: str
         err.file, err.line = display_path(path), def_line
         err.args = (err.render(),)
         raise
-    where = _Where(str(written), display_path(path), lines, name, def_line)
+    where = _Where(str(written), display_path(path), lines, name, def_line,
+                   _sources(getattr(job, "jobs", None)))
     spec = where.spec(imported.spec, name)
     return spec, [where.diagnostic(d) for d in imported.diagnostics]
 
@@ -136,8 +137,9 @@ def _built(target: Any, path: str, name: str, def_line: int | None) -> Any:
         if required:
             raise LoadError(f"{name}() needs the argument(s) {', '.join(required)}, so mlpipe "
                             f"cannot build the job it returns",
-                            hint=f"name the PipelineJob itself ({display_path(path)}:job after "
-                                 f"job = {name}(...)), or the @dsl.pipeline function",
+                            hint=f"assign the job at module level (job = {name}(...)) and "
+                                 f"name it as {display_path(path)}:job, or name the "
+                                 f"@dsl.pipeline function",
                             file=display_path(path), line=def_line)
     try:
         with contextlib.redirect_stdout(sys.stderr):
@@ -162,12 +164,26 @@ def _built(target: Any, path: str, name: str, def_line: int | None) -> Any:
 
 
 class _Where:
-    """Maps locations in the written YAML to the user's Python file."""
+    """Maps locations in the written YAML to the user's Python files: a nested
+    ``@dsl.pipeline`` defined in another module is located in that module."""
 
     def __init__(self, written: str, path: str, lines: dict[tuple[str, str], int],
-                 function: str, def_line: int | None) -> None:
+                 function: str, def_line: int | None,
+                 elsewhere: dict[str, str] | None = None) -> None:
         self.written, self.path, self.lines = written, path, lines
         self.function, self.def_line = function, def_line
+        self.elsewhere = elsewhere or {}
+        self.prefixes: dict[str, _Where] = {}  # a nested step's dotted name -> its file's
+
+    def nested(self, function: str) -> _Where:
+        source = self.elsewhere.get(function)
+        if source is None or display_path(source) == self.path:
+            return self
+        lines = _node_lines(source)
+        found = _Where(self.written, display_path(source), lines, function,
+                       lines.get(("", function)), self.elsewhere)
+        found.prefixes = self.prefixes
+        return found
 
     def mine(self, file: str | None) -> bool:
         """Whether ``file`` is one of the YAML files written for the pipeline."""
@@ -186,7 +202,11 @@ class _Where:
     def diagnostic(self, d: Diagnostic) -> Diagnostic:
         if not self.mine(d.file):
             return d
-        return dataclasses.replace(d, file=self.path, line=self.line(d.step))
+        owner = self
+        if d.step:
+            inside = [p for p in self.prefixes if d.step.startswith(p + ".")]
+            owner = self.prefixes[max(inside, key=len)] if inside else self
+        return dataclasses.replace(d, file=owner.path, line=owner.line(d.step))
 
     def location(self, loc: Location | None, step: str | None,
                  function: str | None) -> Location | None:
@@ -194,22 +214,38 @@ class _Where:
             return loc
         return Location(self.path, self.line(step, function) or 1)
 
-    def spec(self, spec: PipelineSpec, function: str) -> PipelineSpec:
-        steps = tuple(self.step(s, function) for s in spec.steps)
+    def spec(self, spec: PipelineSpec, function: str, prefix: str = "") -> PipelineSpec:
+        steps = tuple(self.step(s, function, prefix) for s in spec.steps)
         return dataclasses.replace(
             spec, steps=steps, location=Location(self.path, self.line(None) or 1),
             inputs=tuple(dataclasses.replace(i, location=self.location(
                 i.location, None, function)) for i in spec.inputs))
 
-    def step(self, step: StepSpec, function: str) -> StepSpec:
+    def step(self, step: StepSpec, function: str, prefix: str = "") -> StepSpec:
         target = step.target
         if isinstance(target, PipelineSpec):
-            # a sub-pipeline's nodes are assigned in its own function (named like it)
-            target = self.spec(target, target.name)
+            # a sub-pipeline's nodes are assigned in its own function (named like it),
+            # which may be in another module
+            inner = self.nested(target.name)
+            self.prefixes[f"{prefix}{step.name}"] = inner
+            target = inner.spec(target, target.name, f"{prefix}{step.name}.")
         # a component keeps its place in the written YAML (the checks' hints then speak
         # azure-ai-ml's terms); the step, which diagnostics point at, is the user's line
         return dataclasses.replace(step, target=target,
                                    location=self.location(step.location, step.name, function))
+
+
+def _sources(jobs: Any, found: dict[str, str] | None = None) -> dict[str, str]:
+    """Each nested ``@dsl.pipeline``'s component name -> the file that defines it."""
+    found = {} if found is None else found
+    for node in (jobs or {}).values():
+        component = getattr(node, "component", None)
+        source = getattr(component, "_source_path", None)
+        if getattr(node, "type", None) == "pipeline" and component is not None:
+            if isinstance(source, str) and source.endswith(".py"):
+                found.setdefault(str(getattr(component, "name", "")), source)
+            _sources(getattr(component, "jobs", None), found)
+    return found
 
 
 def _node_lines(path: str) -> dict[tuple[str, str], int]:
