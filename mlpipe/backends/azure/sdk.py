@@ -64,7 +64,7 @@ def load_sdk_pipeline(target: Any, path: str, name: str
     """
     from mlpipe.backends.azure import yamlfile
     from mlpipe.backends.azure.importer import load_pipeline_yaml
-    from mlpipe.backends.azure.sdk_body import submitted_document
+    from mlpipe.backends.azure.sdk_body import relative_local_paths, submitted_document
     from mlpipe.backends.azure.validate import quiet_azure_ai_ml
 
     quiet_azure_ai_ml()
@@ -88,6 +88,11 @@ def load_sdk_pipeline(target: Any, path: str, name: str
     files: dict[str, Any] = {}
     _externalize(doc, files)
     stem = f"{Path(path).stem}.{name}.yml"
+    # every written folder is one level under the cache: a path relative to it is the same
+    # text whichever folder the content names, and compile rebases it to its output folder
+    placeholder = cache_folder() / "_"
+    for rel, content in [*files.items(), (stem, doc)]:
+        relative_local_paths(content, (placeholder / rel).parent)
     texts = {rel: yamlfile.dump(content) for rel, content in [*files.items(), (stem, doc)]}
     # keyed by everything written (every nested pipeline's content too): an edit anywhere
     # in what azure-ai-ml builds is a new folder, never a stale read

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from mlpipe.dsl import COMPONENT_NAME
 from mlpipe.errors import LoadError
 
 #: ``azureml:NAME:VERSION`` / ``azureml:NAME@LABEL``: an asset, not a local path.
@@ -160,7 +161,22 @@ def _nodes(written: dict[str, Any], objects: dict[str, Any]) -> None:
             _outputs(doc["outputs"], getattr(node, "outputs", None) or {})
         component = getattr(node, "component", None)
         if kind == "pipeline" and isinstance(doc.get("component"), dict):
+            _refuse_name(key, doc["component"].get("name"))
             _nodes(doc["component"].get("jobs") or {}, getattr(component, "jobs", {}) or {})
+
+
+def _refuse_name(node: str, name: Any) -> None:
+    """A nested pipeline is written as a component file, which azure-ai-ml loads only under
+    a component's name: what ``compile`` would be refused is refused here, at ``check``."""
+    if name is None or COMPONENT_NAME.match(str(name)):
+        return
+    fixed = re.sub(r"[^a-z0-9_]", "_", str(name).lower())
+    fixed = fixed if fixed[:1].isalpha() else f"p_{fixed}"
+    raise LoadError(f"node {node!r} is a nested pipeline named {name!r}, a name azure-ai-ml "
+                    f"refuses for a component (lowercase letters, digits and underscores, "
+                    f"starting with a letter): compile would write a component file that "
+                    f"azure-ai-ml cannot load",
+                    hint=f"name it {fixed!r}: @dsl.pipeline(name={fixed!r})")
 
 
 def _outputs(written: dict[str, Any], objects: Any) -> None:
@@ -176,6 +192,32 @@ def _outputs(written: dict[str, Any], objects: Any) -> None:
         bound = value.get("value")
         written[key] = ({"type": str(declared), "path": bound} if declared and bound
                         else {"type": str(declared)} if declared else bound)
+
+
+#: The fields holding a local path of this machine (besides a data input's or output's ``path``).
+_PATH_FIELDS = ("code", "conda_file")
+
+
+def relative_local_paths(doc: Any, folder: Path, key: str = "") -> None:
+    """Every absolute local path of ``doc`` (a ``code`` folder, a conda file, a data path;
+    azure-ai-ml makes them absolute) made relative to ``folder``, where ``doc`` is written: so
+    ``compile`` writes paths relative to its output folder, which another machine can submit.
+    A data transfer's ``source``/``sink`` path is its connection's, not a file's: left."""
+    if isinstance(doc, dict):
+        for field, value in doc.items():
+            if field in ("source", "sink"):
+                continue
+            if isinstance(value, str) and (field in _PATH_FIELDS or (
+                    field == "path" and key in ("inputs", "outputs", "value"))):
+                if os.path.isabs(value) and "${{" not in value:
+                    doc[field] = Path(os.path.relpath(value, folder)).as_posix() + (
+                        "/" if value.endswith("/") else "")
+            else:
+                relative_local_paths(value, folder, "value" if key in ("inputs", "outputs")
+                                     else field)
+    elif isinstance(doc, list):
+        for value in doc:
+            relative_local_paths(value, folder, key)
 
 
 def absolute_local_paths(doc: Any, base: Path) -> None:
@@ -198,4 +240,4 @@ def absolute_local_paths(doc: Any, base: Path) -> None:
             absolute_local_paths(value, base)
 
 
-__all__ = ["CARRIED", "absolute_local_paths", "plain", "submitted_document"]
+__all__ = ["CARRIED", "absolute_local_paths", "plain", "relative_local_paths", "submitted_document"]

@@ -46,6 +46,12 @@ def built(name: str):
     return value() if callable(value) else value
 
 
+def loaded_yaml(path: Path):
+    import yaml
+
+    return yaml.safe_load(path.read_text())
+
+
 def loaded(path: Path):
     from mlpipe.backends.azure.validate import quiet_azure_ai_ml
 
@@ -96,6 +102,12 @@ def test_compile_round_trips_the_rest_body_azure_ai_ml_builds(tmp_path, target):
     assert rest["inputs"]["raw"]["uri"] == job.inputs.raw._data.path  # the URI, exactly
     assert back.inputs.shuffle._data is (target != "job")
     assert rest["settings"]["default_compute"] == job.settings.default_compute
+    # another machine can submit it: the code folder relative to the output folder
+    text = (tmp_path / "build" / "pipeline.yml").read_text()
+    assert not re.search(r"(code|path): /", text), text
+    written = loaded_yaml(tmp_path / "build" / "pipeline.yml")["jobs"]
+    assert {written[n]["component"]["code"] for n in ("cleaned", "fit")} == {
+        os.path.relpath(SDK / "src", tmp_path / "build")}
 
 
 @pytest.mark.parametrize(("target", "message"), [
@@ -188,3 +200,17 @@ def test_a_declared_input_of_another_kind_than_its_port_is_a_warning_not_a_refus
     assert done.returncode == 0, done.stdout + done.stderr
     assert ("warning[MP302] pipeline-input-kind-conflict: pipeline input 'csv' is declared "
             "uri_file but feeds 'listed.data' (uri_folder)") in done.stdout
+
+
+def test_a_nested_pipeline_name_compile_would_refuse_is_refused_by_check(tmp_path):
+    (tmp_path / "inner.py").write_text(INNER.replace("EPOCHS", "5").replace(
+        "@dsl.pipeline()", '@dsl.pipeline(name="prep-and-train")'))
+    (tmp_path / "outer.py").write_text(OUTER)
+    done = mlpipe(tmp_path, "check", "outer.py:outer", cache=tmp_path / "cache")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr == (
+        f"error: outer.py:{line_of('step = inner(', tmp_path / 'outer.py')}: node 'step' is a "
+        f"nested pipeline named 'prep-and-train', a name azure-ai-ml refuses for a component "
+        f"(lowercase letters, digits and underscores, starting with a letter): compile would "
+        f"write a component file that azure-ai-ml cannot load\n"
+        f"  help: name it 'prep_and_train': @dsl.pipeline(name='prep_and_train')\n")
