@@ -9,6 +9,7 @@ file's syntax tree only; imports and runs nothing.
 from __future__ import annotations
 
 import ast
+
 from mlpipe.source import parse_file
 
 
