@@ -114,6 +114,11 @@ def import_file(path: str):
     existing = sys.modules.get(name)
     if existing is not None and os.path.abspath(getattr(existing, "__file__", "") or "") == abspath:
         return existing
+    if existing is not None and root != os.getcwd():
+        # another file of the same name (two pipeline.py): this one, never the one read before
+        del sys.modules[name]
+        sys.path.remove(root)
+        sys.path.insert(0, root)
     try:
         with contextlib.redirect_stdout(sys.stderr):  # the module's prints: not our output
             return importlib.import_module(name)

@@ -23,6 +23,8 @@ _ASSET = re.compile(r"^[A-Za-z0-9_][\w.-]*(:[\w.-]+|@[\w.-]+)$")
 #: A URI with a scheme (``wasbs://``, ``https://``, ``azureml://``, ``abfss://``).
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
+#: azure-ai-ml's validation messages for what a submission supplies.
+_GIVEN_LATER = re.compile(r"^Compute not set|^Required input '[^']+' for pipeline .* not provided")
 #: The node kinds mlpipe carries through, by what azure-ai-ml calls them in the REST body.
 CARRIED = {"command", "sweep", "parallel", "spark", "pipeline", "automl", "data_transfer",
            "import", "flow", "do_while", "parallel_for", "if_else"}
@@ -36,6 +38,7 @@ def submitted_document(job: Any, name: str) -> dict[str, Any]:
         LoadError: azure-ai-ml cannot build the job's REST body or its YAML form (the message
             names the node, when a node is why).
     """
+    _validated(job, name)
     rest = _rest_body(job, name)
     try:
         doc = plain(job._to_dict())
@@ -55,6 +58,30 @@ def submitted_document(job: Any, name: str) -> dict[str, Any]:
     _nodes(doc.get("jobs") or {}, getattr(job, "jobs", {}) or {})
     absolute_local_paths(doc, Path.cwd())
     return doc
+
+
+def _validated(job: Any, name: str) -> None:
+    """What ``create_or_update`` checks before it sends anything (``job._validate()``, offline):
+    a job it would refuse is refused here, the first problem naming its node."""
+    try:
+        result = job._validate()
+        problems = dict(result.error_messages)
+    except Exception as exc:
+        raise LoadError(f"azure-ai-ml cannot validate the pipeline job of {name}: "
+                        f"{type(exc).__name__}: {_first_line(exc)}") from exc
+    # what is given at submission is not missing yet: a compute (--compute) and a pipeline
+    # input nobody bound (--input NAME=...)
+    problems = {k: v for k, v in problems.items() if not _GIVEN_LATER.search(str(v))}
+    if result.passed or not problems:
+        return
+    where, message = next(iter(problems.items()))
+    node = re.match(r"jobs\.([^.]+)", where)
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    raise LoadError(
+        (f"node {node[1]!r}: " if node else "") + f"azure-ai-ml refuses the pipeline job of "
+        f"{name} at {where}: {_first_line(Exception(message))}{more}",
+        hint="fix what azure-ai-ml names: ml_client.jobs.create_or_update(job) would refuse "
+             "the job the same way")
 
 
 def _rest_body(job: Any, name: str) -> dict[str, Any]:
@@ -155,6 +182,12 @@ def _nodes(written: dict[str, Any], objects: dict[str, Any]) -> None:
             doc["tags"] = {**(doc.get("tags") or {}), **rest["tags"]}
         if isinstance(rest.get("resources"), dict) and rest["resources"]:
             doc["resources"] = {**(doc.get("resources") or {}), **rest["resources"]}
+        task, written_task = rest.get("task"), doc.get("task")
+        if isinstance(task, dict) and isinstance(written_task, dict) and \
+                isinstance(task.get("code"), str):
+            # a parallel node's code: the REST body's (resolved against its component's
+            # file), not _to_dict()'s azureml:./src (relative to a folder it does not name)
+            written_task["code"] = task["code"]
         if isinstance(doc.get("inputs"), dict) and isinstance(rest.get("inputs"), dict):
             doc["inputs"] = _inputs(doc["inputs"], rest["inputs"], node, "job_input_type")
         if isinstance(doc.get("outputs"), dict):
