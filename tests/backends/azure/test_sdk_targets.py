@@ -214,3 +214,47 @@ def test_a_nested_pipeline_name_compile_would_refuse_is_refused_by_check(tmp_pat
         f"(lowercase letters, digits and underscores, starting with a letter): compile would "
         f"write a component file that azure-ai-ml cannot load\n"
         f"  help: name it 'prep_and_train': @dsl.pipeline(name='prep_and_train')\n")
+
+
+COUNTED = """from pathlib import Path
+
+from azure.ai.ml import Input, Output, command, dsl
+
+count = command(
+    name="count", code=str(Path(__file__).parent / "src"),
+    command="python count.py --raw ${{inputs.raw}} --out ${{outputs.out}}",
+    inputs={"raw": Input(type="uri_folder")}, outputs={"out": Output(type="uri_folder")},
+    environment="azureml:env:1")
+
+
+@dsl.pipeline(default_compute="cpu-cluster")
+def counted(raw: Input(type="uri_folder")):
+    c = count(raw=raw)
+    return {"out": c.outputs.out}
+"""
+COUNT = """import argparse
+import pathlib
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--raw")
+parser.add_argument("--out")
+args = parser.parse_args()
+rows = sum(len(f.read_text().splitlines()) for f in pathlib.Path(args.raw).glob("*.csv"))
+pathlib.Path(args.out, "rows.txt").write_text(str(rows))
+"""
+
+
+def test_a_dsl_pipelines_input_is_given_at_submission_with_input(tmp_path):
+    (tmp_path / "mlpipe.toml").write_text("")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "count.py").write_text(COUNT)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "a.csv").write_text("1\n2\n3\n")
+    (tmp_path / "p.py").write_text(COUNTED)
+    missing = mlpipe(tmp_path, "submit", "p.py:counted", cache=tmp_path / "cache")
+    assert missing.returncode == 2
+    assert missing.stderr.startswith("error: pipeline 'counted' needs --input raw=...")
+    done = mlpipe(tmp_path, "submit", "p.py:counted", "--input", "raw=data",
+                  cache=tmp_path / "cache")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [p.read_text() for p in (tmp_path / "evidence").rglob("rows.txt")] == ["3"]
