@@ -15,9 +15,11 @@ Imports azure-ai-ml only through the user's own module and inside the functions.
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +46,6 @@ def is_sdk_target(value: Any) -> bool:
     ``PipelineJob`` (``job = my_pipeline(...)``), or a plain function of a module that uses
     azure-ai-ml (one that returns the job, as the notebooks' ``generate_dsl_pipeline()``)."""
     import inspect
-    import sys
 
     return is_sdk_pipeline(value) or is_sdk_job(value) or (
         inspect.isfunction(value) and "azure.ai.ml" in sys.modules)
@@ -72,7 +73,8 @@ def load_sdk_pipeline(target: Any, path: str, name: str
     def_line = lines.get(("", name)) or lines.get(("<module>", name))
     job = _built(target, path, name, def_line)
     try:
-        doc = submitted_document(job, name)
+        with contextlib.redirect_stdout(sys.stderr):  # azure-ai-ml's own notices too
+            doc = submitted_document(job, name)
     except LoadError as err:
         node = re.match(r"node '([^']+)'", err.message) or re.search(r"node '([^']+)'",
                                                                      err.message)
@@ -130,9 +132,7 @@ def cache_folder() -> Path:
 
 def _built(target: Any, path: str, name: str, def_line: int | None) -> Any:
     """The ``PipelineJob`` that ``target`` is or builds, the user's prints kept off stdout."""
-    import contextlib
     import inspect
-    import sys
 
     if is_sdk_job(target):
         return target
