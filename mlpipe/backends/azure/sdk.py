@@ -48,7 +48,24 @@ def is_sdk_target(value: Any) -> bool:
     import inspect
 
     return is_sdk_pipeline(value) or is_sdk_job(value) or (
-        inspect.isfunction(value) and "azure.ai.ml" in sys.modules)
+        inspect.isfunction(value) and _uses_azure_ai_ml(value.__globals__))
+
+
+def _uses_azure_ai_ml(names: dict[str, Any]) -> bool:
+    """Whether a module's names include something of azure-ai-ml (``from azure.ai.ml import
+    dsl``): its functions may build jobs; another module's are not called."""
+    for value in names.values():
+        where = value.__name__ if _is_module(value) else getattr(value, "__module__", None)
+        if isinstance(where, str) and (where == "azure.ai.ml" or
+                                       where.startswith("azure.ai.ml.")):
+            return True
+    return False
+
+
+def _is_module(value: Any) -> bool:
+    import types
+
+    return isinstance(value, types.ModuleType)
 
 
 def load_sdk_pipeline(target: Any, path: str, name: str

@@ -258,3 +258,15 @@ def test_a_dsl_pipelines_input_is_given_at_submission_with_input(tmp_path):
                   cache=tmp_path / "cache")
     assert done.returncode == 0, done.stdout + done.stderr
     assert [p.read_text() for p in (tmp_path / "evidence").rglob("rows.txt")] == ["3"]
+
+
+def test_a_function_of_a_module_that_uses_no_azure_ai_ml_is_never_called(tmp_path):
+    from mlpipe.backends.azure.validate import quiet_azure_ai_ml
+    from mlpipe.errors import LoadError
+    from mlpipe.loader import load_spec
+
+    quiet_azure_ai_ml()  # imported in this process: the module's own names decide, not that
+    (tmp_path / "helpers_only.py").write_text(
+        "def helper():\n    raise RuntimeError('called')\n")
+    with pytest.raises(LoadError, match=r"helpers_only\.py has no @pipeline named 'helper'"):
+        load_spec(f"{tmp_path / 'helpers_only.py'}:helper")
