@@ -93,8 +93,7 @@ def load_sdk_pipeline(target: Any, path: str, name: str
         with contextlib.redirect_stdout(sys.stderr):  # azure-ai-ml's own notices too
             doc = submitted_document(job, name)
     except LoadError as err:
-        node = re.match(r"node '([^']+)'", err.message) or re.search(r"node '([^']+)'",
-                                                                     err.message)
+        node = re.search(r"node '([^']+)'", err.message)
         where = _Where("", display_path(path), lines, name, def_line)
         err.file, err.line = display_path(path), where.line(node[1] if node else None)
         err.hint = err.hint or ("leave that node out of what mlpipe reads (give a pipeline "
@@ -119,13 +118,20 @@ def load_sdk_pipeline(target: Any, path: str, name: str
                        .encode())
     folder = cache_folder() / key.removeprefix("sha256:")[:24]
     written = folder / stem
-    for rel, text in texts.items():
-        target_file = folder / rel
-        if not target_file.exists():
-            target_file.parent.mkdir(parents=True, exist_ok=True)
-            partial = target_file.with_suffix(f".{os.getpid()}.tmp")
-            partial.write_text(text, encoding="utf-8")
-            os.replace(partial, target_file)
+    try:
+        folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # this user's alone
+        for rel, text in texts.items():
+            target_file = folder / rel
+            if not target_file.exists():
+                target_file.parent.mkdir(parents=True, exist_ok=True)
+                partial = target_file.with_suffix(f".{os.getpid()}.tmp")
+                partial.write_text(text, encoding="utf-8")
+                os.replace(partial, target_file)
+    except OSError as exc:
+        raise LoadError(f"cannot write the job azure-ai-ml built for {name} under "
+                        f"{folder.parent}: {exc.strerror or exc}",
+                        hint="set XDG_CACHE_HOME to a folder this user can write",
+                        file=display_path(path), line=def_line) from exc
     try:
         imported = load_pipeline_yaml(str(written))
     except LoadError as err:

@@ -270,3 +270,13 @@ def test_a_function_of_a_module_that_uses_no_azure_ai_ml_is_never_called(tmp_pat
         "def helper():\n    raise RuntimeError('called')\n")
     with pytest.raises(LoadError, match=r"helpers_only\.py has no @pipeline named 'helper'"):
         load_spec(f"{tmp_path / 'helpers_only.py'}:helper")
+
+
+def test_a_cache_that_cannot_be_written_is_one_error_with_its_fix(tmp_path):
+    (tmp_path / "not-a-folder").write_text("")
+    done = mlpipe(ROOT, "check", f"{FILE}:job", cache=tmp_path / "not-a-folder")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(
+        f"error: {FILE}:{line_of('job = team_pipeline(')}: cannot write the job azure-ai-ml "
+        f"built for job under {tmp_path / 'not-a-folder' / 'mlpipe-sdk'}: "), done.stderr
+    assert done.stderr.endswith("  help: set XDG_CACHE_HOME to a folder this user can write\n")
