@@ -242,7 +242,8 @@ def relative_local_paths(doc: Any, folder: Path, key: str = "") -> None:
                 continue
             if isinstance(value, str) and (field in _PATH_FIELDS or (
                     field == "path" and key in ("inputs", "outputs", "value"))):
-                if os.path.isabs(value) and "${{" not in value:
+                if os.path.isabs(value) and "${{" not in value and \
+                        not value.startswith("/subscriptions/"):  # an ARM id is no path
                     doc[field] = Path(os.path.relpath(value, folder)).as_posix() + (
                         "/" if value.endswith("/") else "")
             else:

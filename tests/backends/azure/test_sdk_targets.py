@@ -280,3 +280,18 @@ def test_a_cache_that_cannot_be_written_is_one_error_with_its_fix(tmp_path):
         f"error: {FILE}:{line_of('job = team_pipeline(')}: cannot write the job azure-ai-ml "
         f"built for job under {tmp_path / 'not-a-folder' / 'mlpipe-sdk'}: "), done.stderr
     assert done.stderr.endswith("  help: set XDG_CACHE_HOME to a folder this user can write\n")
+
+
+def test_only_local_paths_are_made_relative_to_where_the_job_is_written():
+    from mlpipe.backends.azure.sdk_body import relative_local_paths
+
+    arm = "/subscriptions/s/resourceGroups/r/providers/x/data/d/versions/1"
+    doc = {"code": "/work/team/src", "jobs": {"fit": {"inputs": {
+        "arm": {"path": arm}, "local": {"path": "/work/team/data/"},
+        "cloud": {"path": CLOUD}, "bound": {"path": "${{parent.inputs.raw}}"}}}},
+        "source": {"path": "/dbo/table"}}  # a data transfer's: its connection's, not a file
+    relative_local_paths(doc, Path("/home/me/.cache/mlpipe-sdk/_"))
+    assert doc == {"code": "../../../../work/team/src", "jobs": {"fit": {"inputs": {
+        "arm": {"path": arm}, "local": {"path": "../../../../work/team/data/"},
+        "cloud": {"path": CLOUD}, "bound": {"path": "${{parent.inputs.raw}}"}}}},
+        "source": {"path": "/dbo/table"}}
