@@ -291,7 +291,7 @@ def test_only_local_paths_are_made_relative_to_where_the_job_is_written():
         "cloud": {"path": CLOUD}, "bound": {"path": "${{parent.inputs.raw}}"}}}},
         "source": {"path": "/dbo/table"}}  # a data transfer's: its connection's, not a file
     relative_local_paths(doc, Path("/home/me/.cache/mlpipe-sdk/_"))
-    assert doc == {"code": "../../../../work/team/src", "jobs": {"fit": {"inputs": {
-        "arm": {"path": arm}, "local": {"path": "../../../../work/team/data/"},
+    assert doc == {"code": "../../../../../work/team/src", "jobs": {"fit": {"inputs": {
+        "arm": {"path": arm}, "local": {"path": "../../../../../work/team/data/"},
         "cloud": {"path": CLOUD}, "bound": {"path": "${{parent.inputs.raw}}"}}}},
         "source": {"path": "/dbo/table"}}
