@@ -135,7 +135,8 @@ def load_sdk_pipeline(target: Any, path: str, name: str
     try:
         imported = load_pipeline_yaml(str(written))
     except LoadError as err:
-        err.message = err.message.replace(str(written), display_path(path))
+        err.message = _unwritten(err.message, written, display_path(path))
+        err.hint = err.hint and _unwritten(err.hint, written, display_path(path))
         err.file, err.line = display_path(path), def_line
         err.args = (err.render(),)
         raise
@@ -234,7 +235,10 @@ class _Where:
         if d.step:
             inside = [p for p in self.prefixes if d.step.startswith(p + ".")]
             owner = self.prefixes[max(inside, key=len)] if inside else self
-        return dataclasses.replace(d, file=owner.path, line=owner.line(d.step))
+        return dataclasses.replace(
+            d, file=owner.path, line=owner.line(d.step),
+            message=_unwritten(d.message, Path(self.written), owner.path),
+            hint=d.hint and _unwritten(d.hint, Path(self.written), owner.path))
 
     def location(self, loc: Location | None, step: str | None,
                  function: str | None) -> Location | None:
@@ -261,6 +265,14 @@ class _Where:
         # azure-ai-ml's terms); the step, which diagnostics point at, is the user's line
         return dataclasses.replace(step, target=target,
                                    location=self.location(step.location, step.name, function))
+
+
+def _unwritten(text: str, written: Path, path: str) -> str:
+    """``text`` naming the user's file where it names mlpipe's written YAML (never a help
+    pointing at mlpipe's own cache): the pipeline's file, or a nested one by its name."""
+    text = text.replace(str(written), path).replace(display_path(str(written)), path)
+    return text.replace(f"{written.parent}{os.sep}", "").replace(
+        f"{display_path(str(written.parent))}{os.sep}", "")
 
 
 def _sources(jobs: Any, found: dict[str, str] | None = None) -> dict[str, str]:
