@@ -47,6 +47,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "bench_azure_submit": ["--quick"],
     "bench_preflight": ["--quick"],
     "bench_yaml": ["--quick"],
+    "bench_sdk": ["--quick"],
     "bench_launcher": ["--quick"],
     # make test-fast, once (its whole form, five runs of make test, is `make bench-suite`)
     "bench_suite": ["--quick"],

@@ -5,6 +5,7 @@ the file and line; nothing from inside mlpipe reaches the user as a bare traceba
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import os
@@ -42,6 +43,7 @@ def _module_name(path: str) -> tuple[str, str]:
 def _user_location(exc: BaseException, fallback: str) -> tuple[str, int | None]:
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
               if not os.path.abspath(f.filename).startswith(_MLPIPE_DIR)
+              and not _installed(f.filename)  # inside azure-ai-ml: the user's call is the place
               and "importlib" not in f.filename and not f.filename.startswith("<frozen")]
     if not frames:
         return display_path(fallback), None
@@ -112,8 +114,14 @@ def import_file(path: str):
     existing = sys.modules.get(name)
     if existing is not None and os.path.abspath(getattr(existing, "__file__", "") or "") == abspath:
         return existing
+    if existing is not None and root != os.getcwd():
+        # another file of the same name (two pipeline.py): this one, never the one read before
+        del sys.modules[name]
+        sys.path.remove(root)
+        sys.path.insert(0, root)
     try:
-        return importlib.import_module(name)
+        with contextlib.redirect_stdout(sys.stderr):  # the module's prints: not our output
+            return importlib.import_module(name)
     except MlpipeError:
         raise
     except SyntaxError as exc:
@@ -181,10 +189,11 @@ def load_spec(target: str) -> tuple[PipelineSpec, list[Diagnostic]]:
     path, func = split_target(target)
     if func is not None and path.endswith(".py"):
         found = getattr(import_file(path), func, None)
-        if getattr(found, "_is_dsl_func", False) is True:  # an azure-ai-ml @dsl.pipeline
-            from mlpipe.backends.azure.sdk import load_sdk_pipeline
+        if not isinstance(found, Pipeline):
+            from mlpipe.backends.azure.sdk import is_sdk_target, load_sdk_pipeline
 
-            return load_sdk_pipeline(found, path, func)
+            if is_sdk_target(found):  # an @dsl.pipeline, a PipelineJob or what returns one
+                return load_sdk_pipeline(found, path, func)
     return load_pipeline(target).spec, []
 
 

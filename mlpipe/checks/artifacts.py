@@ -7,7 +7,7 @@ from mlpipe.artifacts import CONNECTS, AssetType, can_connect
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_edge, at_pipeline
 from mlpipe.codes import ARTIFACT_KIND_MISMATCH, PIPELINE_INPUT_KIND_CONFLICT
-from mlpipe.diagnostics import Diagnostic
+from mlpipe.diagnostics import Diagnostic, Severity
 from mlpipe.graph import FromInput, FromStep, Graph
 from mlpipe.spec import InputRole
 
@@ -53,12 +53,16 @@ def pipeline_input_kinds(graph: Graph) -> Iterator[Diagnostic]:
             bad = [(c, k) for c, k in consumers if not can_connect(inp.port.kind, k)]
             if bad:
                 where = ", ".join(f"'{c}' ({k})" for c, k in bad)
+                # Azure ML hands each step the input's value as the step's port declares it
+                # (a uri_file input to a uri_folder port runs: azure-ai-ml's own
+                # pipeline_with_data test does): right to point out, not a failed run
                 yield Diagnostic.of(
                     PIPELINE_INPUT_KIND_CONFLICT,
                     f"pipeline input {inp.name!r} is declared {inp.port.kind} but "
                     f"feeds {where}",
-                    hint=f"a {inp.port.kind} artifact can feed {_feeds(inp.port.kind)} inputs",
-                    **at_pipeline(graph, inp.name))
+                    hint=f"a {inp.port.kind} artifact can feed {_feeds(inp.port.kind)} inputs; "
+                         f"declare the input as the step reads it",
+                    severity=Severity.WARNING, **at_pipeline(graph, inp.name))
         elif len(kinds) > 1 and not any(all(can_connect(k, c) for c in kinds) for k in AssetType):
             where = ", ".join(f"'{c}' ({k})" for c, k in consumers)
             yield Diagnostic.of(

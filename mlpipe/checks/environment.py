@@ -51,6 +51,14 @@ _IMAGE_HINTS = {"torch": ("pytorch", "torch", "acpt", "deepspeed"),
                 "tensorflow": ("tensorflow", "tf2", "tf-"), "horovod": ("horovod",),
                 "deepspeed": ("deepspeed", "acpt"), "mpi4py": ("mpi4py",), "jax": ("jax",),
                 "xgboost": ("xgboost",), "lightgbm": ("lightgbm",)}
+#: Images known to carry no ML framework (Azure ML's own base images, plain OS, Python, conda
+#: and CUDA images): only over one of these (or no image: Azure ML's default base) does the
+#: conda file settle what the environment holds.
+_BARE_IMAGE = re.compile(
+    r"^(mcr\.microsoft\.com/azureml/(openmpi|intelmpi|base|minimal)[\w.-]*"
+    r"|(docker\.io/)?(library/)?(ubuntu|debian|python|alpine|centos|rockylinux|buildpack-deps)"
+    r"|(docker\.io/)?(continuumio/miniconda3?|mambaorg/micromamba|condaforge/\w+)"
+    r"|(docker\.io/|nvcr\.io/)?nvidia/cuda)([:@]|$)")
 _SPLIT = re.compile(r"[=<>!~\[\s@;]")
 
 
@@ -176,6 +184,8 @@ def framework_in_environment(graph: Graph) -> Iterator[Diagnostic]:
         if packages is None:
             continue
         image = (env.image or "").lower()
+        if image and not _BARE_IMAGE.match(image):
+            continue  # what this image carries is not known here: the framework may be in it
         for framework, why in needed:
             if packages & PROVIDERS[framework]:
                 continue

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from mlpipe import codes
 from mlpipe.checks.body import BodyFacts, names_used, step_facts
 from mlpipe.checks.distribution import LAUNCHERS
+from mlpipe.checks.envkeep import keeps_injected
 from mlpipe.checks.frameworks import MPI_VARS, PYTORCH_VARS, framework_of
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_step
@@ -133,6 +134,8 @@ def launch_variables(graph: Graph) -> Iterator[Diagnostic]:
         for variable, line in facts.env_overwrites:
             if not _owned(framework, variable):
                 continue  # another framework's variable is MP518
+            if keeps_injected(facts.file, line, variable):
+                continue  # set only where unset, or to its own value: what was injected stays
             address = variable in ("MASTER_ADDR", "MASTER_PORT")
             severity = Severity.WARNING if address and c.instances == 1 else Severity.ERROR
             effect = ("every node would look for the rendezvous at the address it sets"

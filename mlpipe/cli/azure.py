@@ -51,6 +51,7 @@ def compile_(target: str, out_dir: str, inputs: tuple[str, ...], default_compute
     from mlpipe.backends.azure.export_checks import export_checks
     from mlpipe.backends.azure.staging import write_staged
     from mlpipe.backends.azure.validate import Validation
+    from mlpipe.checks.where import SDK_FOLDER
     from mlpipe.diagnostics import Severity, has_errors, render_text
     from mlpipe.errors import ExportError
     from mlpipe.paths import display_path
@@ -84,6 +85,10 @@ def compile_(target: str, out_dir: str, inputs: tuple[str, ...], default_compute
             # the job file was written back as it was read: azure-ai-ml refuses what it says
             err.hint = (f"azure-ai-ml refuses what {display_path(graph.spec.origin.file)} "
                         f"says; fix it there (nothing was written)")
+            if SDK_FOLDER in Path(graph.spec.origin.file).parts and graph.spec.location:
+                # written by mlpipe from an azure-ai-ml Python pipeline: the user's file
+                err.hint = (f"azure-ai-ml refuses the job {display_path(graph.spec.location.file)}"
+                            f" builds; fix it there (nothing was written)")
         raise
     finally:
         if validation is not None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from mlpipe.artifacts import AssetType
 from mlpipe.backends.azure import nodes, vocabulary, yamlfile
+from mlpipe.backends.azure.candidate_tags import candidate_of
 from mlpipe.backends.azure.component_yaml import (
     Problems,
     Where,
@@ -230,9 +231,13 @@ class _Reader:
                          f"that produces it, or remove the output",
                     file=where.file, line=declared_outputs.line_of(name)))
         outputs.update(produced)
+        candidate = None if stack else candidate_of(
+            doc.get("tags"), list(outputs), where.file,
+            doc.line_of("tags") if isinstance(doc, yamlfile.Mapping) else None)
         return PipelineSpec(
             name=str(doc.get("display_name") or doc.get("name") or path.stem),
             inputs=tuple(inputs), steps=tuple(steps.values()), outputs=tuple(outputs.items()),
+            candidate=candidate,
             version=None if doc.get("version") is None else str(doc["version"]),
             description=doc.get("description"), location=Location(where.file, 1),
             function=str(path),

@@ -1,23 +1,25 @@
-"""azure-ai-ml Python pipelines: ``FILE.py:FUNCTION`` where FUNCTION is an azure-ai-ml
-``@dsl.pipeline``, read as mlpipe reads the same job in YAML.
+"""azure-ai-ml Python pipelines: ``FILE.py:NAME`` where NAME is an azure-ai-ml
+``@dsl.pipeline``, a ``PipelineJob`` (``job = my_pipeline(...)``) or a function returning one,
+read as mlpipe reads the same job in YAML.
 
-azure-ai-ml builds the ``PipelineJob`` offline (calling the function, as ``ml_client.jobs.
-create_or_update(fn())`` would, contacting nothing); its own ``_to_dict()`` — the document
-``az ml job create`` would be given, every component inline and every code folder absolute —
-is written to a cache folder and read by the YAML importer, so every check, the export and the
-local launcher treat it as they treat a job file. What mlpipe reports points back at the
-user's Python file: a step's line is the line that assigns the node azure-ai-ml names after
-(``train = fit(data=...)`` names the node ``train``), anything else the function's ``def``.
+azure-ai-ml builds the ``PipelineJob`` offline (as ``ml_client.jobs.create_or_update(job)``
+would be given it, contacting nothing); the job document it would submit
+(``sdk_body``) is written to the user's cache, keyed by its whole content, and read by the YAML
+importer, so every check, the export and the local launcher treat it as they treat a job file.
+What mlpipe reports points back at the user's Python file: a step's line is the line that
+assigns the node azure-ai-ml names after (``train = fit(data=...)`` names the node ``train``),
+anything else the function's ``def`` (or the job's assignment).
 
 Imports azure-ai-ml only through the user's own module and inside the functions.
 """
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import os
 import re
-import tempfile
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,33 +29,150 @@ from mlpipe.errors import LoadError, MlpipeError
 from mlpipe.paths import display_path
 from mlpipe.spec import Location, PipelineSpec, StepSpec
 
-#: ``azureml:NAME:VERSION`` / ``azureml:NAME@LABEL``: an asset, not a local path.
-_ASSET = re.compile(r"^[A-Za-z0-9_][\w.-]*(:[\w.-]+|@[\w.-]+)$")
-
 
 def is_sdk_pipeline(value: Any) -> bool:
     """Whether ``value`` is a function decorated with azure-ai-ml's ``@dsl.pipeline``."""
     return callable(value) and getattr(value, "_is_dsl_func", False) is True
 
 
-def load_sdk_pipeline(fn: Any, path: str, name: str) -> tuple[PipelineSpec, list[Diagnostic]]:
-    """The spec of the azure-ai-ml pipeline function ``fn`` (``name`` in the file ``path``),
-    and the diagnostics its import found, located in ``path``.
+def is_sdk_job(value: Any) -> bool:
+    """Whether ``value`` is an azure-ai-ml ``PipelineJob`` (without importing azure-ai-ml)."""
+    return type(value).__name__ == "PipelineJob" and \
+        type(value).__module__.startswith("azure.ai.ml.")
+
+
+def is_sdk_target(value: Any) -> bool:
+    """Whether ``value`` names an azure-ai-ml pipeline: an ``@dsl.pipeline`` function, a
+    ``PipelineJob`` (``job = my_pipeline(...)``), or a plain function of a module that uses
+    azure-ai-ml (one that returns the job, as the notebooks' ``generate_dsl_pipeline()``)."""
+    import inspect
+
+    return is_sdk_pipeline(value) or is_sdk_job(value) or (
+        inspect.isfunction(value) and _uses_azure_ai_ml(value.__globals__))
+
+
+def _uses_azure_ai_ml(names: dict[str, Any]) -> bool:
+    """Whether a module's names include something of azure-ai-ml (``from azure.ai.ml import
+    dsl``): its functions may build jobs; another module's are not called."""
+    for value in names.values():
+        where = value.__name__ if _is_module(value) else getattr(value, "__module__", None)
+        if isinstance(where, str) and (where == "azure.ai.ml" or
+                                       where.startswith("azure.ai.ml.")):
+            return True
+    return False
+
+
+def _is_module(value: Any) -> bool:
+    import types
+
+    return isinstance(value, types.ModuleType)
+
+
+def load_sdk_pipeline(target: Any, path: str, name: str
+                      ) -> tuple[PipelineSpec, list[Diagnostic]]:
+    """The spec of the azure-ai-ml pipeline ``target`` (``name`` in the file ``path``): an
+    ``@dsl.pipeline`` function (called with no arguments: an input it declares and nobody
+    binds is the pipeline's input, given at submission), a ``PipelineJob`` or a function
+    returning one; and the diagnostics its import found, located in ``path``.
 
     Raises:
-        LoadError: the function raises while azure-ai-ml builds the job, builds something
-            other than a pipeline job, or mlpipe cannot read what it built; located in
-            ``path`` (the line of the node or of the function).
+        LoadError: building the job raises, builds something other than a pipeline job, or
+            holds a node mlpipe cannot read; located in ``path`` (the line of the node or of
+            the function).
     """
     from mlpipe.backends.azure import yamlfile
     from mlpipe.backends.azure.importer import load_pipeline_yaml
+    from mlpipe.backends.azure.sdk_body import relative_local_paths, submitted_document
     from mlpipe.backends.azure.validate import quiet_azure_ai_ml
 
     quiet_azure_ai_ml()
     lines = _node_lines(path)
-    def_line = lines.get(("", name))
+    def_line = lines.get(("", name)) or lines.get(("<module>", name))
+    job = _built(target, path, name, def_line)
     try:
-        job = fn()
+        with contextlib.redirect_stdout(sys.stderr):  # azure-ai-ml's own notices too
+            doc = submitted_document(job, name)
+    except LoadError as err:
+        node = re.search(r"node '([^']+)'", err.message)
+        where = _Where("", display_path(path), lines, name, def_line)
+        err.file, err.line = display_path(path), where.line(node[1] if node else None)
+        err.hint = err.hint or ("leave that node out of what mlpipe reads (give a pipeline "
+                                "without it), or run the job with azure-ai-ml directly")
+        err.args = (err.render(),)
+        raise
+    doc.setdefault("display_name", name)
+    _declare_untyped_inputs(doc, doc.get("inputs") or {})
+    # a nested pipeline is a component file, as azure-ai-ml loads it back (not inline)
+    files: dict[str, Any] = {}
+    _externalize(doc, files)
+    stem = f"{Path(path).stem}.{name}.yml"
+    # every written folder is one level under the cache: a path relative to it is the same
+    # text whichever folder the content names, and compile rebases it to its output folder
+    placeholder = cache_folder() / "_"
+    for rel, content in [*files.items(), (stem, doc)]:
+        relative_local_paths(content, (placeholder / rel).parent)
+    texts = {rel: yamlfile.dump(content) for rel, content in [*files.items(), (stem, doc)]}
+    # keyed by everything written (every nested pipeline's content too): an edit anywhere
+    # in what azure-ai-ml builds is a new folder, never a stale read
+    key = digest_bytes("\n".join(f"{rel}\n{text}" for rel, text in sorted(texts.items()))
+                       .encode())
+    folder = cache_folder() / key.removeprefix("sha256:")[:24]
+    written = folder / stem
+    try:
+        folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # this user's alone
+        for rel, text in texts.items():
+            target_file = folder / rel
+            if not target_file.exists():
+                target_file.parent.mkdir(parents=True, exist_ok=True)
+                partial = target_file.with_suffix(f".{os.getpid()}.tmp")
+                partial.write_text(text, encoding="utf-8")
+                os.replace(partial, target_file)
+    except OSError as exc:
+        raise LoadError(f"cannot write the job azure-ai-ml built for {name} under "
+                        f"{folder.parent}: {exc.strerror or exc}",
+                        hint="set XDG_CACHE_HOME to a folder this user can write",
+                        file=display_path(path), line=def_line) from exc
+    try:
+        imported = load_pipeline_yaml(str(written))
+    except LoadError as err:
+        err.message = _unwritten(err.message, written, display_path(path))
+        err.hint = err.hint and _unwritten(err.hint, written, display_path(path))
+        err.file, err.line = display_path(path), def_line
+        err.args = (err.render(),)
+        raise
+    where = _Where(str(written), display_path(path), lines, name, def_line,
+                   _sources(getattr(job, "jobs", None)))
+    spec = where.spec(imported.spec, name)
+    return spec, [where.diagnostic(d) for d in imported.diagnostics]
+
+
+def cache_folder() -> Path:
+    """Where the YAML of azure-ai-ml Python pipelines is written: the user's own cache
+    (``$XDG_CACHE_HOME/mlpipe-sdk``, else ``~/.cache/mlpipe-sdk``), never a folder other
+    users share."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "mlpipe-sdk"
+
+
+def _built(target: Any, path: str, name: str, def_line: int | None) -> Any:
+    """The ``PipelineJob`` that ``target`` is or builds, the user's prints kept off stdout."""
+    import inspect
+
+    if is_sdk_job(target):
+        return target
+    if not is_sdk_pipeline(target):
+        required = [p.name for p in inspect.signature(target).parameters.values()
+                    if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        if required:
+            raise LoadError(f"{name}() needs the argument(s) {', '.join(required)}, so mlpipe "
+                            f"cannot build the job it returns",
+                            hint=f"assign the job at module level (job = {name}(...)) and "
+                                 f"name it as {display_path(path)}:job, or name the "
+                                 f"@dsl.pipeline function",
+                            file=display_path(path), line=def_line)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            job = target()
     except MlpipeError:
         raise
     except Exception as exc:  # what the user's function or azure-ai-ml raised while building
@@ -65,52 +184,35 @@ def load_sdk_pipeline(fn: Any, path: str, name: str) -> tuple[PipelineSpec, list
                         hint=f"fix {name} (or what it calls) so that {name}() builds a "
                              f"PipelineJob, as ml_client.jobs.create_or_update({name}()) "
                              f"would", file=display_path(file), line=line or def_line) from exc
-    if type(job).__name__ != "PipelineJob":
+    if not is_sdk_job(job):
         raise LoadError(f"{name}() built a {type(job).__name__}, not an azure-ai-ml pipeline "
-                        f"job", hint="give a function decorated with @dsl.pipeline",
+                        f"job", hint="give a function decorated with @dsl.pipeline, a "
+                                     "function that returns its PipelineJob, or the job",
                         file=display_path(path), line=def_line)
-    try:
-        doc = _plain(job._to_dict())
-    except Exception as exc:
-        raise LoadError(f"azure-ai-ml cannot write the pipeline job of {name}() as YAML: "
-                        f"{type(exc).__name__}: {exc}", file=display_path(path),
-                        line=def_line) from exc
-    _absolute_local_paths(doc, Path.cwd())
-    doc.setdefault("display_name", name)
-    _declare_untyped_inputs(doc, doc.get("inputs") or {})
-    # a nested pipeline is a component file, as azure-ai-ml loads it back (not inline)
-    files: dict[str, Any] = {}
-    _externalize(doc, files)
-    text = yamlfile.dump(doc)
-    key = digest_bytes(f"{os.path.abspath(path)}:{name}\n{text}\n{sorted(files)}".encode())
-    folder = Path(tempfile.gettempdir()) / "mlpipe-sdk" / key.removeprefix("sha256:")[:16]
-    written = folder / f"{Path(path).stem}.{name}.yml"
-    for rel, content in [*files.items(), (written.name, doc)]:
-        target = folder / rel
-        if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            partial = target.with_suffix(f".{os.getpid()}.tmp")
-            partial.write_text(yamlfile.dump(content), encoding="utf-8")
-            os.replace(partial, target)
-    try:
-        imported = load_pipeline_yaml(str(written))
-    except LoadError as err:
-        err.message = err.message.replace(str(written), display_path(path))
-        err.file, err.line = display_path(path), def_line
-        err.args = (err.render(),)
-        raise
-    where = _Where(str(written), display_path(path), lines, name, def_line)
-    spec = where.spec(imported.spec, name)
-    return spec, [where.diagnostic(d) for d in imported.diagnostics]
+    return job
 
 
 class _Where:
-    """Maps locations in the written YAML to the user's Python file."""
+    """Maps locations in the written YAML to the user's Python files: a nested
+    ``@dsl.pipeline`` defined in another module is located in that module."""
 
     def __init__(self, written: str, path: str, lines: dict[tuple[str, str], int],
-                 function: str, def_line: int | None) -> None:
+                 function: str, def_line: int | None,
+                 elsewhere: dict[str, str] | None = None) -> None:
         self.written, self.path, self.lines = written, path, lines
         self.function, self.def_line = function, def_line
+        self.elsewhere = elsewhere or {}
+        self.prefixes: dict[str, _Where] = {}  # a nested step's dotted name -> its file's
+
+    def nested(self, function: str) -> _Where:
+        source = self.elsewhere.get(function)
+        if source is None or display_path(source) == self.path:
+            return self
+        lines = _node_lines(source)
+        found = _Where(self.written, display_path(source), lines, function,
+                       lines.get(("", function)), self.elsewhere)
+        found.prefixes = self.prefixes
+        return found
 
     def mine(self, file: str | None) -> bool:
         """Whether ``file`` is one of the YAML files written for the pipeline."""
@@ -129,7 +231,14 @@ class _Where:
     def diagnostic(self, d: Diagnostic) -> Diagnostic:
         if not self.mine(d.file):
             return d
-        return dataclasses.replace(d, file=self.path, line=self.line(d.step))
+        owner = self
+        if d.step:
+            inside = [p for p in self.prefixes if d.step.startswith(p + ".")]
+            owner = self.prefixes[max(inside, key=len)] if inside else self
+        return dataclasses.replace(
+            d, file=owner.path, line=owner.line(d.step),
+            message=_unwritten(d.message, Path(self.written), owner.path),
+            hint=d.hint and _unwritten(d.hint, Path(self.written), owner.path))
 
     def location(self, loc: Location | None, step: str | None,
                  function: str | None) -> Location | None:
@@ -137,22 +246,46 @@ class _Where:
             return loc
         return Location(self.path, self.line(step, function) or 1)
 
-    def spec(self, spec: PipelineSpec, function: str) -> PipelineSpec:
-        steps = tuple(self.step(s, function) for s in spec.steps)
+    def spec(self, spec: PipelineSpec, function: str, prefix: str = "") -> PipelineSpec:
+        steps = tuple(self.step(s, function, prefix) for s in spec.steps)
         return dataclasses.replace(
             spec, steps=steps, location=Location(self.path, self.line(None) or 1),
             inputs=tuple(dataclasses.replace(i, location=self.location(
                 i.location, None, function)) for i in spec.inputs))
 
-    def step(self, step: StepSpec, function: str) -> StepSpec:
+    def step(self, step: StepSpec, function: str, prefix: str = "") -> StepSpec:
         target = step.target
         if isinstance(target, PipelineSpec):
-            # a sub-pipeline's nodes are assigned in its own function (named like it)
-            target = self.spec(target, target.name)
+            # a sub-pipeline's nodes are assigned in its own function (named like it),
+            # which may be in another module
+            inner = self.nested(target.name)
+            self.prefixes[f"{prefix}{step.name}"] = inner
+            target = inner.spec(target, target.name, f"{prefix}{step.name}.")
         # a component keeps its place in the written YAML (the checks' hints then speak
         # azure-ai-ml's terms); the step, which diagnostics point at, is the user's line
         return dataclasses.replace(step, target=target,
                                    location=self.location(step.location, step.name, function))
+
+
+def _unwritten(text: str, written: Path, path: str) -> str:
+    """``text`` naming the user's file where it names mlpipe's written YAML (never a help
+    pointing at mlpipe's own cache): the pipeline's file, or a nested one by its name."""
+    text = text.replace(str(written), path).replace(display_path(str(written)), path)
+    return text.replace(f"{written.parent}{os.sep}", "").replace(
+        f"{display_path(str(written.parent))}{os.sep}", "")
+
+
+def _sources(jobs: Any, found: dict[str, str] | None = None) -> dict[str, str]:
+    """Each nested ``@dsl.pipeline``'s component name -> the file that defines it."""
+    found = {} if found is None else found
+    for node in (jobs or {}).values():
+        component = getattr(node, "component", None)
+        source = getattr(component, "_source_path", None)
+        if getattr(node, "type", None) == "pipeline" and component is not None:
+            if isinstance(source, str) and source.endswith(".py"):
+                found.setdefault(str(getattr(component, "name", "")), source)
+            _sources(getattr(component, "jobs", None), found)
+    return found
 
 
 def _node_lines(path: str) -> dict[tuple[str, str], int]:
@@ -164,6 +297,11 @@ def _node_lines(path: str) -> dict[tuple[str, str], int]:
     except (OSError, SyntaxError, ValueError):
         return {}
     found: dict[tuple[str, str], int] = {}
+    for node in tree.body:  # ``job = my_pipeline(...)``: the job's own line
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    found.setdefault(("<module>", target.id), node.lineno)
     for fn in ast.walk(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
@@ -188,17 +326,6 @@ def _frame_in(exc: BaseException, path: str) -> tuple[str, int | None]:
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
               if os.path.abspath(f.filename) == os.path.abspath(path)]
     return (path, frames[-1].lineno) if frames else (path, None)
-
-
-def _plain(value: Any) -> Any:
-    """azure-ai-ml's dict (OrderedDicts, enums) as plain YAML values."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return str(value)
 
 
 def _externalize(pipeline: Any, files: dict[str, Any], depth: int = 0) -> None:
@@ -258,21 +385,4 @@ def _bound_type(given: Any, scope: Any) -> str:
     return "string"
 
 
-def _absolute_local_paths(doc: Any, base: Path) -> None:
-    """azure-ai-ml's ``_to_dict()`` writes a local data path as ``azureml:./data`` (relative to
-    the folder the function was called from): the path, made absolute, as a job file gives it."""
-    if isinstance(doc, dict):
-        for key, value in doc.items():
-            if key == "path" and isinstance(value, str) and value.startswith("azureml:") \
-                    and not value.startswith("azureml://"):
-                rest = value[len("azureml:"):]
-                if not _ASSET.match(rest) and not rest.startswith("/subscriptions/"):
-                    doc[key] = os.path.normpath(base / rest)
-            else:
-                _absolute_local_paths(value, base)
-    elif isinstance(doc, list):
-        for value in doc:
-            _absolute_local_paths(value, base)
-
-
-__all__ = ["is_sdk_pipeline", "load_sdk_pipeline"]
+__all__ = ["cache_folder", "is_sdk_job", "is_sdk_pipeline", "is_sdk_target", "load_sdk_pipeline"]

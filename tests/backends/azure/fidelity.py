@@ -97,11 +97,19 @@ def _differences(a: Any, b: Any, where: str, key: str, bases: tuple[dict[str, Pa
         rb = _resolve(b, _base(bases[1], where))
         if ra is not None or rb is not None:
             return [] if ra == rb else [f"{where}: {a!r} ({ra}) != {b!r} ({rb})"]
-    if a == b:
+    if _equal(a, b):
         return []
     if _is_entity(a) and type(a) is type(b):
         return []  # a component not yet registered: compared in the _to_dict() form
     return [f"{where}: {a!r} != {b!r}"]
+
+
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        same = a == b
+    except Exception:  # an azure-ai-ml pipeline expression: its == builds an expression
+        same = None
+    return same if isinstance(same, bool) else str(a) == str(b)
 
 
 def _is_entity(value: Any) -> bool:
