@@ -108,7 +108,9 @@ def _loader_copies(records: dict[int, dict[str, Any]], world_size: int,
     common = set.intersection(*signatures)
     if not common:
         return None
-    dataset, size, _, _ = max(common, key=lambda sig: sig[1])
+    chosen = max(common, key=lambda sig: sig[1])
+    dataset, size = chosen[0], chosen[1]
+    how = _how_whole(fed, chosen)
     groups = {tuple(sorted((x.get("process_group") or {}).items())) for loaders in fed.values()
               for x in loaders if x.get("process_group")}
     group = (f"in a process group of {world_size}" if groups
@@ -116,10 +118,26 @@ def _loader_copies(records: dict[int, dict[str, Any]], world_size: int,
     return Diagnostic.of(
         INDEPENDENT_COPIES,
         f"all {len(records)} ranks iterated the whole data set ({size} examples of "
-        f"{dataset}) through a DataLoader with no sampler that deals out parts, {group}: "
+        f"{dataset}) through a DataLoader {how}, {group}: "
         f"{len(records)} copies trained on the same examples, not one data-parallel run",
-        hint="give each rank its own part: DataLoader(dataset, sampler=DistributedSampler("
-             "dataset)) (or mlpipe.runtime.shard(ids))", **where)
+        hint=(f"build the sampler with num_replicas={world_size} (or leave num_replicas and "
+              f"rank out: DistributedSampler reads them from the process group)"
+              if how.startswith("whose") else
+              "give each rank its own part: DataLoader(dataset, sampler=DistributedSampler("
+              "dataset)) (or mlpipe.runtime.shard(ids))"), **where)
+
+
+def _how_whole(fed: dict[int, list[dict[str, Any]]], signature: tuple[Any, ...]) -> str:
+    """Why the loaders reading the whole set did: a sampler built for one replica (the
+    sampler exists, but deals one rank everything), or no sampler that deals out parts."""
+    single = sorted({str(x.get("sampler")) for loaders in fed.values() for x in loaders
+                     if x.get("whole") and x.get("num_replicas") == 1
+                     and (x.get("dataset"), x.get("dataset_size"), x.get("subset_size"),
+                          x.get("subset_digest")) == signature})
+    if single:
+        return f"whose {' and '.join(single)} was built with num_replicas=1 (one replica: " \
+               f"it deals every rank the whole set)"
+    return "with no sampler that deals out parts"
 
 
 def _opened_copies(records: dict[int, dict[str, Any]], world_size: int,

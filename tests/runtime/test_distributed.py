@@ -256,6 +256,22 @@ def test_independent_copies_from_the_ranks_data_loaders(loaders, copies):
     assert [d.code for d in report.findings] == (["MP522"] if copies else [])
 
 
+@pytest.mark.parametrize(("sampler", "replicas", "said", "hint"), [
+    ("DistributedSampler", 1, "whose DistributedSampler was built with num_replicas=1 (one "
+     "replica: it deals every rank the whole set)", "build the sampler with num_replicas=2"),
+    ("RandomSampler", None, "with no sampler that deals out parts",
+     "give each rank its own part"),
+])
+def test_independent_copies_name_the_sampler_that_was_there(sampler, replicas, said, hint):
+    fed = [_loader(sampler, True, replicas)]
+    parts = [{**_part(r), "data_loaders": fed} for r in range(2)]
+    [found] = check_coordination(parts, world_size=2).findings
+    assert found.code == "MP522"
+    assert f"examples of TensorDataset) through a DataLoader {said}, in a process group" \
+        in found.message
+    assert found.hint.startswith(hint)
+
+
 FILES = [f"img_{i}.pgm" for i in range(6)]
 
 

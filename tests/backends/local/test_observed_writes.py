@@ -69,3 +69,15 @@ def test_every_rank_iterating_the_whole_data_set_is_independent_copies(proj):
             "examples of TensorDataset) through a DataLoader with no sampler that deals out "
             "parts, in a process group of 2: 2 copies trained on the same examples, not one "
             "data-parallel run") in done.stderr + done.stdout
+
+
+def test_a_sampler_built_for_one_replica_is_named_as_the_cause(proj):
+    pytest.importorskip("torch")
+    done = proj.submit("ddp_plain", "--param", "mode=one_replica", inputs=("left=left.txt",),
+                       timeout=300)
+    assert done.returncode == 1
+    assert ("error[MP522] independent-copies: all 2 ranks iterated the whole data set (16 "
+            "examples of TensorDataset) through a DataLoader whose DistributedSampler was "
+            "built with num_replicas=1 (one replica: it deals every rank the whole set), in a "
+            "process group of 2") in done.stderr + done.stdout
+    assert "help: build the sampler with num_replicas=2" in done.stderr + done.stdout
