@@ -7,8 +7,8 @@ after the kebab-case name (``artifact-kind-mismatch`` -> ``ARTIFACT_KIND_MISMATC
 table in code order, write its ``docs/checks.md`` section (What / Why / Fix / Example) and
 place it in ``docs/rules.md`` (beside the guide rule it enforces, or in its list of codes that
 enforce none); tests/test_codes.py, tests/checks/test_docs.py and tests/test_rules.py hold all
-of that to account. The why of each
-code lives in docs/checks.md, not here. Imports only ``mlpipe.diagnostics``.
+of that to account. The why of each code lives in docs/checks.md, not here. Imports only
+``mlpipe.diagnostics``.
 """
 from __future__ import annotations
 
@@ -311,6 +311,9 @@ DISTRIBUTION_WITHOUT_COORDINATION = _code(
     "MP532", "distribution-without-coordination", WARNING,
     "A distributed step's code, read statically with the local modules it imports, uses no "
     "distributed API: each process would train alone.")
+DATA_PARALLEL_IN_LAUNCHED_PROCESSES = _code(
+    "MP533", "data-parallel-in-launched-processes", ERROR,
+    "A step whose launch starts several processes per node wraps its model in DataParallel.")
 
 # --- MP6xx: Azure ML YAML import (mlpipe.backends.azure.importer)
 UNREADABLE_BINDING_EXPRESSION = _code(
@@ -551,8 +554,7 @@ STEP_OUTPUT_REJECTED = _code(
 #     MP905-MP912 launch topology and framework initialization
 RENDEZVOUS_NOT_FORMED = _code(
     "MP905", "rendezvous-not-formed", ERROR,
-    "A rank of a distributed step never joined the rendezvous, so the process group never "
-    "formed.")
+    "A rank of a distributed step never joined the rendezvous, so the process group never formed.")
 PROCESS_GROUP_INIT_FAILED = _code(
     "MP906", "process-group-init-failed", ERROR,
     "Initializing the framework's process group raised (init_process_group, its store, or a "
@@ -571,8 +573,7 @@ DATA_NOT_DIVIDED = _code(
 #     MP913-MP916 model output ownership
 OUTPUT_OWNERSHIP_VIOLATED = _code(
     "MP913", "output-ownership-violated", ERROR,
-    "A single-writer output was written by more than one rank, or by a rank that does not "
-    "own it.")
+    "A single-writer output was written by more than one rank, or by a rank that does not own it.")
 #     MP917-MP920 application logging and worker aggregation
 METRIC_NOT_AGGREGATED = _code(
     "MP917", "metric-not-aggregated", ERROR,
@@ -588,8 +589,7 @@ UNDECLARED_INPUT_FAILED = _code(
 #     MP926-MP929 the step's own code, and mlpipe's runtime
 STEP_CODE_RAISED = _code(
     "MP926", "step-code-raised", ERROR,
-    "The step's own code raised (or its script exited non-zero) after its inputs were "
-    "accepted.")
+    "The step's own code raised (or its script exited non-zero) after its inputs were accepted.")
 STEP_NOT_STARTED = _code(
     "MP927", "step-not-started", ERROR,
     "A step's processes could not be started: its command, its code folder or its launch is "
