@@ -283,6 +283,21 @@ def _content_overlap(p: dict[str, Any], ev_step: dict[str, Any], train: dict[str
     return found, settled
 
 
+def _rows_overlap(p: dict[str, Any], session: Any, ev_step: dict[str, Any]
+                  ) -> list[dict[str, Any]]:
+    """MP702 from the rows per split the runtime counted in the evaluation's split-declaring
+    tables, against the examples it says it evaluated (``evidence.evaluatedrows``)."""
+    from mlpipe.evidence.evaluatedrows import training_rows_evaluated   # judging only
+
+    ev = p["evaluation"]
+    report = ev["report"] or {}
+    populations = ([x["population"] for x in ev["metrics"]] + [report.get("population")]
+                   + [x.get("population") for x in report.get("metrics", [])])
+    return [_finding(EVALUATION_OVERLAPS_TRAINING, message, hint, step=ev["step"])
+            for message, hint in training_rows_evaluated(
+                ev["step"], _recorded(session, ev_step, "inputs"), populations)]
+
+
 def _part_name(port: str) -> str:
     return port.lower().split("_")[0]
 
@@ -320,7 +335,7 @@ def _overlap(p: dict[str, Any], session: Any = None) -> list[dict[str, Any]]:
     ev_step = next((st for st in p["steps"] if st["step"] == ev["step"]), None)
     if ev_step is None or ev_step is train:
         return []
-    found = _population_overlap(p, train)
+    found = _population_overlap(p, train) or _rows_overlap(p, session, ev_step)
     ev_ids, tr_ids = _ids(session, ev_step), _ids(session, train)
     if ev_ids and tr_ids and not found:
         found = _id_overlap(ev_step, train, ev_ids, tr_ids)
