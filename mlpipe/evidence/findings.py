@@ -287,7 +287,7 @@ def _rows_overlap(p: dict[str, Any], session: Any, ev_step: dict[str, Any]
                   ) -> list[dict[str, Any]]:
     """MP702 from the rows per split the runtime counted in the evaluation's split-declaring
     tables, against the examples it says it evaluated (``evidence.evaluatedrows``)."""
-    from mlpipe.evidence.evaluatedrows import training_rows_evaluated   # judging only
+    from mlpipe.evidence.evaluatedrows import training_rows_evaluated
 
     ev = p["evaluation"]
     report = ev["report"] or {}
