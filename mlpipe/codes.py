@@ -7,8 +7,7 @@ after the kebab-case name (``artifact-kind-mismatch`` -> ``ARTIFACT_KIND_MISMATC
 table in code order, write its ``docs/checks.md`` section (What / Why / Fix / Example) and
 place it in ``docs/rules.md`` (beside the guide rule it enforces, or in its list of codes that
 enforce none); tests/test_codes.py, tests/checks/test_docs.py and tests/test_rules.py hold all
-of that to account. The why of each code lives in docs/checks.md, not here. Imports only
-``mlpipe.diagnostics``.
+of that to account. The why of each code is in docs/checks.md. Imports only ``mlpipe.diagnostics``.
 """
 from __future__ import annotations
 
@@ -312,8 +311,9 @@ DISTRIBUTION_WITHOUT_COORDINATION = _code(
     "A distributed step's code, read statically with the local modules it imports, uses no "
     "distributed API: each process would train alone.")
 DATA_PARALLEL_IN_LAUNCHED_PROCESSES = _code(
-    "MP533", "data-parallel-in-launched-processes", ERROR,
-    "A step whose launch starts several processes per node wraps its model in DataParallel.")
+    "MP533", "data-parallel-in-launched-processes", ERROR, "DataParallel per process of a node.")
+GLOBAL_METRIC_MISCOUNTED = _code(
+    "MP534", "global-metric-miscounted", WARNING, "A global metric counts its examples wrongly.")
 
 # --- MP6xx: Azure ML YAML import (mlpipe.backends.azure.importer)
 UNREADABLE_BINDING_EXPRESSION = _code(
