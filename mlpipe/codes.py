@@ -314,6 +314,8 @@ DATA_PARALLEL_IN_LAUNCHED_PROCESSES = _code(
     "MP533", "data-parallel-in-launched-processes", ERROR, "DataParallel per process of a node.")
 GLOBAL_METRIC_MISCOUNTED = _code(
     "MP534", "global-metric-miscounted", WARNING, "A global metric counts its examples wrongly.")
+COLLECTIVE_UNDER_RANK_GUARD = _code(
+    "MP535", "collective-under-rank-guard", ERROR, "A collective only some ranks call.")
 
 # --- MP6xx: Azure ML YAML import (mlpipe.backends.azure.importer)
 UNREADABLE_BINDING_EXPRESSION = _code(
@@ -387,8 +389,7 @@ REUSED_WITHOUT_EXECUTED_ORIGIN = _code(
     "A step was reused but no executed run of it is in this store.")
 POLICY_METRIC_MISSING = _code(
     "MP705", "policy-metric-missing", ERROR,
-    "The qualification policy requires a global metric the candidate's evaluation does not "
-    "have.")
+    "The qualification policy requires a global metric the candidate's evaluation does not have.")
 POLICY_THRESHOLD_NOT_MET = _code(
     "MP706", "policy-threshold-not-met", ERROR,
     "A global metric the qualification policy requires is on the wrong side of its threshold.")
@@ -422,8 +423,7 @@ DECISION_ON_STALE_BUNDLE = _code(
     "A review decision cites a bundle the store no longer matches, or not the newest one.")
 ACCEPTANCE_REFUSED = _code(
     "MP716", "acceptance-refused", ERROR,
-    "A candidate with an error-severity finding, or failing the given policy, cannot be "
-    "accepted.")
+    "A candidate with an error-severity finding, or failing the given policy, cannot be accepted.")
 CODE_NOT_COMMITTED = _code(
     "MP717", "code-not-committed", WARNING,
     "A file the pipeline loaded was modified or untracked in git when the run started.")

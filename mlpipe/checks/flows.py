@@ -1,6 +1,7 @@
 """Where values go in a component's body, read from its source (nothing is imported or run):
-the literal parts of an input the body names (``Path(rows) / "test"``) and the arguments of
-the calls it makes. The facts ``checks.body`` keeps are names; these are what the names hold.
+the literal parts of an input the body names (``Path(rows) / "test"``), the arguments of the
+calls it makes, and the collectives only some ranks reach (under a condition on the rank). The
+facts ``checks.body`` keeps are names; these are what the names hold and where they lead.
 """
 from __future__ import annotations
 
@@ -119,3 +120,113 @@ def call_at(facts: BodyFacts, line: int, name: str) -> ast.Call | None:
             if called == last:
                 return node
     return None
+
+
+#: torch.distributed's collectives (every rank of the group must call them) and mlpipe's.
+COLLECTIVES = frozenset({
+    "all_reduce", "all_gather", "all_gather_object", "all_gather_into_tensor", "broadcast",
+    "broadcast_object_list", "barrier", "reduce", "reduce_scatter", "reduce_scatter_tensor",
+    "gather", "gather_object", "scatter", "scatter_object_list", "all_to_all",
+    "all_to_all_single", "monitored_barrier",
+    # Horovod's (hvd.allreduce, hvd.broadcast_parameters, ...)
+    "allreduce", "allgather", "allgather_object", "broadcast_parameters",
+    "broadcast_optimizer_state", "broadcast_variables", "broadcast_object", "alltoall",
+    "grouped_allreduce"})
+_COLLECTIVE_HOMES = ("torch.distributed", "horovod.torch", "horovod.tensorflow")
+_MLPIPE_COLLECTIVES = ("mlpipe.runtime.all_reduce_metric",
+                       "mlpipe.runtime.distributed.all_reduce_metric")
+#: What gives a process its rank.
+_RANK_CALLS = ("torch.distributed.get_rank", "mlpipe.runtime.rank", "mlpipe.runtime.local_rank",
+               "mlpipe.runtime.node_rank", "mlpipe.runtime.is_writer", "horovod.torch.rank",
+               "horovod.torch.local_rank", "horovod.tensorflow.rank",
+               "torch.distributed.get_node_local_rank")
+_RANK_VARIABLES = {"RANK", "LOCAL_RANK", "NODE_RANK", "OMPI_COMM_WORLD_RANK",
+                   "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK"}
+
+
+def _imports(tree: ast.AST) -> dict[str, str]:
+    """Local name -> the dotted name it stands for, from every import in ``tree``."""
+    found: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                found[a.asname or a.name.split(".")[0]] = a.name if a.asname else \
+                    a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for a in node.names:
+                found[a.asname or a.name] = f"{node.module}.{a.name}"
+    return found
+
+
+def _dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    head = aliases.get(node.id, node.id)
+    return ".".join([head, *reversed(parts)])
+
+
+def _collective(call: ast.Call, aliases: dict[str, str]) -> str | None:
+    name = _dotted(call.func, aliases)
+    if name is None:
+        return None
+    if name in _MLPIPE_COLLECTIVES:
+        return name
+    home, _, last = name.rpartition(".")
+    return name if last in COLLECTIVES and home in _COLLECTIVE_HOMES else None
+
+
+def _is_rank_source(node: ast.AST, aliases: dict[str, str], ranks: set[str]) -> bool:
+    """Whether an expression reads the process's rank: a rank variable, a rank call, the
+    launch's rank environment variable, ``args.rank``-like attributes."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and sub.id in ranks:
+            return True
+        if isinstance(sub, ast.Call) and _dotted(sub.func, aliases) in _RANK_CALLS:
+            return True
+        if isinstance(sub, ast.Attribute) and sub.attr in ("rank", "local_rank",
+                                                           "global_rank", "is_main_process",
+                                                           "is_local_main_process"):
+            return True
+        if isinstance(sub, ast.Constant) and sub.value in _RANK_VARIABLES:
+            return True
+    return False
+
+
+def rank_guarded_collectives(component: ComponentSpec) -> list[tuple[str, int, str]]:
+    """Each collective the body calls in one branch of a condition on the process's rank
+    (``if rank == 0: dist.all_reduce(t)``) that the other branch does not call too: only
+    some ranks reach it, and the rest never join, so it waits for ever. ``(collective, line,
+    the condition's source)``.
+
+    Example:
+        >>> rank_guarded_collectives(train.spec)
+        [('torch.distributed.barrier', 14, 'rank == 0')]
+    """
+    fn = _function(component)
+    tree = parse_file(component.location.file) if fn is not None and component.location \
+        else None
+    if fn is None or tree is None:
+        return []
+    aliases = _imports(tree)
+    ranks: set[str] = set()
+    for node in ast.walk(fn):   # rank = dist.get_rank(); local = int(os.environ["LOCAL_RANK"])
+        if isinstance(node, ast.Assign) and _is_rank_source(node.value, aliases, ranks):
+            ranks.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    found: list[tuple[str, int, str]] = []
+    for node in ast.walk(fn):
+        if not isinstance(node, ast.If) or not _is_rank_source(node.test, aliases, ranks):
+            continue
+        branches = [_calls(node.body, aliases), _calls(node.orelse, aliases)]
+        for mine, other in (branches, branches[::-1]):
+            names = {n for n, _ in other}
+            found += [(n, line, ast.unparse(node.test)) for n, line in mine if n not in names]
+    return sorted(set(found), key=lambda x: x[1])
+
+
+def _calls(body: list[ast.stmt], aliases: dict[str, str]) -> list[tuple[str, int]]:
+    return [(name, sub.lineno) for stmt in body for sub in ast.walk(stmt)
+            if isinstance(sub, ast.Call) and (name := _collective(sub, aliases)) is not None]

@@ -1,11 +1,12 @@
-"""Launch checks (MP528-MP533): does a step's code keep to the launch it declares?
+"""Launch checks (MP528-MP533, MP535): does a step's code keep to the launch it declares?
 
 Azure ML is the launcher: it starts ``instances x processes_per_node`` processes, injects the
 framework's launch variables into each and leaves the coordination to the code. A body that
 starts its own workers (MP528), overwrites those variables (MP529), coordinates through another
 framework's strategy (MP530) or through nothing at all (MP532) contradicts its declaration;
 so does a TensorFlow worker count that does not fit the instances (MP531), and a model wrapped
-in DataParallel by each of several processes on a node (MP533). Read from the spec
+in DataParallel by each of several processes on a node (MP533), and a collective only the
+ranks that pass a condition on their rank reach (MP535). Read from the spec
 and the body's source (``checks.body``); nothing is imported.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Iterator
 from mlpipe import codes
 from mlpipe.checks.body import BodyFacts, names_used, step_facts
 from mlpipe.checks.distribution import LAUNCHERS
-from mlpipe.checks.flows import call_at
+from mlpipe.checks.flows import call_at, rank_guarded_collectives
 from mlpipe.checks.frameworks import MPI_VARS, PYTORCH_VARS, framework_of
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_step
@@ -279,3 +280,22 @@ def data_parallel_in_processes(graph: Graph) -> Iterator[Diagnostic]:
             hint="wrap the model in torch.nn.parallel.DistributedDataParallel(model, "
                  "device_ids=[local_rank]) in each process (DataParallel belongs to a job of "
                  "one process per node)", **_where(node, facts, hit[1]))
+
+
+@check(codes.COLLECTIVE_UNDER_RANK_GUARD)
+def collective_under_rank_guard(graph: Graph) -> Iterator[Diagnostic]:
+    for node, facts in _steps(graph):
+        c = node.component
+        if facts is None or c.distribution is None or c.distribution.world_size(
+                c.instances) < 2:
+            continue
+        world = c.distribution.world_size(c.instances)
+        for name, line, guard in rank_guarded_collectives(c)[:1]:
+            yield Diagnostic.of(
+                codes.COLLECTIVE_UNDER_RANK_GUARD,
+                f"the code of step '{node.id}' calls the collective {name!r} only where "
+                f"`{guard}` holds: of its {world} ranks, the others never call it, so those "
+                f"that do wait in it until the process group times out",
+                hint="call the collective on every rank, outside the condition, and keep only "
+                     "the one rank's work (saving, logging) under it",
+                **_where(node, facts, line))
