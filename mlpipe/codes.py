@@ -300,22 +300,22 @@ LAUNCH_VARIABLE_OVERWRITTEN = _code(
     "(RANK, WORLD_SIZE, MASTER_ADDR, TF_CONFIG, ...).")
 FOREIGN_DISTRIBUTION_STRATEGY = _code(
     "MP530", "foreign-distribution-strategy", ERROR,
-    "A step's code coordinates through another framework than its declared distribution "
-    "(tf.distribute in a PyTorch job, torch.distributed in a TensorFlow job, Horovod or mpi4py "
-    "without MPI).")
+    "A step's code coordinates through another framework than its distribution (tf.distribute "
+    "in a PyTorch job, torch.distributed in a TensorFlow job, Horovod or mpi4py without MPI).")
 TF_WORKERS_INSTANCES_MISMATCH = _code(
     "MP531", "tf-workers-instances-mismatch", ERROR,
     "A TensorFlow distribution's worker count disagrees with the step's instances.")
 DISTRIBUTION_WITHOUT_COORDINATION = _code(
     "MP532", "distribution-without-coordination", WARNING,
-    "A distributed step's code, read statically with the local modules it imports, uses no "
-    "distributed API: each process would train alone.")
+    "A distributed step's code (and the local modules it imports) uses no distributed API.")
 DATA_PARALLEL_IN_LAUNCHED_PROCESSES = _code(
     "MP533", "data-parallel-in-launched-processes", ERROR, "DataParallel per process of a node.")
 GLOBAL_METRIC_MISCOUNTED = _code(
     "MP534", "global-metric-miscounted", WARNING, "A global metric counts its examples wrongly.")
 COLLECTIVE_UNDER_RANK_GUARD = _code(
     "MP535", "collective-under-rank-guard", ERROR, "A collective only some ranks call.")
+INSTALL_AT_RUN_TIME = _code(
+    "MP536", "install-at-run-time", WARNING, "A step installs packages from an index as it runs.")
 
 # --- MP6xx: Azure ML YAML import (mlpipe.backends.azure.importer)
 UNREADABLE_BINDING_EXPRESSION = _code(

@@ -1,0 +1,70 @@
+"""Fields a job declares, in each form it is written in: a command that installs packages as
+it runs (MP536) and a DeepSpeed configuration whose batch sizes imply another world size
+(MP503), in Azure ML YAML beside the mlpipe Python fixtures (tests/fixtures/checks)."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mlpipe.checks import check_pipeline
+from mlpipe.loader import load_spec
+
+JOB = Path(__file__).parents[1] / "fixtures" / "azure" / "command_job"
+
+
+def _codes(tmp_path: Path, command: str, extra: str = "", files: dict | None = None):
+    shutil.copytree(JOB, tmp_path / "job")
+    for name, data in (files or {}).items():
+        (tmp_path / "job" / "src" / name).write_text(json.dumps(data))
+    text = (JOB / "job.yml").read_text()
+    text = text.replace("  python main.py --data ${{inputs.data}} --learning-rate "
+                        "${{inputs.learning_rate}}\n  --model ${{outputs.model}}\n",
+                        f"  {command}\n") + extra
+    (tmp_path / "job" / "job.yml").write_text(text)
+    spec, found = load_spec(str(tmp_path / "job" / "job.yml"))
+    return [(d.code, d.message) for d in [*found, *check_pipeline(spec)[1]]
+            if d.code in ("MP503", "MP536")]
+
+
+@pytest.mark.parametrize(("command", "installs"), [
+    ("pip install -r requirements.txt && python main.py --model ${{outputs.model}}",
+     "pip install -r requirements.txt "),
+    ("python -m pip install timm==0.9.2; python main.py --model ${{outputs.model}}",
+     "python -m pip install timm==0.9.2"),
+    ("conda install -y scikit-learn && python main.py --model ${{outputs.model}}",
+     "conda install -y scikit-learn "),
+    ("pip install --no-deps --no-index wheels/x.whl && python main.py --model "
+     "${{outputs.model}}", None),                   # from files the code carries
+    ("python main.py --model ${{outputs.model}}", None),
+])
+def test_a_yaml_command_that_installs_as_it_runs(tmp_path, command, installs):
+    found = _codes(tmp_path, command)
+    assert [c for c, _ in found] == (["MP536"] if installs else [])
+    if installs:
+        assert found[0][1] == (
+            f"step 'job' runs {installs.strip()!r} when it starts: the packages it gets are "
+            f"whatever the index serves on the day, not what the environment it declares "
+            f"pins, so two runs of one definition may run different software")
+
+
+DISTRIBUTED = """resources:
+  instance_count: 2
+distribution:
+  type: pytorch
+  process_count_per_instance: 4
+"""
+
+
+@pytest.mark.parametrize(("total", "mismatch"), [(64, True), (128, False)])
+def test_a_yaml_command_naming_a_deepspeed_configuration(tmp_path, total, mismatch):
+    config = {"train_batch_size": total, "train_micro_batch_size_per_gpu": 8,
+              "gradient_accumulation_steps": 2}
+    found = _codes(tmp_path, "python main.py --deepspeed ds.json --model ${{outputs.model}}",
+                   DISTRIBUTED, {"ds.json": config})
+    assert [c for c, _ in found] == (["MP503"] if mismatch else [])
+    if mismatch:
+        assert "states a world size of 4 (DeepSpeed configuration 'ds.json': " \
+               "train_batch_size 64 = " in found[0][1]
