@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 
-from mlpipe.checks.body import BodyFacts
+from mlpipe.checks.body import BodyFacts, body_facts
 from mlpipe.source import parse_file
 from mlpipe.spec import ComponentSpec
 
 _JOINS = {"join", "joinpath"}   # os.path.join(rows, "test"), Path(rows).joinpath("test")
 _PATHS = {"Path", "PurePath", "PosixPath"}   # Path(rows, "test")
+_FLAGS = re.compile(r"--([\w-]+)[=\s]+\$\{\{\s*inputs\.(\w+)\s*\}\}")
 
 
 def _function(component: ComponentSpec) -> ast.AST | None:
@@ -36,6 +38,8 @@ def _root(node: ast.AST, names: dict[str, str]) -> str | None:
     local name bound to one of them."""
     if isinstance(node, ast.Name):
         return names.get(node.id)
+    if isinstance(node, ast.Attribute):   # a script's argparse value: args.raw
+        return names.get(ast.unparse(node))
     if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
         return _root(node.args[0], names)
     return None
@@ -86,10 +90,17 @@ def input_parts(component: ComponentSpec) -> dict[str, frozenset[str]]:
         {'rows': frozenset({'train', 'test'})}
     """
     fn = _function(component)
-    if fn is None:
-        return {}
     inputs = {p.name for p in component.inputs}
     names = {n: n for n in inputs}
+    if fn is None and component.function is None and component.command:
+        # a script component: the flag its command passes each input by (--raw
+        # ${{inputs.raw}}) is the argparse value the script reads it from (args.raw)
+        facts = body_facts(component)
+        fn = parse_file(facts.file) if facts is not None else None
+        names = {f"args.{flag.replace('-', '_')}": port
+                 for flag, port in _FLAGS.findall(component.command) if port in inputs}
+    if fn is None:
+        return {}
     for node in ast.walk(fn):   # one level of aliases: root = Path(rows)
         if isinstance(node, ast.Assign) and len(node.targets) == 1 \
                 and isinstance(node.targets[0], ast.Name):
@@ -206,9 +217,12 @@ def rank_guarded_collectives(component: ComponentSpec) -> list[tuple[str, int, s
         >>> rank_guarded_collectives(train.spec)
         [('torch.distributed.barrier', 14, 'rank == 0')]
     """
-    fn = _function(component)
-    tree = parse_file(component.location.file) if fn is not None and component.location \
-        else None
+    fn, tree = _function(component), None
+    if fn is not None and component.location is not None:
+        tree = parse_file(component.location.file)
+    elif component.function is None and component.command:
+        facts = body_facts(component)   # a script component: its script, read whole
+        fn = tree = parse_file(facts.file) if facts is not None else None
     if fn is None or tree is None:
         return []
     aliases = _imports(tree)

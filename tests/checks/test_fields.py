@@ -68,3 +68,29 @@ def test_a_yaml_command_naming_a_deepspeed_configuration(tmp_path, total, mismat
     if mismatch:
         assert "states a world size of 4 (DeepSpeed configuration 'ds.json': " \
                "train_batch_size 64 = " in found[0][1]
+
+
+STAGED = Path(__file__).parents[1] / "corpus" / "clean" / "yaml" / "staged_deepspeed"
+
+
+@pytest.mark.parametrize(("file", "old", "new", "code", "line"), [
+    (None, None, None, None, None),                       # the corpus's correct design
+    ("src/ds_config.json", '"train_batch_size": 128', '"train_batch_size": 64', "MP503", None),
+    ("src/train.py", "    shutil.copytree(args.examples, staged, dirs_exist_ok=True)\n"
+     "dist.barrier()", "    shutil.copytree(args.examples, staged, dirs_exist_ok=True)\n"
+     "    dist.barrier()", "MP535", 25),
+    ("train.yml", "  --model ${{outputs.model}} --deepspeed ds_config.json",
+     "  --model ${{outputs.model}} --deepspeed ds_config.json\n  && pip install wandb",
+     "MP536", None),
+])
+def test_each_observation_on_a_yaml_pipelines_scripts(tmp_path, file, old, new, code, line):
+    shutil.copytree(STAGED, tmp_path / "job")
+    if file is not None:
+        path = tmp_path / "job" / file
+        assert old in path.read_text()
+        path.write_text(path.read_text().replace(old, new))
+    spec, found = load_spec(str(tmp_path / "job" / "pipeline.yml"))
+    found = [d for d in [*found, *check_pipeline(spec)[1]] if d.severity.value != "info"]
+    assert [d.code for d in found] == ([code] if code else [])
+    if line is not None:
+        assert (found[0].file.endswith("train.py"), found[0].line) == (True, line)
