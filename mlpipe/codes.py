@@ -292,12 +292,10 @@ DECLARED_WRITER_NEVER_WROTE = _code(
 # --- MP528-MP539: a step's code against its declared launch (mlpipe.checks.launch)
 WORKERS_STARTED_IN_BODY = _code(
     "MP528", "workers-started-in-body", ERROR,
-    "A step's code starts its own worker processes (torch.multiprocessing.spawn, an elastic "
-    "launch, a launcher's entry point) although Azure ML starts the step's processes.")
+    "A step's code starts its own worker processes although Azure ML starts the step's processes.")
 LAUNCH_VARIABLE_OVERWRITTEN = _code(
     "MP529", "launch-variable-overwritten", ERROR,
-    "A distributed step's code overwrites a launch variable Azure ML injects into each process "
-    "(RANK, WORLD_SIZE, MASTER_ADDR, TF_CONFIG, ...).")
+    "A step's code overwrites a launch variable Azure ML injects (RANK, WORLD_SIZE, ...).")
 FOREIGN_DISTRIBUTION_STRATEGY = _code(
     "MP530", "foreign-distribution-strategy", ERROR,
     "A step's code coordinates through another framework than its distribution (tf.distribute "
@@ -316,6 +314,8 @@ COLLECTIVE_UNDER_RANK_GUARD = _code(
     "MP535", "collective-under-rank-guard", ERROR, "A collective only some ranks call.")
 INSTALL_AT_RUN_TIME = _code(
     "MP536", "install-at-run-time", WARNING, "A step installs packages from an index as it runs.")
+EVERY_RANK_DOWNLOADS = _code(
+    "MP537", "every-rank-downloads", WARNING, "Every process of a step downloads the same data.")
 
 # --- MP6xx: Azure ML YAML import (mlpipe.backends.azure.importer)
 UNREADABLE_BINDING_EXPRESSION = _code(

@@ -207,6 +207,26 @@ def _is_rank_source(node: ast.AST, aliases: dict[str, str], ranks: set[str]) -> 
     return False
 
 
+def _ranked_body(component: ComponentSpec
+                 ) -> tuple[ast.AST, dict[str, str], set[str]] | None:
+    """The body (a function, or a script component's script read whole), its imports, and
+    the local names that hold the process's rank (``rank = dist.get_rank()``)."""
+    fn, tree = _function(component), None
+    if fn is not None and component.location is not None:
+        tree = parse_file(component.location.file)
+    elif component.function is None and component.command:
+        facts = body_facts(component)
+        fn = tree = parse_file(facts.file) if facts is not None else None
+    if fn is None or tree is None:
+        return None
+    aliases = _imports(tree)
+    ranks: set[str] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and _is_rank_source(node.value, aliases, ranks):
+            ranks.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return fn, aliases, ranks
+
+
 def rank_guarded_collectives(component: ComponentSpec) -> list[tuple[str, int, str]]:
     """Each collective the body calls in one branch of a condition on the process's rank
     (``if rank == 0: dist.all_reduce(t)``) that the other branch does not call too: only
@@ -217,19 +237,10 @@ def rank_guarded_collectives(component: ComponentSpec) -> list[tuple[str, int, s
         >>> rank_guarded_collectives(train.spec)
         [('torch.distributed.barrier', 14, 'rank == 0')]
     """
-    fn, tree = _function(component), None
-    if fn is not None and component.location is not None:
-        tree = parse_file(component.location.file)
-    elif component.function is None and component.command:
-        facts = body_facts(component)   # a script component: its script, read whole
-        fn = tree = parse_file(facts.file) if facts is not None else None
-    if fn is None or tree is None:
+    read = _ranked_body(component)
+    if read is None:
         return []
-    aliases = _imports(tree)
-    ranks: set[str] = set()
-    for node in ast.walk(fn):   # rank = dist.get_rank(); local = int(os.environ["LOCAL_RANK"])
-        if isinstance(node, ast.Assign) and _is_rank_source(node.value, aliases, ranks):
-            ranks.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    fn, aliases, ranks = read
     found: list[tuple[str, int, str]] = []
     for node in ast.walk(fn):
         if not isinstance(node, ast.If) or not _is_rank_source(node.test, aliases, ranks):
@@ -244,3 +255,51 @@ def rank_guarded_collectives(component: ComponentSpec) -> list[tuple[str, int, s
 def _calls(body: list[ast.stmt], aliases: dict[str, str]) -> list[tuple[str, int]]:
     return [(name, sub.lineno) for stmt in body for sub in ast.walk(stmt)
             if isinstance(sub, ast.Call) and (name := _collective(sub, aliases)) is not None]
+
+
+#: Calls that fetch data or weights from remote storage into a local folder.
+_DOWNLOADS = ("urllib.request.urlretrieve", "huggingface_hub.hf_hub_download",
+              "huggingface_hub.snapshot_download", "wget.download", "gdown.download",
+              "torchvision.datasets.utils.download_url",
+              "torchvision.datasets.utils.download_and_extract_archive",
+              "torch.hub.download_url_to_file", "azure.storage.blob.BlobClient.download_blob")
+
+
+def _guarded(fn: ast.AST, aliases: dict[str, str], ranks: set[str]) -> set[int]:
+    """The ids of every node under a condition on the rank (either branch)."""
+    inside: set[int] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.If) and _is_rank_source(node.test, aliases, ranks):
+            inside.update(id(sub) for stmt in [*node.body, *node.orelse]
+                          for sub in ast.walk(stmt))
+    return inside
+
+
+def _fetches(call: ast.Call, aliases: dict[str, str]) -> str | None:
+    """What a call downloads: a known download function, or a data set built with
+    ``download=True`` (torchvision, torchaudio, ...)."""
+    name = _dotted(call.func, aliases)
+    if name is not None and name in _DOWNLOADS:
+        return name
+    for kw in call.keywords:
+        if kw.arg == "download" and getattr(kw.value, "value", None) is True:
+            return f"{name or ast.unparse(call.func)}(download=True)"
+    return None
+
+
+def every_rank_downloads(component: ComponentSpec) -> list[tuple[str, int]]:
+    """Each download the body (or a script component's script) makes outside any condition
+    on the rank, so every process makes it: ``(what, line)``.
+
+    Example:
+        >>> every_rank_downloads(train.spec)
+        [('torchvision.datasets.CIFAR10(download=True)', 21)]
+    """
+    read = _ranked_body(component)
+    if read is None:
+        return []
+    fn, aliases, ranks = read
+    inside = _guarded(fn, aliases, ranks)
+    return [(what, node.lineno) for node in ast.walk(fn)
+            if isinstance(node, ast.Call) and id(node) not in inside
+            and (what := _fetches(node, aliases)) is not None]

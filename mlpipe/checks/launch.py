@@ -1,4 +1,4 @@
-"""Launch checks (MP528-MP533, MP535): does a step's code keep to the launch it declares?
+"""Launch checks (MP528-MP533, MP535, MP537): does a step's code keep to its launch?
 
 Azure ML is the launcher: it starts ``instances x processes_per_node`` processes, injects the
 framework's launch variables into each and leaves the coordination to the code. A body that
@@ -6,7 +6,8 @@ starts its own workers (MP528), overwrites those variables (MP529), coordinates 
 framework's strategy (MP530) or through nothing at all (MP532) contradicts its declaration;
 so does a TensorFlow worker count that does not fit the instances (MP531), and a model wrapped
 in DataParallel by each of several processes on a node (MP533), and a collective only the
-ranks that pass a condition on their rank reach (MP535). Read from the spec
+ranks that pass a condition on their rank reach (MP535), and a download every rank makes
+(MP537). Read from the spec
 and the body's source (``checks.body``); nothing is imported.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Iterator
 from mlpipe import codes
 from mlpipe.checks.body import BodyFacts, names_used, step_facts
 from mlpipe.checks.distribution import LAUNCHERS
-from mlpipe.checks.flows import call_at, rank_guarded_collectives
+from mlpipe.checks.flows import call_at, every_rank_downloads, rank_guarded_collectives
 from mlpipe.checks.frameworks import MPI_VARS, PYTORCH_VARS, framework_of
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_step
@@ -299,3 +300,24 @@ def collective_under_rank_guard(graph: Graph) -> Iterator[Diagnostic]:
                 hint="call the collective on every rank, outside the condition, and keep only "
                      "the one rank's work (saving, logging) under it",
                 **_where(node, facts, line))
+
+
+@check(codes.EVERY_RANK_DOWNLOADS)
+def every_rank_download(graph: Graph) -> Iterator[Diagnostic]:
+    for node, facts in _steps(graph):
+        c = node.component
+        if facts is None or c.distribution is None:
+            continue
+        per_node = c.distribution.processes_per_instance()
+        world = c.distribution.world_size(c.instances)
+        if per_node < 2:
+            continue  # one process per node: each node downloads once, as staging should
+        for what, line in every_rank_downloads(c)[:1]:
+            yield Diagnostic.of(
+                codes.EVERY_RANK_DOWNLOADS,
+                f"the code of step '{node.id}' calls {what!r} on every rank, under no "
+                f"condition on the rank: its {world} processes ({per_node} on each node) "
+                f"download the same data at once, and those on one node write the same files",
+                hint="download on one process per node (local rank 0), make every rank "
+                     "wait for it (a barrier) before reading; or pass the data as an input of "
+                     "the step", **_where(node, facts, line))

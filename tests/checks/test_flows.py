@@ -75,3 +75,35 @@ def not_a_rank(model: Output["uri_folder"], epochs: int = 2):
 def test_a_collective_only_some_ranks_reach_is_found(component, expected):
     found = [(name, guard) for name, _, guard in rank_guarded_collectives(component.spec)]
     assert found == expected
+
+
+@component(distribution=DDP)
+def hub_every_rank(model: Output["uri_folder"]):
+    from huggingface_hub import snapshot_download
+    snapshot_download("bert-base-uncased", local_dir="/tmp/bert")
+
+
+@component(distribution=DDP)
+def url_on_rank0(model: Output["uri_folder"]):
+    import urllib.request
+
+    import torch.distributed as dist
+    if dist.get_rank() == 0:
+        urllib.request.urlretrieve("https://example.org/d.tgz", "/tmp/d.tgz")
+    dist.barrier()
+
+
+@component(distribution=DDP)
+def dataset_without_download(model: Output["uri_folder"]):
+    import torchvision
+    torchvision.datasets.MNIST("/mnt/inputs/mnist", download=False)
+
+
+@pytest.mark.parametrize(("component", "expected"), [
+    (hub_every_rank, ["huggingface_hub.snapshot_download"]),
+    (url_on_rank0, []),
+    (dataset_without_download, []),
+])
+def test_a_download_every_rank_makes_is_found(component, expected):
+    from mlpipe.checks.flows import every_rank_downloads
+    assert [what for what, _ in every_rank_downloads(component.spec)] == expected
