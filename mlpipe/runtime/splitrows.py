@@ -24,19 +24,35 @@ def _tables(path: Path) -> list[Path]:
 
 def _count_csv(path: Path, column: str) -> Counter[str] | None:
     with path.open(newline="", encoding="utf-8") as fh:
-        rows = csv.reader(fh)
-        header = [_UNIT.sub("", cell) for cell in next(rows, [])]
-        if column not in header:
-            return None
-        at = header.index(column)
-        return Counter(row[at] for row in rows if len(row) > at)
+        cells = next(csv.reader(fh), [])
+    header = [_UNIT.sub("", cell) for cell in cells]
+    if column not in header:
+        return None
+    cell = cells[header.index(column)]
+    try:   # the split column alone, read by pyarrow (which validated the table already)
+        import pyarrow as pa
+        from pyarrow import csv as pacsv
+    except ImportError:
+        with path.open(newline="", encoding="utf-8") as fh:
+            rows = csv.reader(fh)
+            next(rows, None)
+            at = header.index(column)
+            return Counter(row[at] for row in rows if len(row) > at)
+    return _counted(pacsv.read_csv(path, convert_options=pacsv.ConvertOptions(
+        include_columns=[cell], column_types={cell: pa.string()})).column(cell))
+
+
+def _counted(values: Any) -> Counter[str]:
+    """A pyarrow column's values, counted."""
+    counts = values.value_counts()
+    return Counter({str(v): int(n) for v, n in zip(counts.field("values").to_pylist(),
+                                                   counts.field("counts").to_pylist())})
 
 
 def _count_parquet(path: Path, column: str) -> Counter[str] | None:
     import pyarrow.parquet as pq
 
-    table = pq.read_table(path, columns=[column])
-    return Counter(str(v) for v in table.column(column).to_pylist())
+    return _counted(pq.read_table(path, columns=[column]).column(column))
 
 
 def _count(path: Path, column: str) -> Counter[str] | None:
