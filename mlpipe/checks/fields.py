@@ -1,6 +1,7 @@
 """Fields of a job beyond its launch block, judged against docs/rules.md: the packages its
-command installs when it runs (MP536), and the world size the DeepSpeed configuration its
-command or body names implies (read by MP503). The same spec fields for mlpipe Python, Azure
+command installs when it runs (MP536), a registered component it runs by a label or without a
+version (MP802), and the world size the DeepSpeed configuration its command or body names
+implies (read by MP503). The same spec fields for mlpipe Python, Azure
 ML YAML and azure-ai-ml Python; files are read, nothing is imported or run.
 """
 from __future__ import annotations
@@ -144,3 +145,39 @@ def deepspeed_world_size(node: StepNode, facts: BodyFacts | None
              f"train_micro_batch_size_per_gpu {micro} x gradient_accumulation_steps {steps} x "
              f"the world size")
     return where, int(world) if world.is_integer() else round(world, 3)
+
+
+#: A registered component as the importer names it: ``(azureml:NAME@LABEL)``, ``(azureml:NAME)``,
+#: ``(azureml:NAME:VERSION)`` or a registry's ``azureml://registries/.../components/...``.
+_REGISTERED = re.compile(r"\((azureml:[^()\s]+)\)")
+
+
+def _component_moves(reference: str) -> str | None:
+    """Why a component reference names no fixed version, or None when it names one."""
+    if reference.startswith("azureml://"):
+        if "/labels/" in reference:
+            return ("by a label (it names whichever version carries it when the job is "
+                    "submitted)")
+        return None if "/versions/" in reference else "with no version"
+    name = reference[len("azureml:"):]
+    if "@" in name:
+        return (f"by the label {name.split('@', 1)[1]!r} (it names whichever version carries "
+                f"it when the job is submitted)")
+    return None if ":" in name else ("with no version (Azure ML resolves one when the job is "
+                                     "submitted)")
+
+
+@check(codes.MOVING_REFERENCE)
+def component_by_label(graph: Graph) -> Iterator[Diagnostic]:
+    for node in graph.step_nodes():
+        m = _REGISTERED.search(node.component.azure_only or "")
+        why = _component_moves(m.group(1)) if m else None
+        if why is None:
+            continue
+        name = m.group(1).split("@")[0].rstrip("/")
+        yield Diagnostic.of(
+            codes.MOVING_REFERENCE,
+            f"step '{node.id}' runs the registered component {m.group(1)!r} {why}: the "
+            f"code it runs can change while the pipeline's text does not",
+            hint=f"pin a version: component: {name}:N (the version you reviewed)",
+            **at_step(node))

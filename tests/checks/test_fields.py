@@ -94,3 +94,35 @@ def test_each_observation_on_a_yaml_pipelines_scripts(tmp_path, file, old, new, 
     assert [d.code for d in found] == ([code] if code else [])
     if line is not None:
         assert (found[0].file.endswith("train.py"), found[0].line) == (True, line)
+
+
+@pytest.mark.parametrize(("reference", "moves"), [
+    ("azureml:corpus_train@latest", "by the label 'latest' (it names whichever version carries "
+                                    "it when the job is submitted)"),
+    ("azureml:corpus_train", "with no version (Azure ML resolves one when the job is "
+                             "submitted)"),
+    ("azureml://registries/team/components/corpus_train/labels/latest", "by a label"),
+    ("azureml:corpus_train:4", None),
+    ("azureml://registries/team/components/corpus_train/versions/4", None),
+])
+def test_a_registered_component_by_label_or_without_version_moves(tmp_path, reference, moves):
+    (tmp_path / "pipeline.yml").write_text(f"""type: pipeline
+settings:
+  default_compute: azureml:cpu-cluster
+inputs:
+  raw:
+    type: uri_folder
+    path: azureml:defect-images:3
+jobs:
+  train:
+    type: command
+    component: {reference}
+    inputs:
+      examples: ${{{{parent.inputs.raw}}}}
+""")
+    spec, found = load_spec(str(tmp_path / "pipeline.yml"))
+    found = [d for d in [*found, *check_pipeline(spec)[1]] if d.code == "MP802"]
+    assert len(found) == (moves is not None)
+    if moves:
+        assert found[0].message.startswith(
+            f"step 'train' runs the registered component {reference!r} {moves}")
