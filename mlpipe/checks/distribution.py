@@ -91,7 +91,7 @@ def processes_per_gpu(graph: Graph) -> Iterator[Diagnostic]:
                 **at_step(node))
 
 
-def _stated_world_sizes(node: StepNode) -> Iterator[tuple[str, int]]:
+def _stated_world_sizes(node: StepNode) -> Iterator[tuple[str, int | float]]:
     c = node.component
     for key, value in c.environment_variables:
         if key == "WORLD_SIZE" and value.isdigit():

@@ -136,7 +136,7 @@ def deepspeed_world_size(node: StepNode, facts: BodyFacts | None
     """
     found = _config(node, facts)
     given = _ints(found[1]) if found is not None else {}
-    if len(given) < 3:
+    if found is None or len(given) < 3:
         return None
     total, micro = given["train_batch_size"], given["train_micro_batch_size_per_gpu"]
     steps = given["gradient_accumulation_steps"]
@@ -172,7 +172,7 @@ def component_by_label(graph: Graph) -> Iterator[Diagnostic]:
     for node in graph.step_nodes():
         m = _REGISTERED.search(node.component.azure_only or "")
         why = _component_moves(m.group(1)) if m else None
-        if why is None:
+        if m is None or why is None:
             continue
         name = m.group(1).split("@")[0].rstrip("/")
         yield Diagnostic.of(

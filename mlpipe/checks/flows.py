@@ -6,8 +6,11 @@ facts ``checks.body`` keeps are names; these are what the names hold and where t
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
+from collections.abc import Callable
+from typing import Any
 
 from mlpipe.checks.body import BodyFacts, body_facts
 from mlpipe.source import parse_file
@@ -16,6 +19,20 @@ from mlpipe.spec import ComponentSpec
 _JOINS = {"join", "joinpath"}   # os.path.join(rows, "test"), Path(rows).joinpath("test")
 _PATHS = {"Path", "PurePath", "PosixPath"}   # Path(rows, "test")
 _FLAGS = re.compile(r"--([\w-]+)[=\s]+\$\{\{\s*inputs\.(\w+)\s*\}\}")
+
+
+def _once(fn: Callable[[ComponentSpec], Any]) -> Callable[[ComponentSpec], Any]:
+    """Read once per component: a pipeline of a thousand steps of one component walks its
+    source once, not a thousand times (as ``checks.body.step_facts``)."""
+    memo: dict[int, tuple[ComponentSpec, Any]] = {}
+
+    @functools.wraps(fn)
+    def once(component: ComponentSpec) -> Any:
+        hit = memo.get(id(component))
+        if hit is None or hit[0] is not component:
+            hit = memo[id(component)] = (component, fn(component))
+        return hit[1]
+    return once
 
 
 def _function(component: ComponentSpec) -> ast.AST | None:
@@ -78,6 +95,7 @@ def _part_of(node: ast.AST, names: dict[str, str]) -> tuple[str, str] | None:
     return None
 
 
+@_once
 def input_parts(component: ComponentSpec) -> dict[str, frozenset[str]]:
     """For each input of a function component, the literal folders or files directly below
     it that its body names (``Path(rows) / "train"``, ``Path(rows, "train")``,
@@ -227,6 +245,7 @@ def _ranked_body(component: ComponentSpec
     return fn, aliases, ranks
 
 
+@_once
 def rank_guarded_collectives(component: ComponentSpec) -> list[tuple[str, int, str]]:
     """Each collective the body calls in one branch of a condition on the process's rank
     (``if rank == 0: dist.all_reduce(t)``) that the other branch does not call too: only
@@ -287,6 +306,7 @@ def _fetches(call: ast.Call, aliases: dict[str, str]) -> str | None:
     return None
 
 
+@_once
 def every_rank_downloads(component: ComponentSpec) -> list[tuple[str, int]]:
     """Each download the body (or a script component's script) makes outside any condition
     on the rank, so every process makes it: ``(what, line)``.

@@ -54,8 +54,8 @@ def training_rows_evaluated(step: str, checked: dict[str, Any] | None,
     seen: set[tuple[str, int, str]] = set()
     for split, count in filter(None, map(_counted, populations)):
         for port, entry in sorted((checked or {}).items()):
-            splits = entry.get("splits") if isinstance(entry, dict) else None
-            rows = (splits or {}).get("rows") or {}
+            splits = (entry.get("splits") if isinstance(entry, dict) else None) or {}
+            rows = splits.get("rows") or {}
             if split not in rows or (split, count, port) in seen:
                 continue
             seen.add((split, count, port))
