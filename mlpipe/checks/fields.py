@@ -1,6 +1,7 @@
 """Fields of a job beyond its launch block, judged against docs/rules.md: the packages its
 command installs when it runs (MP536), a registered component it runs by a label or without a
-version (MP802), and the world size the DeepSpeed configuration its command or body names
+version (MP802), the GPUs a declared CUDA_VISIBLE_DEVICES leaves each node (MP502), and the
+world size the DeepSpeed configuration its command or body names
 implies (read by MP503). The same spec fields for mlpipe Python, Azure
 ML YAML and azure-ai-ml Python; files are read, nothing is imported or run.
 """
@@ -181,3 +182,42 @@ def component_by_label(graph: Graph) -> Iterator[Diagnostic]:
             f"code it runs can change while the pipeline's text does not",
             hint=f"pin a version: component: {name}:N (the version you reviewed)",
             **at_step(node))
+
+
+def _visible(node: StepNode) -> tuple[str, int] | None:
+    """(where, how many devices) a declared CUDA_VISIBLE_DEVICES shows each process: the
+    job's environment variables first, then its environment's; None when neither sets it or
+    its value is not a list of devices."""
+    c = node.component
+    stated = [("environment variable", v) for k, v in c.environment_variables
+              if k == "CUDA_VISIBLE_DEVICES"]
+    if c.environment is not None:
+        stated += [(f"environment {c.environment.name!r}'s variable", v)
+                   for k, v in c.environment.variables if k == "CUDA_VISIBLE_DEVICES"]
+    for where, value in stated[:1]:
+        devices = [d.strip() for d in str(value).split(",") if d.strip()]
+        if all(re.fullmatch(r"\d+|GPU-[\w-]+|MIG-[\w/-]+", d) for d in devices):
+            return f"{where} CUDA_VISIBLE_DEVICES={value!r}", len(devices)
+    return None
+
+
+@check(codes.PROCESSES_GPUS_MISMATCH)
+def visible_devices(graph: Graph) -> Iterator[Diagnostic]:
+    for node in graph.step_nodes():
+        dist = node.component.distribution
+        if dist is None or dist.type not in ("pytorch", "mpi"):
+            continue
+        per_node = dist.processes_per_instance()
+        shown = _visible(node)
+        if shown is None or shown[1] == 0 or per_node <= shown[1]:
+            continue  # none shown: GPUs hidden on purpose (a CPU run over gloo)
+        where, count = shown
+        yield Diagnostic.of(
+            codes.PROCESSES_GPUS_MISMATCH,
+            f"step '{node.id}' starts {per_node} processes per node, but its {where} shows "
+            f"each of them {count} GPU{'s' if count != 1 else ''}: "
+            f"{per_node - count} process(es) have no GPU of their own, and cuda:LOCAL_RANK "
+            f"does not exist past cuda:{max(count - 1, 0)}",
+            hint="remove CUDA_VISIBLE_DEVICES from the job (Azure ML shows every process all "
+                 "of the node's GPUs; each picks cuda:LOCAL_RANK), or start as many processes "
+                 "per node as it lists", **at_step(node))

@@ -126,3 +126,20 @@ jobs:
     if moves:
         assert found[0].message.startswith(
             f"step 'train' runs the registered component {reference!r} {moves}")
+
+
+@pytest.mark.parametrize(("visible", "flagged"), [
+    ("'0'", True), ("'0,1'", True), ("'0,1,2,3'", False), ("''", False),
+])
+def test_a_yaml_jobs_cuda_visible_devices_against_its_processes(tmp_path, visible, flagged):
+    shutil.copytree(JOB, tmp_path / "job")
+    text = (JOB / "job.yml").read_text() + DISTRIBUTED + (
+        f"environment_variables:\n  CUDA_VISIBLE_DEVICES: {visible}\n")
+    (tmp_path / "job" / "job.yml").write_text(text)
+    spec, found = load_spec(str(tmp_path / "job" / "job.yml"))
+    found = [d for d in [*found, *check_pipeline(spec)[1]] if d.code == "MP502"]
+    assert len(found) == flagged
+    if flagged:
+        assert found[0].message.startswith(
+            f"step 'job' starts 4 processes per node, but its environment variable "
+            f"CUDA_VISIBLE_DEVICES={visible} shows each of them")
