@@ -143,3 +143,54 @@ def test_a_yaml_jobs_cuda_visible_devices_against_its_processes(tmp_path, visibl
         assert found[0].message.startswith(
             f"step 'job' starts 4 processes per node, but its environment variable "
             f"CUDA_VISIBLE_DEVICES={visible} shows each of them")
+
+
+SDK_PIPELINE = '''
+from pathlib import Path
+
+from azure.ai.ml import Input, Output, PyTorchDistribution, command, dsl
+
+HERE = Path(__file__).resolve().parent
+train = command(
+    name="train",
+    code=HERE / "src",
+    command="{command}",
+    inputs={{"data": Input(type="uri_folder")}},
+    outputs={{"model": Output(type="uri_folder")}},
+    environment="azureml:AzureML-pytorch-gpu:3",
+    distribution=PyTorchDistribution(process_count_per_instance=4),
+    instance_count=1,
+    environment_variables={{"CUDA_VISIBLE_DEVICES": "{visible}"}},
+    tags={{"mlpipe.writers.model": "rank0"}},
+)
+
+
+@dsl.pipeline(default_compute="gpu-cluster")
+def pipe():
+    fit = train(data=Input(type="uri_folder", path="azureml:images:3"))
+    return {{"model": fit.outputs.model}}
+'''
+SDK_SCRIPT = """import torch.distributed as dist
+
+dist.init_process_group("nccl")
+if dist.get_rank() == 0:
+    print("saving")
+{barrier}dist.barrier()
+"""
+
+
+@pytest.mark.parametrize("mistaken", [True, False])
+def test_every_field_in_an_azure_ai_ml_python_pipeline(tmp_path, mistaken):
+    pytest.importorskip("azure.ai.ml")
+    run = "python train.py --data ${{inputs.data}} --model ${{outputs.model}}"
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.py").write_text(SDK_SCRIPT.format(
+        barrier="    " if mistaken else ""))
+    module = f"sdk_pipe_{'mistaken' if mistaken else 'clean'}"   # one import name each
+    (tmp_path / f"{module}.py").write_text(SDK_PIPELINE.format(
+        command=("pip install timm && " if mistaken else "") + run,
+        visible="0" if mistaken else "0,1,2,3"))
+    spec, found = load_spec(f"{tmp_path / module}.py:pipe")
+    codes = sorted(d.code for d in [*found, *check_pipeline(spec)[1]]
+                   if d.code in ("MP502", "MP535", "MP536"))
+    assert codes == (["MP502", "MP535", "MP536"] if mistaken else [])
