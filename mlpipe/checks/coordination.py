@@ -382,11 +382,13 @@ def _metric_findings(records: dict[int, dict[str, Any]], world_size: int,
     metric more than one rank logged as global (each rank's partial view)."""
     findings: list[Diagnostic] = []
     metrics: dict[str, dict[str, Any]] = {}
-    for line in (x for r in records.values() for x in r.get("metrics") or []):
+    for line in (x for r in records.values() for x in r.get("metrics") or []
+                 if isinstance(x, dict) and isinstance(x.get("name"), str)
+                 and isinstance(x.get("scope"), str)):   # a line cut short says nothing
         m = metrics.setdefault(line["name"], {"scopes": set(), "global_ranks": set()})
         m["scopes"].add(line["scope"])
         if line["scope"] == "global":
-            m["global_ranks"].add(line["rank"])
+            m["global_ranks"].add(line.get("rank"))
     for name, m in sorted(metrics.items()):
         ranks = sorted(r for r in m["global_ranks"] if r is not None)
         if world_size > 1 and len(ranks) > 1:

@@ -36,8 +36,11 @@ def _rounds(records: dict[int, dict[str, Any]]) -> dict[tuple[str, int], dict[in
     for r, rec in records.items():
         seen: dict[str, int] = {}
         for red in rec.get("reductions") or []:
-            k = seen[red["name"]] = seen.get(red["name"], -1) + 1
-            found.setdefault((red["name"], k), {})[r] = red
+            name = red.get("name") if isinstance(red, dict) else None
+            if not isinstance(name, str):
+                continue   # a record written by hand or cut short: nothing to pair
+            k = seen[name] = seen.get(name, -1) + 1
+            found.setdefault((name, k), {})[r] = red
     return found
 
 
@@ -105,12 +108,12 @@ def padded_population(records: dict[int, dict[str, Any]], world_size: int,
     findings: list[Diagnostic] = []
     said: set[str] = set()
     lines = [x for rec in records.values() for x in rec.get("metrics") or []
-             if x.get("scope") == "global"]
-    counted = [(x["name"], f"population {x.get('population')!r}") for x in lines
+             if isinstance(x, dict) and x.get("scope") == "global"]
+    counted = [(str(x.get("name")), f"population {x.get('population')!r}") for x in lines
                if _count(x.get("population")) == total]
-    counted += [(x["name"], f"sum over the ranks {_fmt(x['value'])}")
+    counted += [(str(x.get("name")), f"sum over the ranks {_fmt(total)}")
                 for rec in records.values() for x in rec.get("reductions") or []
-                if x.get("op") == "sum" and x.get("value") == total]
+                if isinstance(x, dict) and x.get("op") == "sum" and x.get("value") == total]
     for name, how in counted:
         if name in said:
             continue

@@ -340,3 +340,11 @@ def test_a_population_counting_a_samplers_padding_is_miscounted(loader, populati
              for r in range(2)]
     found = [d.code for d in check_coordination(parts, world_size=2).findings]
     assert found == (["MP534"] if miscounted else [])
+
+
+def test_records_cut_short_are_judged_without_raising():
+    parts = [{**_part(0), "reductions": [{"op": "mean"}, "junk"],
+              "metrics": [{"scope": "global"}], "data_loaders": [_sampled(16)]},
+             {**_part(1), "reductions": [_reduced(1, 0.5, 7)], "data_loaders": []}]
+    report = check_coordination(parts, world_size=2)
+    assert [d.code for d in report.findings if d.code == "MP534"] == []
