@@ -54,8 +54,11 @@ def training_rows_evaluated(step: str, checked: dict[str, Any] | None,
     seen: set[tuple[str, int, str]] = set()
     for split, count in filter(None, map(_counted, populations)):
         for port, entry in sorted((checked or {}).items()):
-            splits = (entry.get("splits") if isinstance(entry, dict) else None) or {}
-            rows = splits.get("rows") or {}
+            splits = entry.get("splits") if isinstance(entry, dict) else None
+            splits = splits if isinstance(splits, dict) else {}
+            given = splits.get("rows")
+            rows = {str(k): v for k, v in (given if isinstance(given, dict) else {}).items()
+                    if isinstance(v, int) and not isinstance(v, bool)}
             if split not in rows or (split, count, port) in seen:
                 continue
             seen.add((split, count, port))
@@ -65,7 +68,8 @@ def training_rows_evaluated(step: str, checked: dict[str, Any] | None,
             if trained == 0 or beyond <= 0:
                 continue
             whole = " (it read the whole table)" if count == sum(rows.values()) else ""
-            by = "folders" if splits["by"] == "folder" else f"split column {splits['by']!r}"
+            by = "folders" if splits.get("by") == "folder" else \
+                f"split column {splits.get('by')!r}"
             found.append((
                 f"the evaluation in step {step!r} reports {count} examples of population "
                 f"{split!r}, but its input {port!r} holds {rows[split]} {split!r} rows (by its "

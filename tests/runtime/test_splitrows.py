@@ -78,3 +78,11 @@ def test_an_evaluation_is_held_to_the_rows_of_its_split(population, beyond):
     assert len(found) == (beyond is not None)
     if beyond is not None:
         assert f"at least {beyond} of the rows it evaluated are training rows" in found[0][0]
+
+
+@pytest.mark.parametrize("checked", [
+    None, {"rows": None}, {"rows": {"splits": None}}, {"rows": {"splits": {"rows": "x"}}},
+    {"rows": {"splits": {"rows": {"test": "4", "train": True}}}},
+])
+def test_input_checks_cut_short_hold_the_evaluation_to_nothing(checked):
+    assert training_rows_evaluated("score", checked, ["test, 16 examples"]) == []
