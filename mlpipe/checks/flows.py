@@ -260,20 +260,42 @@ def rank_guarded_collectives(component: ComponentSpec) -> list[tuple[str, int, s
     if read is None:
         return []
     fn, aliases, ranks = read
+    sharded = {t.id for node in ast.walk(fn) if isinstance(node, ast.Assign)
+               and isinstance(node.value, ast.Call)
+               and _dotted(node.value.func, aliases) in _SHARDED_WRAPPERS
+               for t in node.targets if isinstance(t, ast.Name)}
     found: list[tuple[str, int, str]] = []
     for node in ast.walk(fn):
         if not isinstance(node, ast.If) or not _is_rank_source(node.test, aliases, ranks):
             continue
-        branches = [_calls(node.body, aliases), _calls(node.orelse, aliases)]
+        branches = [_calls(node.body, aliases, sharded), _calls(node.orelse, aliases, sharded)]
         for mine, other in (branches, branches[::-1]):
             names = {n for n, _ in other}
             found += [(n, line, ast.unparse(node.test)) for n, line in mine if n not in names]
     return sorted(set(found), key=lambda x: x[1])
 
 
-def _calls(body: list[ast.stmt], aliases: dict[str, str]) -> list[tuple[str, int]]:
-    return [(name, sub.lineno) for stmt in body for sub in ast.walk(stmt)
-            if isinstance(sub, ast.Call) and (name := _collective(sub, aliases)) is not None]
+#: A model wrapped by one of these gathers its shards from every rank when its state dict is
+#: taken: ``model.state_dict()`` is a collective.
+_SHARDED_WRAPPERS = ("torch.distributed.fsdp.FullyShardedDataParallel",
+                     "torch.distributed.fsdp.fully_sharded_data_parallel."
+                     "FullyShardedDataParallel")
+_SHARDED_GATHERS = {"state_dict", "full_optim_state_dict", "optim_state_dict",
+                    "summon_full_params"}
+
+
+def _calls(body: list[ast.stmt], aliases: dict[str, str],
+           sharded: set[str]) -> list[tuple[str, int]]:
+    found = []
+    for sub in (s for stmt in body for s in ast.walk(stmt) if isinstance(s, ast.Call)):
+        name = _collective(sub, aliases)
+        func = sub.func
+        if name is None and isinstance(func, ast.Attribute) and func.attr in _SHARDED_GATHERS \
+                and isinstance(func.value, ast.Name) and func.value.id in sharded:
+            name = f"FullyShardedDataParallel.{func.attr}"   # the model's shards, gathered
+        if name is not None:
+            found.append((name, sub.lineno))
+    return found
 
 
 #: Calls that fetch data or weights from remote storage into a local folder.

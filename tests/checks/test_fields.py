@@ -194,3 +194,25 @@ def test_every_field_in_an_azure_ai_ml_python_pipeline(tmp_path, mistaken):
     codes = sorted(d.code for d in [*found, *check_pipeline(spec)[1]]
                    if d.code in ("MP502", "MP535", "MP536"))
     assert codes == (["MP502", "MP535", "MP536"] if mistaken else [])
+
+
+FSDP = Path(__file__).parents[1] / "corpus" / "clean" / "yaml" / "fsdp_serverless"
+
+
+@pytest.mark.parametrize(("old", "new", "code"), [
+    (None, None, None),   # the corpus's correct design: every rank gathers, rank 0 saves
+    ("    state = model.state_dict()   # every rank: the gather is a collective\n"
+     "if dist.get_rank() == 0:\n",
+     "    pass\nif dist.get_rank() == 0:\n    state = model.state_dict()\n", "MP535"),
+    ("    torch.save(state, Path(args.model) / \"model.pt\")\ndist.barrier()",
+     "    torch.save(state, Path(args.model) / \"model.pt\")\n    dist.barrier()", "MP535"),
+])
+def test_fsdps_gathered_state_dict_is_a_collective(tmp_path, old, new, code):
+    shutil.copytree(FSDP, tmp_path / "job")
+    if old is not None:
+        path = tmp_path / "job" / "src" / "train.py"
+        assert old in path.read_text()
+        path.write_text(path.read_text().replace(old, new))
+    spec, found = load_spec(str(tmp_path / "job" / "pipeline.yml"))
+    found = [d.code for d in [*found, *check_pipeline(spec)[1]] if d.severity.value != "info"]
+    assert found == ([code] if code else [])
