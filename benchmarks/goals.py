@@ -43,6 +43,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "bench_evidence": ["--quick"],
     "bench_signing": ["--quick"],
     "bench_contracts": ["--quick"],
+    "bench_splitrows": ["--quick"],
     "bench_runtime": ["--quick"],
     "bench_azure_submit": ["--quick"],
     "bench_preflight": ["--quick"],

@@ -7,8 +7,7 @@ after the kebab-case name (``artifact-kind-mismatch`` -> ``ARTIFACT_KIND_MISMATC
 table in code order, write its ``docs/checks.md`` section (What / Why / Fix / Example) and
 place it in ``docs/rules.md`` (beside the guide rule it enforces, or in its list of codes that
 enforce none); tests/test_codes.py, tests/checks/test_docs.py and tests/test_rules.py hold all
-of that to account. The why of each
-code lives in docs/checks.md, not here. Imports only ``mlpipe.diagnostics``.
+of that to account. The why of each code is in docs/checks.md. Imports only ``mlpipe.diagnostics``.
 """
 from __future__ import annotations
 
@@ -268,24 +267,30 @@ DECLARED_WRITER_NEVER_WROTE = _code(
 # --- MP528-MP539: a step's code against its declared launch (mlpipe.checks.launch)
 WORKERS_STARTED_IN_BODY = _code(
     "MP528", "workers-started-in-body", ERROR,
-    "A step's code starts its own worker processes (torch.multiprocessing.spawn, an elastic "
-    "launch, a launcher's entry point) although Azure ML starts the step's processes.")
+    "A step's code starts its own worker processes although Azure ML starts the step's processes.")
 LAUNCH_VARIABLE_OVERWRITTEN = _code(
     "MP529", "launch-variable-overwritten", ERROR,
-    "A distributed step's code overwrites a launch variable Azure ML injects into each process "
-    "(RANK, WORLD_SIZE, MASTER_ADDR, TF_CONFIG, ...).")
+    "A step's code overwrites a launch variable Azure ML injects (RANK, WORLD_SIZE, ...).")
 FOREIGN_DISTRIBUTION_STRATEGY = _code(
     "MP530", "foreign-distribution-strategy", ERROR,
-    "A step's code coordinates through another framework than its declared distribution "
-    "(tf.distribute in a PyTorch job, torch.distributed in a TensorFlow job, Horovod or mpi4py "
-    "without MPI).")
+    "A step's code coordinates through another framework than its distribution (tf.distribute "
+    "in a PyTorch job, torch.distributed in a TensorFlow job, Horovod or mpi4py without MPI).")
 TF_WORKERS_INSTANCES_MISMATCH = _code(
     "MP531", "tf-workers-instances-mismatch", ERROR,
     "A TensorFlow distribution's worker count disagrees with the step's instances.")
 DISTRIBUTION_WITHOUT_COORDINATION = _code(
     "MP532", "distribution-without-coordination", WARNING,
-    "A distributed step's code, read statically with the local modules it imports, uses no "
-    "distributed API: each process would train alone.")
+    "A distributed step's code (and the local modules it imports) uses no distributed API.")
+DATA_PARALLEL_IN_LAUNCHED_PROCESSES = _code(
+    "MP533", "data-parallel-in-launched-processes", ERROR, "DataParallel per process of a node.")
+GLOBAL_METRIC_MISCOUNTED = _code(
+    "MP534", "global-metric-miscounted", WARNING, "A global metric counts its examples wrongly.")
+COLLECTIVE_UNDER_RANK_GUARD = _code(
+    "MP535", "collective-under-rank-guard", ERROR, "A collective only some ranks call.")
+INSTALL_AT_RUN_TIME = _code(
+    "MP536", "install-at-run-time", WARNING, "A step installs packages from an index as it runs.")
+EVERY_RANK_DOWNLOADS = _code(
+    "MP537", "every-rank-downloads", WARNING, "Every process of a step downloads the same data.")
 
 # --- MP6xx: Azure ML YAML import (mlpipe.backends.azure.importer)
 UNREADABLE_BINDING_EXPRESSION = _code(
@@ -359,8 +364,7 @@ REUSED_WITHOUT_EXECUTED_ORIGIN = _code(
     "A step was reused but no executed run of it is in this store.")
 POLICY_METRIC_MISSING = _code(
     "MP705", "policy-metric-missing", ERROR,
-    "The qualification policy requires a global metric the candidate's evaluation does not "
-    "have.")
+    "The qualification policy requires a global metric the candidate's evaluation does not have.")
 POLICY_THRESHOLD_NOT_MET = _code(
     "MP706", "policy-threshold-not-met", ERROR,
     "A global metric the qualification policy requires is on the wrong side of its threshold.")
@@ -530,8 +534,7 @@ STEP_OUTPUT_REJECTED = _code(
 #     MP905-MP912 launch topology and framework initialization
 RENDEZVOUS_NOT_FORMED = _code(
     "MP905", "rendezvous-not-formed", ERROR,
-    "A rank of a distributed step never joined the rendezvous, so the process group never "
-    "formed.")
+    "A rank of a distributed step never joined the rendezvous, so the process group never formed.")
 PROCESS_GROUP_INIT_FAILED = _code(
     "MP906", "process-group-init-failed", ERROR,
     "Initializing the framework's process group raised (init_process_group, its store, or a "
@@ -550,8 +553,7 @@ DATA_NOT_DIVIDED = _code(
 #     MP913-MP916 model output ownership
 OUTPUT_OWNERSHIP_VIOLATED = _code(
     "MP913", "output-ownership-violated", ERROR,
-    "A single-writer output was written by more than one rank, or by a rank that does not "
-    "own it.")
+    "A single-writer output was written by more than one rank, or by a rank that does not own it.")
 #     MP917-MP920 application logging and worker aggregation
 METRIC_NOT_AGGREGATED = _code(
     "MP917", "metric-not-aggregated", ERROR,
@@ -567,8 +569,7 @@ UNDECLARED_INPUT_FAILED = _code(
 #     MP926-MP929 the step's own code, and mlpipe's runtime
 STEP_CODE_RAISED = _code(
     "MP926", "step-code-raised", ERROR,
-    "The step's own code raised (or its script exited non-zero) after its inputs were "
-    "accepted.")
+    "The step's own code raised (or its script exited non-zero) after its inputs were accepted.")
 STEP_NOT_STARTED = _code(
     "MP927", "step-not-started", ERROR,
     "A step's processes could not be started: its command, its code folder or its launch is "

@@ -10,7 +10,7 @@ from pathlib import Path
 
 FIXTURES = Path(__file__).parent / "fixtures" / "executor"
 MODULES = ("steps", "chain", "hold", "failing", "odd", "observed", "hidden", "diagnosed",
-           "ddp_plain", "spawner")
+           "ddp_plain", "spawner", "ddp_counts")
 
 
 class Project:

@@ -14,6 +14,7 @@ from mlpipe.checks import (  # noqa: F401  (registration)
     distribution,
     environment,
     evaluation,
+    fields,
     frameworks,
     importable,
     jobs,

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mlpipe.checks.metriccounts import padded_population, unweighted_means
 from mlpipe.codes import (
     COORDINATION_UNRECORDED,
     COVERAGE_GAP,
@@ -29,7 +30,7 @@ from mlpipe.distribution import Distribution
 class CoordinationReport:
     """What the records of one distributed step show.
 
-    ``findings`` are diagnostics (codes MP520-MP527); ``ok`` is False when any is an error.
+    ``findings`` are diagnostics (codes MP520-MP527, MP534); ``ok`` is False when any is an error.
     ``to_dict()`` is what the evidence store keeps.
     """
 
@@ -108,7 +109,9 @@ def _loader_copies(records: dict[int, dict[str, Any]], world_size: int,
     common = set.intersection(*signatures)
     if not common:
         return None
-    dataset, size, _, _ = max(common, key=lambda sig: sig[1])
+    chosen = max(common, key=lambda sig: sig[1])
+    dataset, size = chosen[0], chosen[1]
+    how = _how_whole(fed, chosen)
     groups = {tuple(sorted((x.get("process_group") or {}).items())) for loaders in fed.values()
               for x in loaders if x.get("process_group")}
     group = (f"in a process group of {world_size}" if groups
@@ -116,10 +119,26 @@ def _loader_copies(records: dict[int, dict[str, Any]], world_size: int,
     return Diagnostic.of(
         INDEPENDENT_COPIES,
         f"all {len(records)} ranks iterated the whole data set ({size} examples of "
-        f"{dataset}) through a DataLoader with no sampler that deals out parts, {group}: "
+        f"{dataset}) through a DataLoader {how}, {group}: "
         f"{len(records)} copies trained on the same examples, not one data-parallel run",
-        hint="give each rank its own part: DataLoader(dataset, sampler=DistributedSampler("
-             "dataset)) (or mlpipe.runtime.shard(ids))", **where)
+        hint=(f"build the sampler with num_replicas={world_size} (or leave num_replicas and "
+              f"rank out: DistributedSampler reads them from the process group)"
+              if how.startswith("whose") else
+              "give each rank its own part: DataLoader(dataset, sampler=DistributedSampler("
+              "dataset)) (or mlpipe.runtime.shard(ids))"), **where)
+
+
+def _how_whole(fed: dict[int, list[dict[str, Any]]], signature: tuple[Any, ...]) -> str:
+    """Why the loaders reading the whole set did: a sampler built for one replica (the
+    sampler exists, but deals one rank everything), or no sampler that deals out parts."""
+    single = sorted({str(x.get("sampler")) for loaders in fed.values() for x in loaders
+                     if x.get("whole") and x.get("num_replicas") == 1
+                     and (x.get("dataset"), x.get("dataset_size"), x.get("subset_size"),
+                          x.get("subset_digest")) == signature})
+    if single:
+        return f"whose {' and '.join(single)} was built with num_replicas=1 (one replica: " \
+               f"it deals every rank the whole set)"
+    return "with no sampler that deals out parts"
 
 
 def _opened_copies(records: dict[int, dict[str, Any]], world_size: int,
@@ -290,6 +309,8 @@ def check_coordination(step_dir: str | Path | list[dict[str, Any]], *, world_siz
                                  distribution, world_size, where)
     summary, metric_findings = _metric_findings(records, world_size, where)
     findings += metric_findings
+    findings += unweighted_means(records, world_size, where)
+    findings += padded_population(records, world_size, where)
     return CoordinationReport(
         world_size=world_size, recorded_ranks=tuple(sorted(records)),
         consumed={r: len(ids) for r, ids in consumed.items()}, population=len(population),
@@ -361,11 +382,13 @@ def _metric_findings(records: dict[int, dict[str, Any]], world_size: int,
     metric more than one rank logged as global (each rank's partial view)."""
     findings: list[Diagnostic] = []
     metrics: dict[str, dict[str, Any]] = {}
-    for line in (x for r in records.values() for x in r.get("metrics") or []):
+    for line in (x for r in records.values() for x in r.get("metrics") or []
+                 if isinstance(x, dict) and isinstance(x.get("name"), str)
+                 and isinstance(x.get("scope"), str)):   # a line cut short says nothing
         m = metrics.setdefault(line["name"], {"scopes": set(), "global_ranks": set()})
         m["scopes"].add(line["scope"])
         if line["scope"] == "global":
-            m["global_ranks"].add(line["rank"])
+            m["global_ranks"].add(line.get("rank"))
     for name, m in sorted(metrics.items()):
         ranks = sorted(r for r in m["global_ranks"] if r is not None)
         if world_size > 1 and len(ranks) > 1:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from mlpipe.checks.body import body_facts
+from mlpipe.checks.fields import deepspeed_world_size
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_step, help_for
 from mlpipe.codes import (
@@ -89,7 +91,7 @@ def processes_per_gpu(graph: Graph) -> Iterator[Diagnostic]:
                 **at_step(node))
 
 
-def _stated_world_sizes(node: StepNode) -> Iterator[tuple[str, int]]:
+def _stated_world_sizes(node: StepNode) -> Iterator[tuple[str, int | float]]:
     c = node.component
     for key, value in c.environment_variables:
         if key == "WORLD_SIZE" and value.isdigit():
@@ -108,6 +110,10 @@ def _stated_world_sizes(node: StepNode) -> Iterator[tuple[str, int]]:
     if c.command:
         for m in _WORLD_FLAG.finditer(c.command):
             yield f"command flag {m.group(0).split()[0].split('=')[0]}", int(m.group(1))
+    if c.distribution is not None:
+        implied = deepspeed_world_size(node, body_facts(c))
+        if implied is not None:
+            yield implied
 
 
 @check(WORLD_SIZE_MISMATCH)

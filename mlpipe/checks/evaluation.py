@@ -2,9 +2,11 @@
 
 The guide: "keep the split definition explicit so the pipeline does not silently substitute a
 newly generated evaluation population between candidates". An evaluation whose data comes
-through a split made inside the run (MP414), or that reads the very artifact its model was
-trained on with nothing declaring which part each reads (MP416), cannot show that. Judged from
-the graph only; what the steps really read is judged after the run (MP702).
+through a split made inside the run (MP414; a step that copies the parts an input already
+holds, ``Path(rows) / "test"`` to output ``test``, cuts nothing), or that reads the very
+artifact its model was trained on with nothing declaring which part each reads (MP416),
+cannot show that. Judged from the graph only; what the steps really read is judged after the
+run (MP702).
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from collections.abc import Iterator
 
 from mlpipe import codes
 from mlpipe.artifacts import AssetType
+from mlpipe.checks.flows import input_parts
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_step
 from mlpipe.contracts import MetricsReport, SplitManifest
@@ -99,6 +102,29 @@ def _split_basis(node: StepNode) -> str | None:
     return None
 
 
+_TRAIN_PARTS = {"train", "training", "train_set", "train_data", "trainset"}
+
+
+def _own_parts_of(graph: Graph, node: StepNode, seen: set[str],
+                  models: set[Endpoint]) -> bool:
+    """Whether a step whose outputs are named for split parts copies them from the folders of
+    one input that already holds them (``Path(rows) / "test"`` for output ``test``), an input
+    that no step of the run cut: the split is the snapshot's own, not one made in the run."""
+    named = [p.name.lower() for p in node.component.outputs
+             if p.name.lower() in _SPLIT_PARTS | _TRAIN_PARTS]
+    if len(named) < 2:
+        return False
+    for port, parts in input_parts(node.component).items():
+        folders = {part.lower() for part in parts}
+        if all(name in folders or name.split("_")[0] in folders for name in named):
+            source = node.bindings.get(port)
+            if isinstance(source, FromInput) or (
+                    isinstance(source, FromStep)
+                    and _generated_split(graph, source, set(seen), models) is None):
+                return True
+    return False
+
+
 def _defines_split(node: StepNode) -> bool:
     """The step's outputs are a split: a manifest, a folder laid out by split, or one part."""
     return _split_basis(node) is not None
@@ -150,6 +176,8 @@ def _generated_split(graph: Graph, endpoint: Endpoint | None, seen: set[str],
                     recorded = True  # a split definition passed on from a recorded one
                 else:
                     origin = origin or upstream  # the step that made it up
+        if not recorded and origin is None and _own_parts_of(graph, node, seen, models):
+            recorded = True
         if not recorded:
             return origin or node
     for port in node.component.inputs:

@@ -1,20 +1,25 @@
-"""Launch checks (MP528-MP532): does a step's code keep to the launch it declares?
+"""Launch checks (MP528-MP533, MP535, MP537): does a step's code keep to its launch?
 
 Azure ML is the launcher: it starts ``instances x processes_per_node`` processes, injects the
 framework's launch variables into each and leaves the coordination to the code. A body that
 starts its own workers (MP528), overwrites those variables (MP529), coordinates through another
 framework's strategy (MP530) or through nothing at all (MP532) contradicts its declaration;
-so does a TensorFlow worker count that does not fit the instances (MP531). Read from the spec
+so does a TensorFlow worker count that does not fit the instances (MP531), and a model wrapped
+in DataParallel by each of several processes on a node (MP533), and a collective only the
+ranks that pass a condition on their rank reach (MP535), and a download every rank makes
+(MP537). Read from the spec
 and the body's source (``checks.body``); nothing is imported.
 """
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
 from mlpipe import codes
 from mlpipe.checks.body import BodyFacts, names_used, step_facts
 from mlpipe.checks.distribution import LAUNCHERS
 from mlpipe.checks.envkeep import keeps_injected
+from mlpipe.checks.flows import call_at, every_rank_downloads, rank_guarded_collectives
 from mlpipe.checks.frameworks import MPI_VARS, PYTORCH_VARS, framework_of
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_step
@@ -242,3 +247,80 @@ def without_coordination(graph: Graph) -> Iterator[Diagnostic]:
                  "tf.distribute, Horovod) and divide the data by rank "
                  "(mlpipe.runtime.shard), or drop the distribution and run one process",
             **at_step(node))
+
+
+#: The single-process, many-GPU wrapper (one process drives every GPU of its node).
+DATA_PARALLEL = ("torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
+                 "torch.nn.parallel.data_parallel.DataParallel")
+
+
+def _one_device(call) -> bool:
+    """Whether the DataParallel call is given exactly one device (``device_ids=[local_rank]``):
+    then each process drives only its own GPU."""
+    if call is None:
+        return False
+    given = [k.value for k in call.keywords if k.arg == "device_ids"] or call.args[1:2]
+    return bool(given) and isinstance(given[0], (ast.List, ast.Tuple)) and \
+        len(given[0].elts) == 1
+
+
+@check(codes.DATA_PARALLEL_IN_LAUNCHED_PROCESSES)
+def data_parallel_in_processes(graph: Graph) -> Iterator[Diagnostic]:
+    for node, facts in _steps(graph):
+        c, framework = node.component, framework_of(node)
+        if facts is None or c.distribution is None or framework not in ("pytorch", "mpi"):
+            continue
+        per_node = c.distribution.processes_per_instance()
+        hit = facts.uses(*DATA_PARALLEL)
+        if per_node < 2 or hit is None or not hit[1] or _one_device(call_at(facts, hit[1],
+                                                                             hit[0])):
+            continue
+        yield Diagnostic.of(
+            codes.DATA_PARALLEL_IN_LAUNCHED_PROCESSES,
+            f"the code of step '{node.id}' wraps its model in {hit[0]!r}, but Azure ML starts "
+            f"{per_node} processes on each node ({_NAMES[framework]} distribution, "
+            f"{per_node} per node): each process replicates the model over every GPU it "
+            f"sees, so the {per_node} processes contend for the same GPUs",
+            hint="wrap the model in torch.nn.parallel.DistributedDataParallel(model, "
+                 "device_ids=[local_rank]) in each process (DataParallel belongs to a job of "
+                 "one process per node)", **_where(node, facts, hit[1]))
+
+
+@check(codes.COLLECTIVE_UNDER_RANK_GUARD)
+def collective_under_rank_guard(graph: Graph) -> Iterator[Diagnostic]:
+    for node, facts in _steps(graph):
+        c = node.component
+        if facts is None or c.distribution is None or c.distribution.world_size(
+                c.instances) < 2:
+            continue
+        world = c.distribution.world_size(c.instances)
+        for name, line, guard in rank_guarded_collectives(c)[:1]:
+            yield Diagnostic.of(
+                codes.COLLECTIVE_UNDER_RANK_GUARD,
+                f"the code of step '{node.id}' calls the collective {name!r} only where "
+                f"`{guard}` holds: of its {world} ranks, the others never call it, so those "
+                f"that do wait in it until the process group times out",
+                hint="call the collective on every rank, outside the condition, and keep only "
+                     "the one rank's work (saving, logging) under it",
+                **_where(node, facts, line))
+
+
+@check(codes.EVERY_RANK_DOWNLOADS)
+def every_rank_download(graph: Graph) -> Iterator[Diagnostic]:
+    for node, facts in _steps(graph):
+        c = node.component
+        if facts is None or c.distribution is None:
+            continue
+        per_node = c.distribution.processes_per_instance()
+        world = c.distribution.world_size(c.instances)
+        if per_node < 2:
+            continue  # one process per node: each node downloads once, as staging should
+        for what, line in every_rank_downloads(c)[:1]:
+            yield Diagnostic.of(
+                codes.EVERY_RANK_DOWNLOADS,
+                f"the code of step '{node.id}' calls {what!r} on every rank, under no "
+                f"condition on the rank: its {world} processes ({per_node} on each node) "
+                f"download the same data at once, and those on one node write the same files",
+                hint="download on one process per node (local rank 0), make every rank "
+                     "wait for it (a barrier) before reading; or pass the data as an input of "
+                     "the step", **_where(node, facts, line))

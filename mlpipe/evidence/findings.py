@@ -283,6 +283,48 @@ def _content_overlap(p: dict[str, Any], ev_step: dict[str, Any], train: dict[str
     return found, settled
 
 
+def _rows_overlap(p: dict[str, Any], session: Any, ev_step: dict[str, Any]
+                  ) -> list[dict[str, Any]]:
+    """MP702 from the rows per split the runtime counted in the evaluation's split-declaring
+    tables, against the examples it says it evaluated (``evidence.evaluatedrows``)."""
+    from mlpipe.evidence.evaluatedrows import training_rows_evaluated
+
+    ev = p["evaluation"]
+    report = ev["report"] or {}
+    populations = ([x["population"] for x in ev["metrics"]] + [report.get("population")]
+                   + [x.get("population") for x in report.get("metrics", [])])
+    return [_finding(EVALUATION_OVERLAPS_TRAINING, message, hint, step=ev["step"])
+            for message, hint in training_rows_evaluated(
+                ev["step"], _recorded(session, ev_step, "inputs"), populations)]
+
+
+def _part_name(port: str) -> str:
+    return port.lower().split("_")[0]
+
+
+def _snapshot_parts(p: dict[str, Any], session: Any, ev_step: dict[str, Any],
+                    train: dict[str, Any]) -> bool:
+    """Whether the evaluation and training read two outputs of one step (``train``,
+    ``test``) that was seen opening files of one input only in folders of those very names
+    (``train/...``, ``test/...``): it copied the parts the snapshot already holds, which are
+    apart by their folders, as MP414 reads the same step's source."""
+    producers = {out["digest"]: (st, out["port"]) for st in p["steps"]
+                 for out in st["outputs"]}
+    ev_from = [producers.get(i["digest"]) for i in ev_step["inputs"]]
+    tr_from = [producers.get(i["digest"]) for i in train["inputs"]]
+    for made in (e for e in ev_from if e is not None):
+        for fed in (t for t in tr_from if t is not None):
+            if made[0] is not fed[0] or _part_name(made[1]) == _part_name(fed[1]):
+                continue
+            opened = _recorded(session, made[0], "opened_inputs")
+            wanted = {_part_name(made[1]), _part_name(fed[1])}
+            for entry in (opened or {}).values():
+                files = entry.get("files") if isinstance(entry, dict) else None
+                if files and {str(f).split("/")[0] for f in files} == wanted:
+                    return True
+    return False
+
+
 def _overlap(p: dict[str, Any], session: Any = None) -> list[dict[str, Any]]:
     """MP702 from the examples' ids, the artifacts' content and the populations' names;
     MP417 when none of them can tell."""
@@ -293,7 +335,7 @@ def _overlap(p: dict[str, Any], session: Any = None) -> list[dict[str, Any]]:
     ev_step = next((st for st in p["steps"] if st["step"] == ev["step"]), None)
     if ev_step is None or ev_step is train:
         return []
-    found = _population_overlap(p, train)
+    found = _population_overlap(p, train) or _rows_overlap(p, session, ev_step)
     ev_ids, tr_ids = _ids(session, ev_step), _ids(session, train)
     if ev_ids and tr_ids and not found:
         found = _id_overlap(ev_step, train, ev_ids, tr_ids)
@@ -303,7 +345,8 @@ def _overlap(p: dict[str, Any], session: Any = None) -> list[dict[str, Any]]:
                                           session)
     named = _names([x["population"] for x in train["metrics"]])
     recorded = train.get("step_record") is True and ev_step.get("step_record") is True
-    if not found and not named and not (ev_ids and tr_ids) and not settled and recorded:
+    if not found and not named and not (ev_ids and tr_ids) and not settled and recorded \
+            and not _snapshot_parts(p, session, ev_step, train):
         # (a step without a step record is already shown as unknown, not absent)
         found.append(_finding(
             EVALUATION_OVERLAP_UNCHECKED,

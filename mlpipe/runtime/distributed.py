@@ -210,8 +210,12 @@ def all_reduce_metric(name: str, value: float, *, op: str = "mean",
         _wait_until_released(tensor)
     part = step_record.current()
     if part is not None:
+        # this rank's own value and part: what a plain mean of unequal parts hides (MP534)
+        consumed = part.data.get("consumed") or []
         part.add_reduction({"name": name, "op": op, "world_size": size, "value": result,
-                            "rank": rank(), "at": step_record.now()})
+                            "rank": rank(), "at": step_record.now(), "local": float(value),
+                            "examples": len(consumed) if consumed else None,
+                            "population": population})
     if rank() == 0:
         log_metric(name, result, scope="global", population=population, reduced_over=size)
     return result

@@ -72,7 +72,8 @@ def check_inputs(ports: list[Port], paths: dict[str, str]) -> dict[str, dict[str
     """Validate every bound input that has a contract, before the body runs.
 
     Returns:
-        port -> ``{"path", "contract", "valid", "message"}`` (``valid`` None: no contract).
+        port -> ``{"path", "contract", "valid", "message"}`` (``valid`` None: no contract),
+        and ``splits`` (``runtime.splitrows``) for a valid table that declares its split.
 
     Raises:
         Failure: the first input that does not match its contract (layer ``input-contract``),
@@ -90,6 +91,11 @@ def check_inputs(ports: list[Port], paths: dict[str, str]) -> dict[str, dict[str
             problem = found[0] if found else None
             entry["valid"] = problem is None
             entry["message"] = problem
+            if problem is None:
+                from mlpipe.runtime.splitrows import split_rows
+                splits = split_rows(port.contract, path)
+                if splits is not None:
+                    entry["splits"] = splits
             if found is not None and first is None:
                 first = Failure("input-contract", f"input {port.name!r} does not match its "
                                                   f"contract: {problem}", port.name, found[1])

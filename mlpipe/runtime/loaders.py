@@ -72,7 +72,18 @@ def _describe(loader: Any) -> dict[str, Any]:
             "subset_digest": _digest(subset) if subset is not None else None,
             "sampler": kind, "num_replicas": replicas,
             "sampler_rank": sampler_rank if isinstance(sampler_rank, int) else None,
+            # a DistributedSampler's padded total (> dataset_size: examples dealt twice)
+            "total_size": _int(getattr(sampler, "total_size", None)),
+            "drop_last": _bool(getattr(sampler, "drop_last", None)) if replicas else None,
             "whole": whole, "passes": 0, "process_group": _process_group()}
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _bool(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
 
 
 def _process_group() -> dict[str, Any] | None:

@@ -220,3 +220,57 @@ def test_a_split_column_is_a_declared_role_with_split_values():
         TabularSchema("t", layout="{class}/{file}")
     # a schema declaring neither keeps its digest material as before
     assert "splits" not in TabularSchema("t").spec() and "layout" not in TabularSchema("t").spec()
+
+
+@component
+def copy_own_folders(raw: Input["uri_folder"], train: Output[PART], test: Output[PART]):
+    import shutil
+    from pathlib import Path
+    root = Path(raw)
+    shutil.copytree(root / "train", train, dirs_exist_ok=True)
+    shutil.copytree(root / "test", test, dirs_exist_ok=True)
+
+
+@component
+def copy_own_folders_joined(raw: Input["uri_folder"], train: Output[PART], test: Output[PART]):
+    import os
+    import shutil
+    shutil.copytree(os.path.join(raw, "train"), train, dirs_exist_ok=True)
+    shutil.copytree(f"{raw}/test/", test, dirs_exist_ok=True)
+
+
+@component
+def cut_at_random(raw: Input["uri_folder"], train: Output[PART], test: Output[PART]):
+    import random
+    import shutil
+    from pathlib import Path
+    files = sorted(Path(raw).rglob("*"))
+    random.shuffle(files)
+    for f in files[:8]:
+        shutil.copy(f, train)
+    for f in files[8:]:
+        shutil.copy(f, test)
+
+
+@component
+def copy_one_folder(raw: Input["uri_folder"], train: Output[PART], test: Output[PART]):
+    import shutil
+    from pathlib import Path
+    shutil.copytree(Path(raw) / "train", train, dirs_exist_ok=True)
+    shutil.copytree(Path(raw) / "all", test, dirs_exist_ok=True)
+
+
+@pytest.mark.parametrize(("prepare", "generated"), [
+    (copy_own_folders, False),          # the snapshot's own train/ and test/ folders, copied
+    (copy_own_folders_joined, False),   # the same through os.path.join and an f-string
+    (cut_at_random, True),              # a split cut in the run
+    (copy_one_folder, True),            # only train/ is the snapshot's: test is cut otherwise
+    (copy_plain, True),                 # no readable body: the part's name is all there is
+])
+def test_a_step_copying_its_inputs_own_part_folders_cuts_no_split(prepare, generated):
+    @pipeline
+    def p(raw):
+        parts = prepare(raw=raw)
+        m = fit_folder(examples=parts.train).model
+        return Candidate(model=m, evaluation=score_folder(model=m, examples=parts.test).report)
+    assert _codes(p) == (["MP414"] if generated else [])

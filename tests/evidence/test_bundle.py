@@ -433,3 +433,44 @@ def test_seal_show_and_verify_on_each_store_backend(tmp_path, store_url):
     tampered = proj.evidence(cand, "--verify")
     assert tampered.returncode == 1
     assert "predicate.evaluation.metrics[accuracy].value: 0.875 -> 0.5" in tampered.stdout
+
+
+@pytest.mark.parametrize(("pipeline", "layout", "codes"), [
+    # copies the snapshot's own train/ and test/ folders
+    ("snapshot_parts", {"train/part.txt": "1 2 3 4 5 6", "test/part.txt": "7 8"}, []),
+    # reads one file of the snapshot and deals its values out in the run
+    ("snapshot_dealt", {"all.txt": "1 2 3 4 5 6 7 8"}, ["MP417"]),
+])
+def test_a_preparation_copying_the_snapshots_own_parts_is_no_unchecked_overlap(
+        tmp_path, pipeline, layout, codes):
+    # (one that re-deals the values of train/ and test/ opens the same files: the run cannot
+    # tell it from a copy, MP414 reads it in the source; tests/checks/test_evaluation.py)
+    proj = BundleProject(tmp_path / "proj")
+    for name, values in layout.items():
+        (proj.root / "parts" / name).parent.mkdir(parents=True, exist_ok=True)
+        (proj.root / "parts" / name).write_text(values + "\n")
+    findings = proj.bundle(proj.submit(pipeline, data="parts"))["predicate"]["findings"]
+    assert [f["code"] for f in findings] == codes
+
+
+TABLE_ROWS = "id,x,split\n" + "".join(
+    f"r{i},{i},{'test' if i % 4 == 0 else 'train'}\n" for i in range(16))
+
+
+@pytest.mark.parametrize(("keep", "codes"), [("true", []), ("false", ["MP702"])])
+def test_an_evaluation_over_a_split_tables_training_rows_is_seen_without_the_bodys_help(
+        tmp_path, keep, codes):
+    # neither step calls record_consumed: the runtime counted the table's rows by its split
+    # column, and the evaluation says how many examples it evaluated
+    proj = BundleProject(tmp_path / "proj")
+    (proj.root / "features.csv").write_text(TABLE_ROWS)
+    cand = proj.submit("table", "--param", f"keep={keep}", data="features.csv")
+    findings = proj.bundle(cand)["predicate"]["findings"]
+    assert [f["code"] for f in findings] == codes
+    if codes:
+        assert findings[0]["message"] == (
+            "the evaluation in step 'score_table' reports 16 examples of population 'test', "
+            "but its input 'rows' holds 4 'test' rows (by its split column 'split': test 4, "
+            "train 12): at least 12 of the rows it evaluated are training rows (it read the "
+            "whole table)")
+        assert findings[0]["severity"] == "error"

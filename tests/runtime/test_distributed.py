@@ -256,6 +256,22 @@ def test_independent_copies_from_the_ranks_data_loaders(loaders, copies):
     assert [d.code for d in report.findings] == (["MP522"] if copies else [])
 
 
+@pytest.mark.parametrize(("sampler", "replicas", "said", "hint"), [
+    ("DistributedSampler", 1, "whose DistributedSampler was built with num_replicas=1 (one "
+     "replica: it deals every rank the whole set)", "build the sampler with num_replicas=2"),
+    ("RandomSampler", None, "with no sampler that deals out parts",
+     "give each rank its own part"),
+])
+def test_independent_copies_name_the_sampler_that_was_there(sampler, replicas, said, hint):
+    fed = [_loader(sampler, True, replicas)]
+    parts = [{**_part(r), "data_loaders": fed} for r in range(2)]
+    [found] = check_coordination(parts, world_size=2).findings
+    assert found.code == "MP522"
+    assert f"examples of TensorDataset) through a DataLoader {said}, in a process group" \
+        in found.message
+    assert found.hint.startswith(hint)
+
+
 FILES = [f"img_{i}.pgm" for i in range(6)]
 
 
@@ -283,3 +299,52 @@ def test_opened_files_prove_nothing_when_a_sampler_dealt_out_parts():
     parts = [{**_part(r), "reads_inputs": {"examples": FILES}, "data_loaders": ddp}
              for r in range(2)]
     assert check_coordination(parts, world_size=2).findings == ()
+
+
+def _reduced(r, local, examples, population="test, 15 examples", op="mean", value=0.0):
+    return {"name": "accuracy", "op": op, "world_size": 2, "value": value, "rank": r,
+            "local": local, "examples": examples, "population": population}
+
+
+@pytest.mark.parametrize(("reductions", "miscounted"), [
+    ([[_reduced(0, 1.0, 8)], [_reduced(1, 3 / 7, 7)]], True),          # unequal parts
+    ([[_reduced(0, 1.0, 8)], [_reduced(1, 0.5, 8)]], False),           # parts of one size
+    ([[_reduced(0, 0.5, 8)], [_reduced(1, 0.5, 7)]], False),           # equal means
+    ([[_reduced(0, 1.0, 8, "train, 15 examples")],
+      [_reduced(1, 3 / 7, 7, "train, 15 examples")]], False),          # a training monitor
+    ([[_reduced(0, 1.0, None)], [_reduced(1, 3 / 7, None)]], False),   # parts not recorded
+    ([[_reduced(0, 1.0, 8, op="sum")], [_reduced(1, 3 / 7, 7, op="sum")]], False),
+    ([[_reduced(0, 1.0, 8)], []], False),                              # rank 1 never reduced
+])
+def test_a_plain_mean_of_unequal_parts_is_miscounted(reductions, miscounted):
+    parts = [{**_part(r), "reductions": reds} for r, reds in enumerate(reductions)]
+    found = [d.code for d in check_coordination(parts, world_size=2).findings]
+    assert found == (["MP534"] if miscounted else [])
+
+
+def _sampled(total, drop_last=False):
+    return {**_loader("DistributedSampler", False, 2, size=15), "total_size": total,
+            "drop_last": drop_last}
+
+
+@pytest.mark.parametrize(("loader", "population", "miscounted"), [
+    (_sampled(16), "test, 16 examples", True),           # the padded total
+    (_sampled(16), "test, 15 examples", False),          # the data set's own size
+    (_sampled(14, drop_last=True), "test, 16 examples", False),  # nothing repeated
+    (_sampled(16), "test", False),                       # no count stated
+])
+def test_a_population_counting_a_samplers_padding_is_miscounted(loader, population, miscounted):
+    parts = [{**_part(r), "data_loaders": [loader],
+              "metrics": [{"name": "accuracy", "scope": "global", "rank": 0,
+                           "population": population}] if r == 0 else []}
+             for r in range(2)]
+    found = [d.code for d in check_coordination(parts, world_size=2).findings]
+    assert found == (["MP534"] if miscounted else [])
+
+
+def test_records_cut_short_are_judged_without_raising():
+    parts = [{**_part(0), "reductions": [{"op": "mean"}, "junk"],
+              "metrics": [{"scope": "global"}], "data_loaders": [_sampled(16)]},
+             {**_part(1), "reductions": [_reduced(1, 0.5, 7)], "data_loaders": []}]
+    report = check_coordination(parts, world_size=2)
+    assert [d.code for d in report.findings if d.code == "MP534"] == []
