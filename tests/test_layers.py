@@ -12,7 +12,8 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "mlpipe"
 #: Layer -> the modules in it (a name covers its submodules), bottom to top.
 LAYERS: dict[str, tuple[str, ...]] = {
     "base": ("mlpipe.paths", "mlpipe.errors", "mlpipe.diagnostics", "mlpipe.codes",
-             "mlpipe.digests", "mlpipe.version", "mlpipe.modules", "mlpipe.localimport"),
+             "mlpipe.digests", "mlpipe.version", "mlpipe.modules", "mlpipe.localimport",
+             "mlpipe.userfiles"),
     "contracts": ("mlpipe.artifacts", "mlpipe.contracts"),
     "spec": ("mlpipe.spec", "mlpipe.distribution", "mlpipe.params", "mlpipe.source",
              "mlpipe.compute", "mlpipe.environments", "mlpipe.references", "mlpipe.secret"),
