@@ -7,8 +7,7 @@ after the kebab-case name (``artifact-kind-mismatch`` -> ``ARTIFACT_KIND_MISMATC
 table in code order, write its ``docs/checks.md`` section (What / Why / Fix / Example) and
 place it in ``docs/rules.md`` (beside the guide rule it enforces, or in its list of codes that
 enforce none); tests/test_codes.py, tests/checks/test_docs.py and tests/test_rules.py hold all
-of that to account. The why of each
-code lives in docs/checks.md, not here. Imports only ``mlpipe.diagnostics``.
+of that to account. The why of each code lives in docs/checks.md. Imports only diagnostics.
 """
 from __future__ import annotations
 
@@ -18,9 +17,8 @@ from mlpipe.diagnostics import Code, Severity
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
-#: code -> Code, for every published code.
+#: code -> Code, for every published code; name -> Code, the same entries.
 CODES: dict[str, Code] = {}
-#: name -> Code, the same entries.
 _BY_NAME: dict[str, Code] = {}
 
 
@@ -461,6 +459,8 @@ MODEL_SIGNATURE_INVALID = _code(
 MODEL_SIGNER_UNTRUSTED = _code(
     "MP739", "model-signer-untrusted", ERROR,
     "The model signature the bundle names is by a key the trust policy does not let seal.")
+PROMOTION_UNRECORDED = _code("MP741", "promotion-unrecorded", ERROR, "A registered version "
+                             "is a candidate's model, but no promotion of it is recorded.")
 
 # --- MP750-MP769: promotion into a model registry and tracing back from it
 #     (mlpipe.evidence.promotion, mlpipe.evidence.trace)

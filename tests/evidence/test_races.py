@@ -1,0 +1,103 @@
+"""Reviews that race: N `mlpipe review`s of one candidate started together record exactly one
+decision per bundle (the others refused as stale, MP715), with no deadlock and nothing said
+about reachability; the store's uniqueness rule makes a second decision on one bundle
+impossible, and `--verify` reports two decisions citing one bundle (MP715) where a store
+recorded them before the rule. Real submits, real SQLite and PostgreSQL, the CLI as processes."""
+from __future__ import annotations
+
+import hashlib
+import re
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from bundle_project import BundleProject
+
+pytestmark = pytest.mark.slow
+
+REVIEWERS = 4
+POLICY = "name: p\nmetrics:\n  - {name: accuracy, population: test, at_least: 0.8}\n"
+
+
+def _rows(proj: BundleProject, query: str) -> list[tuple]:
+    import sqlalchemy as sa
+
+    url = proj.store_url or f"sqlite:///{proj.root / 'evidence' / 'store.sqlite'}"
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:
+        rows = [tuple(r) for r in conn.execute(sa.text(query))]
+    engine.dispose()
+    return rows
+
+
+@pytest.fixture
+def sealed(store_url, tmp_path):
+    proj = BundleProject(tmp_path / "proj", store_url)
+    cand = proj.submit()
+    assert proj.evidence(cand).returncode == 0
+    (proj.root / "policy.yml").write_text(POLICY)
+    return proj, cand
+
+
+@pytest.mark.parametrize("verdicts", ["accept", "mixed"])
+def test_concurrent_reviews_record_one_decision_per_bundle(sealed, verdicts):
+    proj, cand = sealed
+    flags = ["--accept" if verdicts == "accept" or i % 2 else "--reject"
+             for i in range(REVIEWERS)]
+
+    shown = proj.evidence(cand, "--format", "json").stdout   # what every reviewer read
+    read = "sha256:" + hashlib.sha256(shown.encode()).hexdigest()
+
+    def review(i: int):
+        return proj.cli("review", cand, flags[i], "--by", f"reviewer-{i}", "--note", "raced",
+                        "--policy", "policy.yml", "--bundle", read)
+
+    with ThreadPoolExecutor(REVIEWERS) as pool:
+        done = list(pool.map(review, range(REVIEWERS)))
+    won = [d for d in done if d.returncode == 0]
+    lost = [d for d in done if d.returncode != 0]
+    assert len(won) == 1, [d.stderr for d in done]
+    for d in lost:   # refused as stale, never a deadlock or "reachable"
+        assert d.returncode == 1, d.stderr
+        assert d.stderr.startswith("error: [MP715 decision-on-stale-bundle] "), d.stderr
+        assert not re.search(r"deadlock|reachable|Traceback", d.stderr), d.stderr
+    decisions = _rows(proj, "SELECT bundle_digest FROM decisions")
+    assert len(decisions) == 1
+    assert decisions == [(read,)]
+    verified = proj.evidence(cand, "--verify")
+    assert verified.returncode == 0, verified.stdout
+
+
+def test_a_second_decision_on_one_bundle_is_refused_by_the_store(sealed):
+    import sqlalchemy as sa
+
+    proj, cand = sealed
+    assert proj.cli("review", cand, "--reject", "--by", "lee", "--note", "n").returncode == 0
+    [(digest, at)] = _rows(proj, "SELECT bundle_digest, decided_at FROM decisions")
+    with pytest.raises(sa.exc.IntegrityError, match=r"(?i)unique|duplicate"):
+        proj.sql(f"INSERT INTO decisions (candidate_id, bundle_digest, verdict, reviewer, note, "
+                 f"decided_at) VALUES ('{cand}', '{digest}', 'accepted', 'kim', 'again', "
+                 f"'{at}')")
+
+
+@pytest.mark.parametrize("doubled", [True, False], ids=["two-on-one-bundle", "one-each"])
+def test_verify_reports_two_decisions_citing_one_bundle(sealed, doubled):
+    proj, cand = sealed
+    assert proj.cli("review", cand, "--reject", "--by", "lee", "--note", "n").returncode == 0
+    [(digest, at)] = _rows(proj, "SELECT bundle_digest, decided_at FROM decisions")
+    # a store from before schema 0012: the rule was not there, and two reviewers raced
+    proj.sql("DROP INDEX uq_decisions_bundle")
+    if doubled:
+        proj.sql(f"INSERT INTO decisions (candidate_id, bundle_digest, verdict, reviewer, note, "
+                 f"decided_at) VALUES ('{cand}', '{digest}', 'accepted', 'kim', 'raced', "
+                 f"'{at}')")
+    done = proj.evidence(cand, "--verify")
+    codes = re.findall(r"^error\[(MP\d+)\]", done.stdout, re.M)
+    if doubled:
+        assert done.returncode == 1
+        assert "MP715" in codes, done.stdout
+        assert re.search(rf"error\[MP715\] decision-on-stale-bundle: 2 decisions recorded in the "
+                         rf"store cite bundle {digest} \(rejected by lee, accepted by kim\)",
+                         done.stdout), done.stdout
+    else:
+        assert "MP715" not in codes, done.stdout
