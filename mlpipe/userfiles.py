@@ -160,8 +160,8 @@ def _bounded_loader(yaml: Any) -> Any:
             self._sizes: dict[int, int] = {}
 
         def fetch_flow_collection_start(self, token_class: Any) -> None:
-            # the scanner looks ahead through every open '[' or '{' (each may start a key),
-            # in time that grows with the square of their number: stop it at the limit
+            # stop the scanner itself at the limit: it keeps a possible key for every open
+            # '[' or '{' and checks them all at each token it reads ahead
             if self.flow_level >= MAX_DEPTH:
                 raise _Exceeded(f"it nests deeper than {MAX_DEPTH} levels",
                                 self.get_mark().line + 1)

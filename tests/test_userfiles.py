@@ -1,5 +1,5 @@
 """Hostile files handed to each reader of a user's file (keys, `keys show`, trust and
-qualification policies): random bytes, alias bombs, deep nesting, FIFOs, devices and huge
+qualification policies, Azure ML job files): random bytes, alias bombs, deep nesting, FIFOs, devices and huge
 files each end in one UsageError naming the file, in bounded time and memory; never a
 traceback, a hang or a MemoryError. Keys readable by others are refused, as ssh refuses them."""
 from __future__ import annotations
@@ -205,3 +205,46 @@ def test_keys_show_on_a_hostile_file_says_one_line(tmp_path, case):
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     assert done.stderr.startswith("error: ") and target in done.stderr.splitlines()[0]
+
+
+def _job(path: Path) -> None:
+    from mlpipe.backends.azure import yamlfile
+
+    yamlfile.load(path, "an Azure ML pipeline job YAML")
+
+
+@pytest.mark.parametrize("case, match", [
+    ("fifo", r"pipe is not a regular file"),
+    ("/dev/zero", r"/dev/zero is not a regular file"),
+    ("huge", r"huge\.yml is 8,589,934,592 bytes, more than the 8,388,608 mlpipe reads"),
+    ("deep", r"nests collections more than 100 levels deep"),
+    ("bomb", r"expands to more than 1,000,000 values through its YAML aliases"),
+])
+def test_a_hostile_job_file_is_one_clear_error_in_bounded_time(tmp_path, case, match):
+    from mlpipe.errors import LoadError
+
+    path = {"fifo": tmp_path / "pipe", "/dev/zero": Path("/dev/zero"),
+            "huge": tmp_path / "huge.yml", "deep": tmp_path / "deep.yml",
+            "bomb": tmp_path / "bomb.yml"}[case]
+    if case == "fifo":
+        os.mkfifo(path)
+    elif case == "huge":
+        with path.open("wb") as fh:
+            fh.truncate(8 << 30)
+    elif case == "deep":   # 500,000 open brackets, stopped at the 101st
+        path.write_text("jobs: " + "[" * 500_000)
+    elif case == "bomb":
+        path.write_text(_bomb(7, 10))
+    with bounded(), pytest.raises(LoadError, match=match):
+        _job(path)
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=4096))
+def test_a_job_file_of_random_bytes_is_one_clear_error(tmp_path, data):
+    from mlpipe.errors import LoadError
+
+    path = tmp_path / "random.yml"
+    path.write_bytes(data)
+    with bounded(), contextlib.suppress(LoadError):
+        _job(path)

@@ -101,3 +101,64 @@ def test_verify_reports_two_decisions_citing_one_bundle(sealed, doubled):
                          done.stdout), done.stdout
     else:
         assert "MP715" not in codes, done.stdout
+
+
+def test_a_store_with_doubled_decisions_upgrades_and_refuses_new_doubles(sealed):
+    """0012 on a store that let reviewers race before it: the doubles stay (evidence, reported
+    by --verify), and the rule holds for every decision recorded after them."""
+    import sqlalchemy as sa
+
+    proj, cand = sealed
+    assert proj.cli("review", cand, "--reject", "--by", "lee", "--note", "n").returncode == 0
+    [(digest, at)] = _rows(proj, "SELECT bundle_digest, decided_at FROM decisions")
+    proj.sql("DROP INDEX uq_decisions_bundle")
+    proj.sql("DROP TABLE promotion_claims")
+    proj.sql("UPDATE alembic_version SET version_num = '0011_promotions'")
+    proj.sql(f"INSERT INTO decisions (candidate_id, bundle_digest, verdict, reviewer, note, "
+             f"decided_at) VALUES ('{cand}', '{digest}', 'accepted', 'kim', 'raced', '{at}')")
+    done = proj.evidence(cand, "--verify")   # opening the store upgrades it to 0012
+    assert done.returncode == 1 and "error[MP715]" in done.stdout, done.stdout
+    assert _rows(proj, "SELECT version_num FROM alembic_version") == [("0012_i37_races",)]
+    assert proj.evidence(cand, "--rebuild").returncode == 0   # seals the doubled state
+    assert proj.cli("review", cand, "--reject", "--by", "lee", "--note", "again").returncode == 0
+    [(newest,)] = _rows(proj, "SELECT bundle_digest FROM decisions WHERE note = 'again'")
+    with pytest.raises(sa.exc.IntegrityError, match=r"(?i)unique|duplicate"):
+        proj.sql(f"INSERT INTO decisions (candidate_id, bundle_digest, verdict, reviewer, note, "
+                 f"decided_at) VALUES ('{cand}', '{newest}', 'accepted', 'kim', 'raced', "
+                 f"'{at}')")
+
+
+def test_contention_that_outlasts_the_retries_is_named_as_contention(tmp_path):
+    """A real SQLite write lock held by another connection: the transaction is tried again
+    (TRIES times), then named as contention, never as an unreachable database."""
+    import sqlite3
+
+    import sqlalchemy as sa
+
+    from mlpipe.errors import StoreError
+    from mlpipe.evidence.contention import TRIES, transact
+    from mlpipe.evidence.store import Store
+
+    path = tmp_path / "store.sqlite"
+    Store.open(f"sqlite:///{path}").close()   # the schema, at head
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")   # another writer, holding the lock throughout
+    store = Store(sa.create_engine(f"sqlite:///{path}", connect_args={"timeout": 0.05}))
+    tries = []
+
+    def write(s):
+        tries.append(1)
+        s.execute(sa.text("INSERT INTO store_keys (name, value, created_at) VALUES "
+                          "('x', 'y', '2026-01-01')"))
+
+    try:
+        with pytest.raises(StoreError, match=r"is contended, not unreachable: concurrent "
+                                             r"writers held the same rows \(database is "
+                                             r"locked\)") as caught:
+            transact(store, write)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+        store.close()
+    assert len(tries) == TRIES
+    assert "reachable" not in (caught.value.hint or "")
