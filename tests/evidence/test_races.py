@@ -162,3 +162,34 @@ def test_contention_that_outlasts_the_retries_is_named_as_contention(tmp_path):
         store.close()
     assert len(tries) == TRIES
     assert "reachable" not in (caught.value.hint or "")
+
+
+def test_a_live_promotion_claim_is_waited_for_and_a_dead_one_taken_over(sealed):
+    import os
+    import subprocess
+    import sys
+
+    from mlpipe.evidence.claims import PromotionBusy, take
+    from mlpipe.evidence.store import Store
+
+    proj, cand = sealed
+    store = Store.open(proj.store_url or f"sqlite:///{proj.root / 'evidence' / 'store.sqlite'}")
+    try:
+        first = take(store, cand, "mlflow", "http://registry", "m")   # held by this process
+        assert first.taken_from is None
+        with pytest.raises(PromotionBusy, match=rf"{cand} is being promoted to m at "
+                                                rf"http://registry by process {os.getpid()} "
+                                                rf"on .*, which kept it for the 1 s this "
+                                                rf"promote waited"):
+            take(store, cand, "mlflow", "http://registry", "m", wait=0.6)
+        other = take(store, cand, "mlflow", "http://registry", "other-name", wait=0)
+        assert other.id != first.id and other.taken_from is None
+        gone = subprocess.Popen([sys.executable, "-c", "pass"])
+        gone.wait()
+        proj.sql(f"UPDATE promotion_claims SET pid = {gone.pid} WHERE id = {first.id}")
+        again = take(store, cand, "mlflow", "http://registry", "m", wait=0)
+        assert again.id == first.id
+        assert again.taken_from is not None and again.taken_from.startswith(
+            f"process {gone.pid} on ")
+    finally:
+        store.close()
