@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import delete, select
 
-from mlpipe.errors import MlpipeError
+from mlpipe.errors import MlpipeError, StoreError
 from mlpipe.evidence import models as m
 from mlpipe.evidence.liveness import alive, host, process_token
 
@@ -124,7 +124,9 @@ def claimed(url: str, candidate: str, registry: str, target: str, name: str, *,
         try:
             yield claim
         except BaseException:
-            with store.session() as s:
+            # a store that fails here keeps the claim: its process ends, so the next promote
+            # takes it over; the error the block raised is the one to report
+            with contextlib.suppress(StoreError), store.session() as s:
                 drop(s, claim)
             raise
     finally:
