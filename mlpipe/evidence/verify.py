@@ -499,6 +499,11 @@ def verify_bundle(url: str, ref: str, *, fetch: Fetch | None = None,
     store = Store.open(url, create=False)
     try:
         with store.session() as s:
+            if store.engine.dialect.name == "postgresql":
+                # one snapshot for the chain and the store it is compared with: a decision
+                # committed between the two reads is not a store that changed (SQLite's
+                # sessions hold the write lock throughout)
+                s.connection(execution_options={"isolation_level": "REPEATABLE READ"})
             return verify(s, find_candidate(s, ref), fetch=fetch, trust=trust)
     finally:
         store.close()

@@ -193,3 +193,41 @@ def test_a_live_promotion_claim_is_waited_for_and_a_dead_one_taken_over(sealed):
             f"process {gone.pid} on ")
     finally:
         store.close()
+
+
+def test_concurrent_signed_reviews_record_one_decision_and_verify_under_trust(store_url,
+                                                                              tmp_path):
+    """Signed decisions race as unsigned ones do (the issue's deadlocks were both kinds):
+    one is recorded, the others are refused as stale, and the chain verifies under --trust."""
+    from mlpipe.evidence import keys
+
+    proj = BundleProject(tmp_path / "proj", store_url)
+    for name in ("ci", "dana", "sam"):
+        keys.generate(proj.root / f"{name}.pem")
+    (proj.root / "mlpipe.toml").write_text('[signing]\nkey = "ci.pem"\n')
+    (proj.root / "trust.yml").write_text(
+        "identities:\n"
+        "  ci: {public_key: ci.pub, may: [seal]}\n"
+        "  dana: {public_key: dana.pub, may: [decide], accounts: [nobody-a]}\n"
+        "  sam: {public_key: sam.pub, may: [decide], accounts: [nobody-b]}\n")
+    cand = proj.submit()
+    shown = proj.evidence(cand, "--format", "json").stdout
+    read = "sha256:" + hashlib.sha256(shown.encode()).hexdigest()
+    signers = ["dana.pem", "sam.pem"] * (REVIEWERS // 2)
+
+    def review(i: int):
+        return proj.cli("review", cand, "--accept" if i % 2 else "--reject", "--key",
+                        signers[i], "--trust", "trust.yml", "--note", "raced", "--bundle", read)
+
+    with ThreadPoolExecutor(REVIEWERS) as pool:
+        done = list(pool.map(review, range(REVIEWERS)))
+    assert sorted(d.returncode for d in done) == [0] + [1] * (REVIEWERS - 1), \
+        [d.stderr for d in done]
+    for d in done:
+        if d.returncode:
+            assert d.stderr.startswith("error: [MP715 decision-on-stale-bundle] "), d.stderr
+            assert not re.search(r"deadlock|reachable|Traceback", d.stderr), d.stderr
+    assert _rows(proj, "SELECT bundle_digest, signer IS NOT NULL FROM decisions") == [
+        (read, True)]
+    verified = proj.evidence(cand, "--verify", "--trust", "trust.yml")
+    assert verified.returncode == 0, verified.stdout
