@@ -1,13 +1,12 @@
 """Every diagnostic code mlpipe publishes, in one table: code, kebab-case name, default
-severity and a one-line summary. The checks, the importer, the coordination check, the bundle's
-findings and ``--verify`` import their codes from here; nothing else registers one.
+severity and a one-line summary; the checks, the importer, the coordination check, the bundle's
+findings and ``--verify`` import their codes from here, and nothing else registers one.
 
 Adding a code: take the next free number of your range (never reuse one), name the constant
 after the kebab-case name (``artifact-kind-mismatch`` -> ``ARTIFACT_KIND_MISMATCH``), keep the
-table in code order, write its ``docs/checks.md`` section (What / Why / Fix / Example) and
-place it in ``docs/rules.md`` (beside the guide rule it enforces, or in its list of codes that
-enforce none); tests/test_codes.py, tests/checks/test_docs.py and tests/test_rules.py hold all
-of that to account. The why of each code is in docs/checks.md. Imports only ``mlpipe.diagnostics``.
+table in code order, write its ``docs/checks.md`` section (the why of each code lives there)
+and place it in ``docs/rules.md``; tests/test_codes.py, tests/checks/test_docs.py and
+tests/test_rules.py hold all of that to account. Imports only diagnostics.
 """
 from __future__ import annotations
 
@@ -15,9 +14,8 @@ from mlpipe.diagnostics import Code, Severity, explain  # noqa: F401  (its docum
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
-#: code -> Code, for every published code.
+#: code -> Code, for every published code; name -> Code, the same entries.
 CODES: dict[str, Code] = {}
-#: name -> Code, the same entries.
 _BY_NAME: dict[str, Code] = {}
 
 
@@ -440,6 +438,8 @@ MODEL_SIGNATURE_INVALID = _code(
 MODEL_SIGNER_UNTRUSTED = _code(
     "MP739", "model-signer-untrusted", ERROR,
     "The model signature the bundle names is by a key the trust policy does not let seal.")
+PROMOTION_UNRECORDED = _code("MP741", "promotion-unrecorded", ERROR, "A registered version "
+                             "is a candidate's model, but no promotion of it is recorded.")
 
 # --- MP750-MP769: promotion into a model registry and tracing back from it
 #     (mlpipe.evidence.promotion, mlpipe.evidence.trace)

@@ -34,7 +34,6 @@ def keys_show(path: str | None) -> None:
     """The key id and public key of PATH (a private or public PEM file, or a Key Vault key id
     https://VAULT.vault.azure.net/keys/NAME/VERSION), or, without PATH, of the key that seals
     here (MLPIPE_SIGNING_KEY, [signing] key, else this home's local key)."""
-    from pathlib import Path
 
     from mlpipe.errors import UsageError
     from mlpipe.evidence.keys import keyid_of, load_private, normal_pem
@@ -62,11 +61,10 @@ def keys_show(path: str | None) -> None:
         click.echo(f"key id {key.keyid}")
         click.echo(key.public_pem.decode().rstrip())
         return
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}",
-                         hint="give a key file or a Key Vault key id") from None
+    from mlpipe.userfiles import KEY_BYTES, read_bytes
+
+    data = read_bytes(path, what="the key", hint="give a key file or a Key Vault key id",
+                      limit=KEY_BYTES)
     if b"PRIVATE KEY" in data:
         pem = load_private(path).public_pem
     else:

@@ -48,7 +48,6 @@ def promote(candidate: str, registry: str, name: str, alias: str | None,
     """
     from mlpipe.evidence.card import write_card
     from mlpipe.evidence.config import locate
-    from mlpipe.evidence.mlflowregistry import register
     from mlpipe.evidence.mlflowregistry import tracking_uri as configured_uri
     from mlpipe.evidence.promotion import gate, record, signature_bytes
 
@@ -67,7 +66,14 @@ def promote(candidate: str, registry: str, name: str, alias: str | None,
     passed = gate(url, candidate, policy)
     import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="mlpipe-card-") as tmp:
+    from mlpipe.evidence.claims import claimed
+
+    service = _workspace_service(workspace) if registry == "azure" else None
+    target = _target(service) if service is not None else configured_uri(tracking_uri)
+    # claimed before the registry is written: a concurrent promote of the candidate waits
+    # for this one, and one killed midway is taken over (its version found by its tags)
+    with claimed(url, passed.candidate, registry, target, name) as claim, \
+            tempfile.TemporaryDirectory(prefix="mlpipe-card-") as tmp:
         card = write_card(url, passed.candidate, f"{tmp}/model-card.md")
         attachments = {"model_card": str(card.markdown), "ml_bom": str(card.bom)}
         signature = signature_bytes(url, passed.candidate)
@@ -76,17 +82,9 @@ def promote(candidate: str, registry: str, name: str, alias: str | None,
 
             Path(tmp, "model.sig").write_bytes(signature)
             attachments["model_signature"] = f"{tmp}/model.sig"
-        if registry == "azure":
-            from mlpipe.backends.azure import models as azure_models
-
-            reg = azure_models.register(_workspace_service(workspace), name, passed.model_path,
-                                        passed.tags,
-                                        description=card.markdown.read_text(encoding="utf-8"))
-        else:
-            reg = register(configured_uri(tracking_uri), name, passed.model_path, passed.tags,
-                           alias=alias, attachments=attachments,
-                           description=card.markdown.read_text(encoding="utf-8"))
-    done = record(url, passed, reg, by=by)
+        reg = _register(service, target, name, passed, alias, attachments,
+                        card.markdown.read_text(encoding="utf-8"))
+        done = record(url, passed, reg, by=by, claim=claim)
     if fmt == "json":
         import json
 
@@ -101,9 +99,34 @@ def promote(candidate: str, registry: str, name: str, alias: str | None,
     verb = "registered" if reg.new else "already registered as"
     click.echo(f"promoted {done.candidate}: {verb} {reg.uri}"
                + (f" (alias {reg.alias})" if reg.alias else "") + f" at {reg.target}")
+    if claim.taken_from is not None:
+        click.echo(f"  took over the promotion {claim.taken_from} had begun and left: "
+                   + ("it had not registered the model" if reg.new else
+                      f"it registered {reg.uri} but did not record it; now recorded"))
     click.echo(f"  decision {passed.decision['verdict']} by {passed.decision['by']}, citing "
                f"bundle {passed.cited}; policy {passed.policy.name} {passed.policy.digest}")
     click.echo(f"  sealed {done.sealed} with the promotion (mlpipe evidence {done.candidate})")
+
+
+def _target(service):
+    from mlpipe.backends.azure import models as azure_models
+
+    return azure_models.target(service)
+
+
+def _register(service, target: str, name: str, passed, alias: str | None,
+              attachments: dict[str, str], description: str):
+    """The model registered (or found registered) in the Azure ML workspace of ``service``,
+    or, without one, the MLflow registry at ``target``."""
+    if service is not None:
+        from mlpipe.backends.azure import models as azure_models
+
+        return azure_models.register(service, name, passed.model_path, passed.tags,
+                                     description=description)
+    from mlpipe.evidence.mlflowregistry import register
+
+    return register(target, name, passed.model_path, passed.tags, alias=alias,
+                    attachments=attachments, description=description)
 
 
 def _workspace_service(flags: dict[str, str | None]):

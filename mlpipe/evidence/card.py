@@ -36,13 +36,12 @@ class Card:
 
 def _policy_description(decision: dict[str, Any] | None) -> str | None:
     policy = (decision or {}).get("policy") or {}
-    try:
-        import yaml
+    from mlpipe.userfiles import load_yaml, read_text
 
-        doc = yaml.safe_load(Path(policy["file"]).read_text(encoding="utf-8"))
-    except (KeyError, OSError, ValueError, UnicodeDecodeError):
-        return None
-    except Exception:  # yaml.YAMLError: a policy file that no longer parses says nothing here
+    try:   # a policy file gone, hostile or no longer parsing says nothing here
+        doc = load_yaml(read_text(policy["file"], what="policy", hint=""),
+                        file=policy["file"], hint="")
+    except (KeyError, TypeError, UsageError):
         return None
     text = doc.get("description") if isinstance(doc, dict) else None
     return str(text) if text else None
@@ -235,7 +234,8 @@ def validate_bom(text: str) -> None:
 def write_card(url: str, ref: str, path: str | Path) -> Card:
     """Write the Markdown card of the candidate's newest sealed bundle to ``path`` and its
     ML-BOM beside it (``NAME.cdx.json``), the ML-BOM validated against CycloneDX 1.7 first, so
-    nothing is written when it does not match.
+    nothing is written when it does not match. Both are written to temporary files beside
+    their places, then renamed, the ML-BOM first: a card is never left without its ML-BOM.
 
     Raises:
         UsageError: no such candidate; cyclonedx-python-lib is missing; a file not writable.
@@ -251,12 +251,45 @@ def write_card(url: str, ref: str, path: str | Path) -> Card:
     validate_bom(bom)
     try:
         card.parent.mkdir(parents=True, exist_ok=True)
-        card.write_text(markdown(digest, statement, description), encoding="utf-8")
-        bom_path.write_text(bom, encoding="utf-8")
+        _write_together({bom_path: bom, card: markdown(digest, statement, description)})
     except OSError as exc:
-        raise UsageError(f"cannot write {exc.filename or card}: {exc.strerror}",
+        raise UsageError(f"cannot write {exc.filename or card}: {exc.strerror or exc}",
                          hint="choose another path") from None
     return Card(digest, card, bom_path)
+
+
+def _write_together(files: dict[Path, str]) -> None:
+    """Write every file or none: each to a temporary file beside it (synced), then all renamed
+    in order; a rename that fails removes what this call had put in place of a missing file."""
+    import os
+    import tempfile
+
+    temps: dict[Path, str] = {}
+    placed: list[Path] = []
+    existed: dict[Path, bool] = {}
+    try:
+        for path, text in files.items():
+            fd, temps[path] = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(temps[path], 0o644)
+        existed = {path: path.exists() for path in files}
+        for path in files:
+            try:
+                os.replace(temps[path], path)
+            except OSError as exc:   # named by its place, not the temporary file
+                raise OSError(exc.errno, exc.strerror, str(path)) from None
+            del temps[path]
+            placed.append(path)
+    except BaseException:
+        for tmp in temps.values():
+            Path(tmp).unlink(missing_ok=True)
+        for path in placed:
+            if not existed.get(path, True):
+                path.unlink(missing_ok=True)
+        raise
 
 
 __all__ = ["Card", "markdown", "ml_bom", "validate_bom", "write_card"]

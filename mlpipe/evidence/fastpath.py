@@ -17,7 +17,7 @@ from mlpipe.digests import digest_bytes
 from mlpipe.errors import StoreError
 
 #: Must equal ``mlpipe.evidence.migrate.HEAD`` (a test keeps them in step).
-SCHEMA_HEAD = "0011_promotions"
+SCHEMA_HEAD = "0012_i37_races"
 
 
 def read_sealed(url: str, ref: str) -> tuple[str, bytes] | None:

@@ -219,18 +219,20 @@ class LocalKey:
 def load_private(path: str | os.PathLike[str]) -> LocalKey:
     """The ECDSA P-256 private key in the PEM file at ``path``.
 
+    A key its group or others may read or write is refused, as ssh refuses one: whoever can
+    read it can sign as its identity (docs/signing.md).
+
     Raises:
-        UsageError: no such file, not a PEM private key, encrypted, or not P-256.
+        UsageError: no such file, not a regular file or too big (``userfiles``), not a PEM
+            private key, encrypted, not P-256, or readable by group or others.
     """
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
 
+    from mlpipe.userfiles import KEY_BYTES, private_key_exposed, read_bytes
+
     hint = "generate one with `mlpipe keys generate PATH` and point MLPIPE_SIGNING_KEY at it"
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise UsageError(f"cannot read the signing key {path}: {exc.strerror or exc}",
-                         hint=hint) from None
+    data = read_bytes(path, what="the signing key", hint=hint, limit=KEY_BYTES)
     try:
         key = serialization.load_pem_private_key(data, password=None)
     except TypeError:
@@ -242,6 +244,12 @@ def load_private(path: str | os.PathLike[str]) -> LocalKey:
     if not isinstance(key, ec.EllipticCurvePrivateKey) or key.curve.name != "secp256r1":
         raise UsageError(f"the signing key {path} is not an ECDSA P-256 key",
                          hint=hint + " (P-256 is what Model Signing and Key Vault share)")
+    mode = private_key_exposed(path)
+    if mode is not None:
+        raise UsageError(f"the signing key {path} may be read by its group or others (mode "
+                         f"{mode}): a private key is its owner's alone",
+                         hint=f"run `chmod 600 {path}`, and replace the key if anyone else "
+                              f"may have read it")
     return LocalKey(key, str(path))
 
 

@@ -20,12 +20,20 @@ from mlpipe.evidence.promotion import TAG_PREFIX, Registered, promoted_version
 
 #: The MLflow experiment whose runs hold the promoted models' files.
 EXPERIMENT = "mlpipe-promotions"
+#: MLflow's HTTP client, bounded: a request times out after 20 s and is retried twice, 1 s
+#: then 2 s apart (an unreachable server fails in seconds, a silent one within about a minute).
+HTTP_BOUNDS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+               "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": "0.5", "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
 _MODELS_URI = re.compile(r"^models:/(?P<name>[^/@]+)(?:/(?P<version>\d+)|@(?P<alias>[^/]+))/?$")
 
 
 def _mlflow() -> Any:
     # no progress bars on stderr from a command's downloads and uploads
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    # MLflow's HTTP defaults (7 retries, backoff factor 2, 120 s a request) keep a command
+    # against an unreachable server going for minutes; a user's own settings still win
+    for var, value in HTTP_BOUNDS.items():
+        os.environ.setdefault(var, value)
     try:
         import mlflow
     except ImportError:
@@ -66,6 +74,22 @@ def _errors() -> tuple[type[BaseException], ...]:
     return (MlflowException, OSError)
 
 
+def _why(exc: BaseException) -> str:
+    """An MLflow or OS error in one line: for a server that cannot be reached, the reason
+    (``connection refused (3 tries)``), not urllib3's whole retry report."""
+    text = str(exc).strip()
+    if "Max retries exceeded" in text or "NewConnectionError" in text:
+        reason = re.search(r"\[Errno -?\d+\] ([^\"')]+)", text)
+        tries = int(os.environ.get("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0") or 0) + 1
+        return (f"the server cannot be reached: "
+                f"{reason.group(1).strip() if reason else 'no answer'} ({tries} tries)")
+    if isinstance(exc, (FileExistsError, NotADirectoryError)) and exc.filename:
+        return f"{exc.filename} is a file, where the URI needs a folder"
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
+    return text.splitlines()[0] if text else repr(exc)
+
+
 def register(uri: str, name: str, model_dir: str, tags: dict[str, str], *,
              alias: str | None = None, attachments: dict[str, str] | None = None,
              description: str | None = None) -> Registered:
@@ -85,15 +109,14 @@ def register(uri: str, name: str, model_dir: str, tags: dict[str, str], *,
         Registered(registry='mlflow', ..., version='1', uri='models:/defect/1', ...)
     """
     _mlflow()
-    client = _client(uri)
     candidate, model = tags[TAG_PREFIX + "candidate"], tags[TAG_PREFIX + "model"]
     try:
+        client = _client(uri)   # a sqlite:/// URI's store is opened (and its folder made) here
         with contextlib.redirect_stdout(sys.stderr):   # MLflow prints "View run ..." there
             found, extra, new = _register(client, uri, name, model_dir, tags, candidate,
                                           model, alias, attachments, description)
     except _errors() as exc:
-        raise UsageError(f"the MLflow registry at {uri} refused the promotion: "
-                         f"{str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}",
+        raise UsageError(f"the MLflow registry at {uri} refused the promotion: {_why(exc)}",
                          hint="check the tracking URI (MLFLOW_TRACKING_URI or "
                               "--tracking-uri) and that the server is running") from None
     return Registered("mlflow", uri, name, str(found.version), f"models:/{name}/{found.version}",
@@ -158,8 +181,8 @@ def fetch(uri: str, ref: str, into: Path) -> tuple[str, str, dict[str, str], Pat
         raise UsageError(f"{ref!r} is not a registered model: expected models:/NAME/VERSION, "
                          f"models:/NAME@ALIAS or azureml:NAME:VERSION")
     name, version, alias = parsed
-    client = _client(uri)
     try:
+        client = _client(uri)
         mv = (client.get_model_version(name, version) if version is not None
               else client.get_model_version_by_alias(name, alias))
         source = client.get_model_version_download_uri(name, mv.version)
@@ -167,11 +190,10 @@ def fetch(uri: str, ref: str, into: Path) -> tuple[str, str, dict[str, str], Pat
         local = mlflow.artifacts.download_artifacts(artifact_uri=source, dst_path=str(into),
                                                     tracking_uri=uri)
     except _errors() as exc:
-        raise UsageError(f"the MLflow registry at {uri} has no {ref} to trace: "
-                         f"{str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}",
+        raise UsageError(f"the MLflow registry at {uri} has no {ref} to trace: {_why(exc)}",
                          hint="list the versions with the MLflow UI or `mlflow models`; check "
                               "MLFLOW_TRACKING_URI") from None
     return name, str(mv.version), dict(mv.tags or {}), Path(local)
 
 
-__all__ = ["EXPERIMENT", "fetch", "parse", "register", "tracking_uri"]
+__all__ = ["EXPERIMENT", "HTTP_BOUNDS", "fetch", "parse", "register", "tracking_uri"]

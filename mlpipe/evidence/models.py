@@ -289,7 +289,9 @@ class Decision(Base):
     bundle digest it read; never written by orchestration."""
 
     __tablename__ = "decisions"
-    __table_args__ = (Index("ix_decisions_candidate", "candidate_id", "decided_at"),)
+    __table_args__ = (Index("ix_decisions_candidate", "candidate_id", "decided_at"),
+                      # one decision per bundle (0012: partial where older doubles remain)
+                      Index("uq_decisions_bundle", "bundle_digest", unique=True))
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     candidate_id: Mapped[str] = mapped_column(ForeignKey("candidates.id"))
     bundle_digest: Mapped[str] = mapped_column(ForeignKey("bundles.digest"))
@@ -389,3 +391,23 @@ class Promotion(Base):
     tags: Mapped[dict[str, Any]] = mapped_column(JSON)
     promoted_by: Mapped[Optional[str]] = mapped_column(String(200))
     promoted_at: Mapped[datetime] = mapped_column(DateTime)
+
+
+class PromotionClaim(Base):
+    """A promotion under way (``mlpipe promote``): recorded before the registry is written and
+    removed with the promotion's record, so a second promoter of the candidate to the same
+    model name waits for the first, and one killed midway is taken over by the next."""
+
+    __tablename__ = "promotion_claims"
+    __table_args__ = (UniqueConstraint("candidate_id", "registry", "target", "name",
+                                       name="uq_promotion_claims"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    candidate_id: Mapped[str] = mapped_column(ForeignKey("candidates.id"))
+    registry_kind: Mapped[str] = mapped_column("registry", String(20))
+    target: Mapped[str] = mapped_column(String(500))
+    name: Mapped[str] = mapped_column(String(255))
+    #: the promoting process, as runs record theirs (``liveness``)
+    host: Mapped[str] = mapped_column(String(255))
+    pid: Mapped[int] = mapped_column(Integer)
+    pid_started: Mapped[Optional[str]] = mapped_column(String(40))
+    claimed_at: Mapped[datetime] = mapped_column(DateTime)

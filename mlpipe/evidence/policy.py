@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from mlpipe.codes import (
@@ -117,15 +116,9 @@ def parse_policy(text: str, file: str) -> Policy:
         ...              "population: test}\\n", "p.yml").metrics[0].required()
         '>= 0.8 on test'
     """
-    import yaml
+    from mlpipe.userfiles import load_yaml
 
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise UsageError(f"not valid YAML: {getattr(exc, 'problem', None) or exc}", file=file,
-                         line=None if mark is None else mark.line + 1,
-                         hint="fix the YAML syntax (docs/review.md shows a policy)") from None
+    data = load_yaml(text, file=file, hint="fix the YAML (docs/review.md shows a policy)")
     if not isinstance(data, dict):
         raise _bad(file, "(top)", "a policy is a mapping of name, metrics, findings_absent and "
                    "verify", "start from policies/defect-classifier.yml")
@@ -192,12 +185,10 @@ def load_policy(path: str) -> Policy:
     Raises:
         UsageError: the file cannot be read, or is not a valid policy (``parse_policy``).
     """
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        why = getattr(exc, "strerror", None) or "not UTF-8 text"
-        raise UsageError(f"cannot read policy {path}: {why}",
-                         hint="give the path of a policy YAML file (docs/review.md)") from None
+    from mlpipe.userfiles import read_text
+
+    text = read_text(path, what="policy",
+                     hint="give the path of a policy YAML file (docs/review.md)")
     return parse_policy(text, path)
 
 

@@ -27,6 +27,7 @@ from mlpipe.evidence.policy import Policy
 
 if TYPE_CHECKING:
     from mlpipe.evidence import models as m
+    from mlpipe.evidence.claims import Claim
 
 #: Where the lineage tags live in a registry: every key starts with this.
 TAG_PREFIX = "mlpipe."
@@ -314,42 +315,49 @@ class Promoted:
 
 
 def record(url: str, g: Gate, reg: Registered, *, by: str | None = None,
-           now: datetime | None = None) -> Promoted:
+           now: datetime | None = None, claim: Claim | None = None) -> Promoted:
     """Record the promotion (once per registry version) and seal the candidate's next bundle
-    with it.
+    with it, removing ``claim`` (``claims.claimed``) in the same transaction.
 
     Raises:
         StoreError: the registry version is recorded as another candidate's promotion.
     """
     from mlpipe.evidence import models as m
+    from mlpipe.evidence.claims import drop
+    from mlpipe.evidence.contention import transact
     from mlpipe.evidence.seal import seal
     from mlpipe.evidence.store import Store, utcnow
 
+    def work(s: Session) -> Promoted:
+        # the candidate's row first (as review and seal lock it), then the promotion's row
+        cand = s.scalars(select(m.CandidateRow).where(m.CandidateRow.id == g.candidate)
+                         .with_for_update()).one()
+        row = s.scalars(select(m.Promotion).where(
+            m.Promotion.registry_kind == reg.registry, m.Promotion.target == reg.target,
+            m.Promotion.name == reg.name, m.Promotion.version == reg.version)).first()
+        if row is not None and row.candidate_id != g.candidate:
+            raise StoreError(f"{reg.uri} at {reg.target} is recorded as the promotion of "
+                             f"{row.candidate_id}, not {g.candidate}",
+                             hint=f"run `mlpipe trace {reg.uri}` to see which model the "
+                                  f"registry holds")
+        if row is None:
+            s.add(m.Promotion(candidate_id=g.candidate, decision_id=g.decision_id,
+                              bundle_digest=g.cited, model_digest=g.model_digest,
+                              registry_kind=reg.registry, target=reg.target, name=reg.name,
+                              version=reg.version, alias=reg.alias, uri=reg.uri,
+                              tags={**g.tags, **reg.extra_tags}, promoted_by=by,
+                              promoted_at=now or utcnow()))
+        elif reg.alias and row.alias != reg.alias:
+            row.alias = reg.alias
+        if claim is not None:
+            drop(s, claim)
+        s.flush()
+        sealed = seal(s, cand, now=now)
+        return Promoted(g.candidate, reg, sealed.digest)
+
     store = Store.open(url, create=False)
     try:
-        with store.session() as s:
-            row = s.scalars(select(m.Promotion).where(
-                m.Promotion.registry_kind == reg.registry, m.Promotion.target == reg.target,
-                m.Promotion.name == reg.name, m.Promotion.version == reg.version)).first()
-            if row is not None and row.candidate_id != g.candidate:
-                raise StoreError(f"{reg.uri} at {reg.target} is recorded as the promotion of "
-                                 f"{row.candidate_id}, not {g.candidate}",
-                                 hint=f"run `mlpipe trace {reg.uri}` to see which model the "
-                                      f"registry holds")
-            if row is None:
-                s.add(m.Promotion(candidate_id=g.candidate, decision_id=g.decision_id,
-                                  bundle_digest=g.cited, model_digest=g.model_digest,
-                                  registry_kind=reg.registry, target=reg.target, name=reg.name,
-                                  version=reg.version, alias=reg.alias, uri=reg.uri,
-                                  tags={**g.tags, **reg.extra_tags}, promoted_by=by,
-                                  promoted_at=now or utcnow()))
-            elif reg.alias and row.alias != reg.alias:
-                row.alias = reg.alias
-            s.flush()
-            cand = s.get(m.CandidateRow, g.candidate)
-            assert cand is not None   # the gate found it; candidates are never removed
-            sealed = seal(s, cand, now=now)
-            return Promoted(g.candidate, reg, sealed.digest)
+        return transact(store, work)
     finally:
         store.close()
 

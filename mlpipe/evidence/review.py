@@ -90,8 +90,8 @@ def record_decision(url: str, ref: str, *, verdict: str, by: str | None, note: s
         Recorded(candidate='c-3f9a0c1b22', verdict='accepted', cited='sha256:...', ...)
     """
     from mlpipe.evidence import models as m
-    from mlpipe.evidence.seal import CONFIGURED, latest, seal
-    from mlpipe.evidence.store import Store, utcnow
+    from mlpipe.evidence.contention import transact
+    from mlpipe.evidence.store import Store
 
     if verdict not in (m.ACCEPTED, m.REJECTED):
         raise UsageError(f"a verdict is accepted or rejected, not {verdict!r}",
@@ -106,33 +106,58 @@ def record_decision(url: str, ref: str, *, verdict: str, by: str | None, note: s
         choice = _chosen(store, cited, policy, by, deviation)
         policy = None if choice is None else choice.policy
         verification = _verification(url, cand_id, policy, trust)
-        with store.session() as s:
-            cand = s.get(m.CandidateRow, cand_id)
-            newest = latest(s, cand_id)
-            if newest is None or newest.digest != cited:
-                raise _refuse_stale(cand_id, f"bundle {cited} is no longer the newest sealed "
-                                             f"bundle of {cand_id}")
-            statement = _unchanged_since_sealed(s, cand, cand_id, newest, cited)
-            qualification = None if choice is None else _judge(choice, statement, cited,
-                                                                verification)
-            if verdict == m.ACCEPTED:
-                _may_accept(cand_id, statement, qualification)
-            judged = None if qualification is None or choice is None else {
-                **qualification.policy.cited(), "passed": qualification.passed,
-                "criteria": [c.to_dict() for c in qualification.criteria], **choice.cited()}
-            decided_at = now or utcnow()
-            envelope = None if key is None else _signed_decision(
-                key, cand_id, statement, cited, verdict, note.strip(), decided_at, judged)
-            s.add(m.Decision(candidate_id=cand_id, bundle_digest=cited,
-                             verdict=verdict, reviewer=by, note=note.strip(), policy=judged,
-                             decided_at=decided_at, envelope=envelope,
-                             signer=None if key is None else key.keyid))
-            s.flush()
-            sealed = seal(s, cand, now=now, signer=CONFIGURED if key is None else key)
-            return Recorded(cand_id, verdict, cited, sealed.digest, by,
-                            None if key is None else key.keyid)
+        return transact(store, lambda s: _decide(
+            s, cand_id, cited, verdict=verdict, by=by, note=note.strip(), choice=choice,
+            verification=verification, now=now, key=key))
     finally:
         store.close()
+
+
+def _decide(s: Any, cand_id: str, cited: str, *, verdict: str, by: str, note: str,
+            choice: Any, verification: dict[str, Any] | None,
+            now: datetime | None, key: Signer | None) -> Recorded:
+    """In one transaction: lock the candidate, refuse a stale bundle, record the decision and
+    seal the bundle that carries it."""
+    from sqlalchemy import select
+    from sqlalchemy.exc import IntegrityError
+
+    from mlpipe.evidence import models as m
+    from mlpipe.evidence.seal import CONFIGURED, latest, seal
+    from mlpipe.evidence.store import utcnow
+
+    # The candidate's row is locked before anything is read (PostgreSQL: FOR UPDATE;
+    # SQLite: BEGIN IMMEDIATE holds the write lock), so the stale check, the decision
+    # and the seal see one state: a concurrent reviewer waits, then finds its bundle
+    # superseded. Locking it only at the seal, after the decision's foreign key took
+    # a share lock on it, is what deadlocked.
+    cand = s.scalars(select(m.CandidateRow).where(m.CandidateRow.id == cand_id)
+                     .with_for_update()).one()
+    newest = latest(s, cand_id)
+    if newest is None or newest.digest != cited:
+        raise _refuse_stale(cand_id, f"bundle {cited} is no longer the newest sealed "
+                                     f"bundle of {cand_id}")
+    statement = _unchanged_since_sealed(s, cand, cand_id, newest, cited)
+    qualification = None if choice is None else _judge(choice, statement, cited, verification)
+    if verdict == m.ACCEPTED:
+        _may_accept(cand_id, statement, qualification)
+    judged = None if qualification is None or choice is None else {
+        **qualification.policy.cited(), "passed": qualification.passed,
+        "criteria": [c.to_dict() for c in qualification.criteria], **choice.cited()}
+    decided_at = now or utcnow()
+    envelope = None if key is None else _signed_decision(
+        key, cand_id, statement, cited, verdict, note, decided_at, judged)
+    s.add(m.Decision(candidate_id=cand_id, bundle_digest=cited,
+                     verdict=verdict, reviewer=by, note=note, policy=judged,
+                     decided_at=decided_at, envelope=envelope,
+                     signer=None if key is None else key.keyid))
+    try:
+        s.flush()
+    except IntegrityError:   # uq_decisions_bundle: one decision per bundle, ever
+        raise _refuse_stale(cand_id, f"bundle {cited} already has a decision: a "
+                                     f"bundle is decided on once") from None
+    sealed = seal(s, cand, now=now, signer=CONFIGURED if key is None else key)
+    return Recorded(cand_id, verdict, cited, sealed.digest, by,
+                    None if key is None else key.keyid)
 
 
 def _cited_bundle(store: Any, ref: str, bundle: str | None, key: Signer | None,

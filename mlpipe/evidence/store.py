@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from mlpipe.errors import StoreError
 from mlpipe.evidence import models as m
 from mlpipe.evidence.config import missing_store, redact, scrub
+from mlpipe.evidence.contention import contended, is_contention
 from mlpipe.evidence.liveness import alive as _alive
 from mlpipe.evidence.liveness import host, process_token
 from mlpipe.evidence.migrate import auto_upgrade_enabled, ensure_schema
@@ -144,6 +145,8 @@ class Store:
     def _failed(self, exc: BaseException) -> StoreError:
         """The store's error, naming want of room where the system shows it (evidence.room)."""
         why = self._why(exc)
+        if is_contention(exc):
+            return contended(self.url, why.splitlines()[0] if why else why)
         sqlite = self.engine.dialect.name == "sqlite"
         room = want_of_room(self.engine.url.database if sqlite else None, why)
         if room is not None:

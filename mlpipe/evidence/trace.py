@@ -17,7 +17,11 @@ from typing import Any
 
 from sqlalchemy import select
 
-from mlpipe.codes import REGISTERED_MODEL_REPLACED, REGISTERED_MODEL_UNKNOWN
+from mlpipe.codes import (
+    PROMOTION_UNRECORDED,
+    REGISTERED_MODEL_REPLACED,
+    REGISTERED_MODEL_UNKNOWN,
+)
 from mlpipe.evidence.promotion import TAG_PREFIX
 
 
@@ -193,11 +197,13 @@ def trace(url: str, ref: str, fetch: Fetch) -> Traced:
                                  .order_by(m.Decision.decided_at.desc(), m.Decision.id.desc())
                                  ).first()
                 out.decision = None if last is None else decision_entry(last)
-                if out.promotion is None:
-                    other = s.scalars(select(m.Promotion).where(
-                        m.Promotion.candidate_id == traced)
-                        .order_by(m.Promotion.promoted_at.desc())).first()
-                    out.promotion = None if other is None else promotion_entry(other)
+                if out.promotion is None:   # never another version's promotion in its place
+                    out.problems.append((PROMOTION_UNRECORDED.code, (
+                        f"the evidence store records no promotion of {fetched.uri}"
+                        + (f", though it carries candidate {claimed}'s lineage tags: a "
+                           f"`mlpipe promote` stopped after registering it and before "
+                           f"recording it" if claimed else
+                           ": it was registered outside `mlpipe promote`"))))
     finally:
         store.close()
     if out.candidate is not None:

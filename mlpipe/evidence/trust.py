@@ -80,13 +80,12 @@ def load_trust(path: str | Path) -> Trust:
         >>> load_trust("policies/trust.yml").identities[keyid].name
         'ci'
     """
+    from mlpipe.userfiles import read_bytes
+
     where = str(path)
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        raise UsageError(f"cannot read the trust policy {where}: {exc.strerror or exc}",
-                         hint="give the path of a trust policy (docs/signing.md)") from None
-    data = _parsed(where, raw)
+    raw = read_bytes(path, what="the trust policy",
+                     hint="give the path of a trust policy (docs/signing.md)")
+    data, fresh = _parsed(where, raw)
     if not isinstance(data, dict) or not isinstance(data.get("identities"), dict) \
             or not data["identities"]:
         raise _fail(where, "it needs an 'identities' mapping of name -> {public_key, may}")
@@ -104,26 +103,24 @@ def load_trust(path: str | Path) -> Trust:
             raise _fail(where, f"identities {identities[ident.keyid].name!r} and {name!r} "
                                f"hold the same key {ident.keyid[:16]}: one key is one identity")
         identities[ident.keyid] = ident
+    if fresh:   # only a policy that holds is kept, so nothing unchecked is ever cached
+        _cache_write(digest_bytes(raw), data)
     return Trust(where, digest_bytes(raw), identities,
                  **{k: rules.get(k, v) for k, v in _RULES.items()})
 
 
-def _parsed(where: str, raw: bytes) -> Any:
-    """The policy file's YAML, as PyYAML's ``safe_load`` reads it; from this user's parse cache
-    when these very bytes were read before (``--verify --trust`` runs often, and importing
-    PyYAML was a third of what it added to ``--verify``: docs/performance.md#signing)."""
-    digest = digest_bytes(raw)
-    cached = _cache_read(digest)
-    if cached is not None:
-        return cached[0]
-    import yaml
+def _parsed(where: str, raw: bytes) -> tuple[Any, bool]:
+    """The policy file's YAML, as PyYAML's ``safe_load`` reads it (within ``userfiles``'
+    alias and depth limits), and whether it was parsed now; from this user's parse cache when
+    these very bytes were read before (``--verify --trust`` runs often, and importing PyYAML
+    was a third of what it added to ``--verify``: docs/performance.md#signing)."""
+    from mlpipe.userfiles import load_yaml
 
-    try:
-        data = yaml.safe_load(raw)
-    except yaml.YAMLError as exc:
-        raise _fail(where, f"not valid YAML ({str(exc).splitlines()[0]})") from None
-    _cache_write(digest, data)
-    return data
+    cached = _cache_read(digest_bytes(raw))
+    if cached is not None:
+        return cached[0], False
+    return load_yaml(raw, file=where, hint="see docs/signing.md#the-trust-policy for the "
+                                           "format"), True
 
 
 def cache_folder() -> Path:
@@ -196,12 +193,13 @@ def _identity(where: str, base: Path, name: str, entry: Any) -> Identity:
         raise _fail(where, f"identity {name!r} needs one of public_key (a .pub file) or "
                            f"public_key_pem")
     if "public_key" in entry:
+        from mlpipe.userfiles import KEY_BYTES, read_bytes
+
         file = base / str(entry["public_key"])
         try:
-            pem = file.read_bytes()
-        except OSError as exc:
-            raise _fail(where, f"identity {name!r}: cannot read its public key {file}: "
-                               f"{exc.strerror or exc}") from None
+            pem = read_bytes(file, what="its public key", hint="", limit=KEY_BYTES)
+        except UsageError as exc:
+            raise _fail(where, f"identity {name!r}: {exc.message}") from None
     else:
         pem = str(entry["public_key_pem"]).encode()
     try:

@@ -25,6 +25,7 @@ from mlpipe.codes import (
     BUNDLE_BYTES_CHANGED,
     BUNDLE_CHAIN_MISSING,
     DECISION_CITES_UNKNOWN_BUNDLE,
+    DECISION_ON_STALE_BUNDLE,
     EVIDENCE_CHANGED_IN_STORE,
     MODEL_SIGNATURE_INVALID,
     MODEL_SIGNER_UNTRUSTED,
@@ -251,6 +252,18 @@ def _check_decisions(candidate: m.CandidateRow, rows: list[m.BundleRow],
     review = ((statement or {}).get("predicate") or {}).get("review") or {}
     cited += [(d.get("verdict"), d.get("bundle"), "named by the newest bundle")
               for d in review.get("decisions") or [] if isinstance(d, dict)]
+    by_bundle: dict[str, list[dict[str, Any]]] = {}
+    for d in decisions:
+        by_bundle.setdefault(d["bundle"], []).append(d)
+    for digest, same in by_bundle.items():
+        if len(same) > 1:
+            who = ", ".join(f"{d['verdict']} by {d['by']}" for d in same)
+            out.findings.append(_mismatch(
+                DECISION_ON_STALE_BUNDLE, f"{len(same)} decisions recorded in the store cite "
+                f"bundle {digest} ({who}): the first one's seal superseded it, so the others "
+                f"decided on stale evidence",
+                "the store let reviewers race (recorded before schema 0012_i37_races); "
+                "decide again on the newest bundle, which supersedes them"))
     seen = set()
     for verdict, digest, where in cited:
         if digest in in_chain or (verdict, digest) in seen:
@@ -486,6 +499,11 @@ def verify_bundle(url: str, ref: str, *, fetch: Fetch | None = None,
     store = Store.open(url, create=False)
     try:
         with store.session() as s:
+            if store.engine.dialect.name == "postgresql":
+                # one snapshot for the chain and the store it is compared with: a decision
+                # committed between the two reads is not a store that changed (SQLite's
+                # sessions hold the write lock throughout)
+                s.connection(execution_options={"isolation_level": "REPEATABLE READ"})
             return verify(s, find_candidate(s, ref), fetch=fetch, trust=trust)
     finally:
         store.close()

@@ -104,7 +104,8 @@ def test_a_store_at_an_older_revision_is_upgraded_first(tmp_path):
     url = f"sqlite:///{tmp_path / 'store.sqlite'}"
     store, runs = _recorded(url)
     with store.engine.begin() as conn:  # back to the revision before the read indexes
-        for later in ("DROP TABLE promotions",  # 0011_promotions's
+        for later in ("DROP TABLE promotion_claims",  # 0012_i37_races's
+                      "DROP TABLE promotions",  # 0011_promotions's
                       "DROP TABLE source_texts",  # 0010_i23b_source's
                       "DROP TABLE bundle_signatures", "DROP TABLE model_signatures",  # 0009_i24
                       "DROP TABLE store_keys",  # 0008_secret_key's

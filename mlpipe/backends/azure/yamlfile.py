@@ -63,8 +63,17 @@ class Mapping(dict):
         return self.lines.get(key, self.line)
 
 
-class _LineLoader(yaml.SafeLoader):
+class _TooDeep(Exception):
     pass
+
+
+class _LineLoader(yaml.SafeLoader):
+    def fetch_flow_collection_start(self, token_class: Any) -> None:
+        # stop the scanner itself at the depth limit (issue 37): it keeps a possible key for
+        # every open '[' or '{' and checks them all at each token it reads ahead
+        if self.flow_level >= MAX_DEPTH:
+            raise _TooDeep
+        super().fetch_flow_collection_start(token_class)
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> Mapping:
@@ -83,6 +92,8 @@ _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _con
 
 #: How deep a YAML document may nest mappings and lists (a job nests fewer than ten).
 MAX_DEPTH = 100
+#: The largest job file read (Azure ML job YAML is a few KiB).
+MAX_FILE_BYTES = 8 << 20
 
 
 #: How many values a document may expand to (YAML aliases repeat a value without copying it).
@@ -161,9 +172,14 @@ def load(path: str | os.PathLike[str], what: str) -> Mapping:
     """
     shown = str(path)
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or device would be waited on
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):  # a FIFO or device would be waited on
             raise LoadError(f"{shown} is not a regular file", hint=f"give the path of {what}",
                             file=shown)
+        if st.st_size > MAX_FILE_BYTES:
+            raise LoadError(f"{shown} is {st.st_size:,} bytes, more than the "
+                            f"{MAX_FILE_BYTES:,} mlpipe reads as {what}",
+                            hint=f"give the path of {what}", file=shown)
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise LoadError(f"no such file: {shown}", hint=f"give the path of {what}",
@@ -175,7 +191,7 @@ def load(path: str | os.PathLike[str], what: str) -> Mapping:
                         hint=f"give {what} saved as UTF-8", file=shown) from None
     try:
         doc = yaml.load(text, Loader=_LineLoader)
-    except RecursionError:
+    except (RecursionError, _TooDeep):
         doc = None
         deep = True
     except yaml.YAMLError as exc:
