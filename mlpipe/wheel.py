@@ -6,13 +6,13 @@ Builds with pip (no network: ``--no-deps --no-build-isolation``); never installs
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+from mlpipe.digests import digest_lines, manifest_line, sha256_file
 from mlpipe.errors import UsageError
 from mlpipe.version import DISTRIBUTION, __version__
 
@@ -32,18 +32,16 @@ def source_tree() -> Path | None:
 
 
 def source_digest(tree: Path) -> str:
-    """sha256 over what the wheel is built from: ``pyproject.toml`` and every file of the
-    package (names and bytes; caches and bytecode left out)."""
-    h = hashlib.sha256()
+    """The hex digest of what the wheel is built from: ``pyproject.toml``, ``README.md`` and
+    every file of the package, as a manifest of names, sizes and file digests (caches and
+    bytecode left out)."""
     files = [tree / "pyproject.toml", tree / "README.md"]
     for folder, dirs, names in os.walk(tree / "mlpipe"):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
         files += [Path(folder) / n for n in sorted(names) if not n.endswith((".pyc", ".pyo"))]
-    for path in files:
-        if path.is_file():
-            h.update(str(path.relative_to(tree)).encode() + b"\0")
-            h.update(path.read_bytes() + b"\0")
-    return h.hexdigest()
+    lines = (manifest_line(str(path.relative_to(tree)), path.stat().st_size, sha256_file(path))
+             for path in files if path.is_file())
+    return digest_lines(lines).removeprefix("sha256:")
 
 
 def build_wheel(out_dir: Path) -> Path:

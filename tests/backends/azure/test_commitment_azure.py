@@ -10,7 +10,7 @@ from bundle_project import PROMOTION_POLICY
 from mlpipe.digests import digest_bytes
 
 PF = ROOT / "tests" / "fixtures" / "azure" / "preflight"
-GOOD = ("dependencies:\n- python=3.11\n- pip:\n  - mlpipe==0.1.0\n  - mlflow-skinny==2.18.0\n"
+GOOD = ("dependencies:\n- python=3.11\n- pip:\n  - mlpipe-aml==0.1.0\n  - mlflow-skinny==2.18.0\n"
         "  - azureml-mlflow==1.57.0\n")
 
 

@@ -19,7 +19,7 @@ from mlpipe.cli import main
 PF = ROOT / "tests" / "fixtures" / "azure" / "preflight" / "pf.py"
 FLAGS = ["--workspace", WS.workspace_name, "--resource-group", WS.resource_group,
          "--subscription", WS.subscription_id, "--input", "raw=azureml:defect-images:1"]
-GOOD = ("dependencies:\n- python=3.11\n- pip:\n  - mlpipe==0.1.0\n  - mlflow-skinny==2.18.0\n"
+GOOD = ("dependencies:\n- python=3.11\n- pip:\n  - mlpipe-aml==0.1.0\n  - mlflow-skinny==2.18.0\n"
         "  - azureml-mlflow==1.57.0\n")
 
 
