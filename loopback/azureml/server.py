@@ -375,7 +375,10 @@ class Handler(BaseHTTPRequestHandler):
                                                   for j in svc.pipelines]))
         name = parts[0]
         if len(parts) == 1 and method == "PUT":
-            return self._send(201, payloads.job_base(svc, self._create_job(name, sent)))
+            # 201 with the resource's URL in Location (recorded: test_pipeline_job_child_run_
+            # download, the PUT entry)
+            return self._send(201, payloads.job_base(svc, self._create_job(name, sent)),
+                              headers={"Location": f"{svc.url}{self.path}"})
         job = svc.jobs.get(name)
         if job is None:
             raise Answer(404, "UserError", f"Job {name} was not found in workspace "
@@ -386,8 +389,13 @@ class Handler(BaseHTTPRequestHandler):
             job._advance()
             return self._send(200, payloads.job_base(svc, job))
         if len(parts) == 2 and parts[1] == "cancel" and method == "POST":
+            # No recording: the ARM specification's Job_Cancel (examples/Job/cancel.json)
+            # answers 202 with Location, polled until it answers 200 (final-state-via location)
             job.set_status("CancelRequested")
-            return self._send(202, None, headers={"Location": f"{svc.url}{self.path}"})
+            where = f"{svc.url}{self.path.split('?')[0].rsplit('/cancel', 1)[0]}"
+            return self._send(202, None, headers={
+                "Location": where + "?" + (self.path.split("?", 1) + [""])[1],
+                "Retry-After": "0"})
         raise Answer(404, "NoRoute", f"No route for {method} jobs/{'/'.join(parts)}.")
 
     def _create_job(self, name: str, sent: dict[str, Any]) -> Job:
@@ -469,7 +477,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _children(self, job: Job, query: dict[str, list[str]]) -> None:
         svc = self.service
-        children = job.children
+        children = job.listed_children
         top = int((query.get("$top") or [0])[0] or 0)
         start = int((query.get("$continuationtoken") or ["0"])[0] or 0)
         size = top or svc.page_size or len(children) or 1

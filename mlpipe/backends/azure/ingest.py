@@ -18,7 +18,13 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from mlpipe.backends.azure.record import reference_digest
-from mlpipe.backends.azure.sync import TERMINAL, JobRecord, SyncedRun, job_time
+from mlpipe.backends.azure.sync import (
+    TERMINAL,
+    JobRecord,
+    SyncedRun,
+    job_time,
+    unknown_facts,
+)
 from mlpipe.checks.coordination import check_coordination
 from mlpipe.checks.reads import check_reads
 from mlpipe.digests.snapshot import snapshot
@@ -98,6 +104,7 @@ class _Ingest:
             self.plan: dict[str, Any] = self.options.get("steps") or {}
         self.produced: dict[str, dict[str, int]] = {}  # step -> port -> artifact id
         self.failed_coordination: dict[str, str] = {}  # step -> what its check found
+        self.unknown: dict[str, dict[str, str]] = {}  # step -> fact -> why it is unknown
         self.outcome = SyncOutcome(run_id, synced.pipeline.name, m.RUNNING,
                                    synced.pipeline.status)
 
@@ -156,11 +163,16 @@ class _Ingest:
                                           f"step of run {self.run_id}'s pipeline; not recorded")
         outputs = {sid: self._outputs(sid, job) for sid, job in jobs.items()}
         for sid, job in sorted(jobs.items()):
+            self.unknown[sid] = unknown_facts(job, self.plan[sid])
             if job.record_note:  # an mlpipe step whose runtime never wrote: unknown, said so
                 self.outcome.notes.append(
                     f"step {sid!r}: {job.record_note}; its checks, digests and observations "
                     f"are unknown" + (" (did its environment have mlpipe installed?)"
                                       if job.status == "Failed" else ""))
+            for fact, why in sorted(self.unknown[sid].items()):
+                if not (fact == "step record" and job.record_note):
+                    self.outcome.notes.append(f"step {sid!r}: its {fact} could not be read "
+                                              f"from Azure ML ({why}); recorded as unknown")
             for finding in check_reads(job.record, step=sid):
                 self.outcome.notes.append(finding.render())
         with self.store.session() as s:
@@ -202,6 +214,8 @@ class _Ingest:
             message = (step_record.failure_message(sid, job.record)
                        or f"Azure ML job {job.name} ended {job.status}")
         topology = self._topology(planned, job)
+        if self.unknown.get(sid):
+            topology["unknown"] = dict(sorted(self.unknown[sid].items()))
         coordination = topology.get("coordination")
         if status == m.EXECUTED and coordination and not coordination["ok"]:
             # the job ended, but its ranks did not coordinate: failed, as locally
