@@ -219,6 +219,16 @@ class Job:
     def cancel(self, message: str = "Canceled by the user") -> Job:
         return self.set_status("Canceled", message)
 
+    def end_unstarted(self, status: str = "Canceled", message: str | None = None) -> Job:
+        """End the job without it ever starting (a node the service never ran after an upstream
+        one failed): no start time and no MLflow run (``runs/get`` answers 404)."""
+        if status not in TERMINAL:
+            raise ValueError(f"{status!r} is not a terminal status ({', '.join(TERMINAL)})")
+        with self._lock:
+            self.status, self.ended_at = status, now()
+            self.error = message if message is not None else self.error
+        return self
+
     def reuse(self, original: Job) -> Job:
         """Mark this child as reused from ``original`` the way the service does: it completes
         at once, its run properties name the original run, node and pipeline run, and its

@@ -182,12 +182,19 @@ def _not_found(exc: BaseException, code: Any, said: str, missing: re.Match[str] 
                workspace: Workspace, where: str) -> AzureError:
     """What a 404 (or a message that something was not found) says is missing: the
     workspace, a job, or what the job names."""
+    from urllib.parse import unquote
+
     url = _url(exc)
     if re.search(r"/workspaces/[^/?]+(\?|$)", url) or "SubscriptionNotFound" in str(code) \
             or "ResourceGroupNotFound" in str(code) or (
                 url.rstrip("/").split("?")[0].endswith(workspace.workspace_name)):
         return AzureError(f"no workspace: {where} was not found ({said})",
                           hint="check --workspace, --resource-group and --subscription")
+    run = re.search(r"/mlflow/.*[?&]run_id=([^&]+)", url)
+    if run:  # a job that never started has no MLflow run
+        return AzureError(f"no MLflow run: the workspace's MLflow has no run "
+                          f"{unquote(run.group(1))!r} ({said})",
+                          hint="a job that never started logged nothing; sync again once it ran")
     job = re.search(r"/jobs/([^/?]+)", url)
     if job and not missing:
         return AzureError(f"no job: Azure ML has no job {job.group(1)!r} in {where}",

@@ -338,7 +338,7 @@ def _with_mlflow(record: JobRecord, service: Any) -> JobRecord:
     try:
         own = service.metrics(record.name)
     except AzureError as exc:  # e.g. 404: a child that never started has no MLflow run
-        return _unknown(record, "metrics", exc)
+        return _unknown(record, "metrics", exc) if record.finished else record
     started, finished = parse_run_times(own)
     # A reused step logged its metrics in the run it reused.
     try:
