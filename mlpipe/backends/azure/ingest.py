@@ -162,6 +162,10 @@ class _Ingest:
                 self.outcome.notes.append(f"Azure ML job {job.name} (node {job.node!r}) is not a "
                                           f"step of run {self.run_id}'s pipeline; not recorded")
         outputs = {sid: self._outputs(sid, job) for sid, job in jobs.items()}
+        for fact, why in sorted(self.synced.pipeline.unknown.items()):
+            self.outcome.notes.append(f"pipeline job {self.synced.pipeline.name}: its {fact} "
+                                      f"could not be read from Azure ML ({why}); recorded as "
+                                      f"unknown")
         for sid, job in sorted(jobs.items()):
             self.unknown[sid] = unknown_facts(job, self.plan[sid])
             if job.record_note:  # an mlpipe step whose runtime never wrote: unknown, said so
@@ -214,15 +218,21 @@ class _Ingest:
             message = (step_record.failure_message(sid, job.record)
                        or f"Azure ML job {job.name} ended {job.status}")
         topology = self._topology(planned, job)
-        if self.unknown.get(sid):
-            topology["unknown"] = dict(sorted(self.unknown[sid].items()))
+        unknown = dict(self.unknown.get(sid) or {})
+        kept = row is not None and row.record is not None and job.record is None and unknown
+        if kept:  # an earlier sync read the record: what this one could not read is no loss
+            topology = {**(row.topology or {}), **topology}
+            unknown.pop("step record", None)
+        topology.pop("unknown", None)
+        if unknown:
+            topology["unknown"] = dict(sorted(unknown.items()))
         coordination = topology.get("coordination")
         if status == m.EXECUTED and coordination and not coordination["ok"]:
             # the job ended, but its ranks did not coordinate: failed, as locally
             status, message = m.FAILED, (f"step {sid!r} did not coordinate: "
                                          f"{self.failed_coordination[sid]}")
-        record = step_record.stored(job.record)
-        if status == m.FAILED and (record is not None or coordination):
+        record = row.record if kept else step_record.stored(job.record)
+        if status == m.FAILED and not kept and (record is not None or coordination):
             record = _diagnosed(sid, message or "", record, coordination,
                                 planned.get("wiring"))
         fields = dict(
@@ -258,10 +268,11 @@ class _Ingest:
                 s.add(m.StepArtifact(step_run_id=row.id, direction="output", port=port,
                                      artifact_id=art.id))
         # Metrics are replaced, never appended: a second sync must not double them. A reused
-        # step whose original is recorded reads the original's metrics, as locally.
-        s.execute(delete(m.Metric).where(m.Metric.step_run_id == row.id))
-        if origin is None:
-            for metric in _metrics(job):
+        # step whose original is recorded reads the original's metrics, as locally. Metrics
+        # this sync could not read (no MLflow run, no record) leave an earlier sync's.
+        if not ("metrics" in unknown and job.record is None):
+            s.execute(delete(m.Metric).where(m.Metric.step_run_id == row.id))
+            for metric in _metrics(job) if origin is None else []:
                 s.add(m.Metric(step_run_id=row.id, **metric))
         planned.update(job_name=job.name, studio_url=job.studio_url, azure_status=job.status,
                        reused_job=job.reused_from if job.reused else None)

@@ -170,3 +170,67 @@ def test_a_pipeline_job_reads_uri_null_and_its_outputs_come_from_rundata(mlpipe,
              if r.path.endswith("/rundata") and r.body]
     assert job.name in asked and {c.name for c in job.children} <= set(asked)
     assert recorded.RUN_DATA_REQUEST["selectRunMetadata"] is True
+
+
+def test_run_data_that_cannot_be_read_is_a_note_per_run_never_the_end_of_the_sync(mlpipe,
+                                                                                  azureml):
+    stage(azureml, lambda p: [p.child(n).start().complete() for n in ("prepare", "fit",
+                                                                      "evaluate")],
+          lambda p: p.complete())
+    submitted = mlpipe("submit")
+    run_id = re.search(r"^submitted run (r-[0-9a-f]{10})", submitted.output, re.M).group(1)
+    job = azureml.last_job
+    # every run's run data answers 404 (not retried): the outputs of each run are unknown
+    azureml.fail(404, r"^POST .*/rundata$", times=None, code="UserError",
+                 message="Run was not found.")
+    synced = mlpipe("sync", run_id, "--format", "json")
+    assert synced.exit_code == 0, synced.output
+    document = json.loads(synced.stdout)["recorded"]
+    assert document["status"] == "succeeded"   # the job said so; what is unknown is noted
+    said = ("could not be read from Azure ML (no resource: Azure ML could not find what the job "
+            "names in workspace 'ws-defects' (resource group 'rg-ml', subscription "
+            "'00000000-0000-0000-0000-000000000000') (404 UserError: Run was not found.)); "
+            "recorded as unknown")
+    assert f"pipeline job {job.name}: its outputs {said}" in document["notes"]
+    for step in ("evaluate", "fit", "prepare"):
+        assert f"step {step!r}: its outputs {said}" in document["notes"]
+    found = unknown_of(mlpipe.store_url, run_id)
+    assert {step: sorted(facts) for step, facts in found.items()} == {
+        step: ["outputs", "step record"] for step in ("evaluate", "fit", "prepare")}
+    assert found["fit"]["step record"] == (f"job {job.child('fit').name} completed but its run "
+                                           f"data names no 'mlpipe_record' output")
+
+
+def test_a_sync_that_cannot_read_a_run_keeps_what_an_earlier_sync_read(mlpipe, azureml,
+                                                                       tmp_path):
+    nodes = tmp_path / "nodes"
+    stage(azureml, node("prepare", nodes), node("fit", nodes), node("evaluate", nodes),
+          lambda p: p.complete())
+    submitted = mlpipe("submit")   # --wait syncs once: every record read
+    assert submitted.exit_code == 0, submitted.output
+    run_id = re.search(r"^submitted run (r-[0-9a-f]{10})", submitted.output, re.M).group(1)
+    store = Store.open(mlpipe.store_url)
+
+    def recorded_steps():
+        with store.session() as s:
+            return {sr.step: (sr.record is not None, len(sr.metrics),
+                              (sr.topology or {}).get("unknown"))
+                    for sr in s.get(m.Run, run_id).steps}
+
+    try:
+        before = recorded_steps()
+        assert before == {"prepare": (True, 1, None), "fit": (True, 4, None),
+                          "evaluate": (True, 1, None)}
+        azureml.fail(404, r"^POST .*/rundata$", times=None, code="UserError",
+                     message="Run was not found.")
+        azureml.fail(404, r"^GET .*/mlflow/.*/runs/get$", times=None,
+                     code="RESOURCE_DOES_NOT_EXIST", message="Run not found.")
+        again = mlpipe("sync", run_id, "--format", "json")
+        assert again.exit_code == 0, again.output
+        after = recorded_steps()
+    finally:
+        store.close()
+    # the records and metrics stay; what this sync could not read is said, step by step
+    assert {k: v[:2] for k, v in after.items()} == {k: v[:2] for k, v in before.items()}
+    assert {k: sorted(v[2]) for k, v in after.items()} == {
+        k: ["metrics", "outputs"] for k in before}
