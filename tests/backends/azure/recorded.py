@@ -108,6 +108,11 @@ MLFLOW_RUN = {("run", "info", "run_id"): str, ("run", "info", "status"): re.comp
     ("run", "data", "tags"): list}
 MLFLOW_NOT_FOUND = {"status": 404, ("error_code",): "RESOURCE_DOES_NOT_EXIST",
                     ("message",): str}
+#: MLflow's GetMetricHistory (``metrics``: key, value, timestamp, step) and ListArtifacts
+#: (``root_uri``, ``files``: path, is_dir, file_size).
+MLFLOW_METRIC = {("key",): str, ("value",): float, ("timestamp",): int, ("step",): int}
+MLFLOW_ARTIFACTS = {("root_uri",): str, ("files",): list}
+MLFLOW_FILE = {("path",): str, ("is_dir",): bool}
 #: No recording: ARM's error envelope (Azure REST API guidelines, ErrorResponse) for a job the
 #: workspace does not have, and Job_Cancel's answer (the REST specification's
 #: examples/Job/cancel.json: 202, polled through Location).

@@ -218,6 +218,23 @@ def test_mlflow_runs_get_and_its_404(azureml, wire, run):
     assert differences(missing.json(), recorded.MLFLOW_NOT_FOUND, "404") == []
 
 
+def test_mlflow_metric_history_artifacts_and_log_batch(azureml, wire, run):
+    job, _ = run
+    fit = job.child("fit").start().log_metric("loss", 0.5, step=1)
+    fit.log_artifact("outputs/report.json", b"{}")
+    history_ = wire("GET", mlflow(azureml, f"metrics/get-history?run_id={fit.name}"
+                                           f"&metric_key=loss")).json()
+    assert [differences(x, recorded.MLFLOW_METRIC, "metric") for x in history_["metrics"]] == [[]]
+    listed = wire("GET", mlflow(azureml, f"artifacts/list?run_id={fit.name}")).json()
+    assert differences(listed, recorded.MLFLOW_ARTIFACTS, "artifacts") == []
+    assert [differences(f, recorded.MLFLOW_FILE, "file") for f in listed["files"]] == [[]]
+    logged = wire("POST", mlflow(azureml, "runs/log-batch"), {
+        "run_id": fit.name, "metrics": [{"key": "acc", "value": 0.9, "timestamp": 1,
+                                         "step": 0}], "params": [], "tags": []})
+    assert (logged.status_code, logged.json()) == (200, {})   # LogBatch answers an empty object
+    assert [x.key for x in fit.mlflow.metrics] == ["loss", "acc"]
+
+
 # --- the check bites ----------------------------------------------------------------------------
 
 def test_a_child_run_with_the_old_studio_service_is_reported(azureml, wire, run, monkeypatch):
