@@ -529,7 +529,7 @@ class Handler(BaseHTTPRequestHandler):
             # a job that never started has no MLflow run yet (issue 35: the workspace's
             # runs/get of a child that never started answers 404; MLflow's REST API words it
             # RESOURCE_DOES_NOT_EXIST)
-            if job is None or (job.started_at is None and job.status != "NotStarted"):
+            if job is None or job.started_at is None:
                 raise Answer(404, "RESOURCE_DOES_NOT_EXIST", f"Run '{run_id}' not found.")
             return self._send(200, payloads.mlflow_run(svc, job))
         if parts == "api/2.0/mlflow/metrics/get-history" and self.command == "GET":

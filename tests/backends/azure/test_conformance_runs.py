@@ -211,11 +211,12 @@ def test_mlflow_runs_get_and_its_404(azureml, wire, run):
     got = wire("GET", mlflow(azureml, f"runs/get?run_id={fit.name}"))
     assert got.status_code == 200
     assert differences(got.json(), recorded.MLFLOW_RUN, "runs/get") == []
-    never = job.child("evaluate")   # created, never started: no MLflow run yet
-    assert never.status == "NotStarted"
-    missing = wire("GET", mlflow(azureml, "runs/get?run_id=no-such-run"))
-    assert missing.status_code == recorded.MLFLOW_NOT_FOUND["status"]
-    assert differences(missing.json(), recorded.MLFLOW_NOT_FOUND, "404") == []
+    never = job.child("evaluate")   # created, never started: no MLflow run yet (issue 35)
+    skipped = job.child("prepare").end_unstarted("Canceled", "upstream failed")
+    for run_id in ("no-such-run", never.name, skipped.name):
+        missing = wire("GET", mlflow(azureml, f"runs/get?run_id={run_id}"))
+        assert missing.status_code == recorded.MLFLOW_NOT_FOUND["status"]
+        assert differences(missing.json(), recorded.MLFLOW_NOT_FOUND, "404") == []
 
 
 def test_mlflow_metric_history_artifacts_and_log_batch(azureml, wire, run):
