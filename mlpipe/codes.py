@@ -463,14 +463,11 @@ REGISTERED_MODEL_UNKNOWN = _code(
     "No candidate in the evidence store has a registered model's bytes.")
 
 # --- MP8xx: reproducibility: references that move (mlpipe.checks.reproducibility)
-ENVIRONMENT_UNVERSIONED = _code(
-    "MP801", "environment-unversioned", WARNING,
+ENVIRONMENT_UNVERSIONED = _code("MP801", "environment-unversioned", WARNING,
     "An environment without a version resolves to whichever version is latest.")
-MOVING_REFERENCE = _code(
-    "MP802", "moving-reference", WARNING,
+MOVING_REFERENCE = _code("MP802", "moving-reference", WARNING,
     "An environment or data asset is referenced by a label such as @latest, not a version.")
-IMAGE_TAG_WITHOUT_DIGEST = _code(
-    "MP803", "image-tag-without-digest", WARNING,
+IMAGE_TAG_WITHOUT_DIGEST = _code("MP803", "image-tag-without-digest", WARNING,
     "A Docker image is referenced by a tag, which can be moved, not by its digest.")
 READ_OUTSIDE_INPUTS = _code(
     "MP804", "read-outside-inputs", WARNING,
@@ -520,6 +517,9 @@ REGISTRY_ASSET_NOT_CHECKED = _code(
     "MP862", "registry-asset-not-checked", INFO, "A registry asset the job names is not checked.")
 COULD_NOT_CHECK = _code(
     "MP863", "could-not-check", INFO, "The workspace did not answer a pre-flight question.")
+# --- MP870-MP874: what a sync of an Azure ML run could not read (mlpipe.evidence.findings)
+STEP_FACTS_UNKNOWN = _code("MP870", "step-facts-unknown", WARNING, "A synced Azure ML step "
+                           "left facts unknown: its step record, outputs or metrics.")
 # --- MP900-MP929: a failed step, diagnosed at the layer that failed (mlpipe.checks.diagnosis)
 #     MP900-MP904 contract and output completeness
 STEP_INPUT_REJECTED = _code(

@@ -35,7 +35,7 @@ def kind(code: str) -> str:
     n = int(code[2:])
     if 520 <= n <= 527 or n == 804 or 900 <= n <= 959:
         return "run"
-    if 660 <= n <= 679 or 700 <= n <= 799:
+    if 660 <= n <= 679 or 700 <= n <= 799 or 870 <= n <= 874:  # MP870-: what a sync could not read
         return "evidence"
     return "check"
 

@@ -23,9 +23,12 @@ Test-facing API:
   ``job.child("train")`` is the child job of node ``train`` (created as the service creates it
   when the node is scheduled; ``job.child("inner.fit")`` inside a nested pipeline, whose node
   ``inner`` is a child of kind ``SubGraph`` listed with run property ``runSource:
-  SubGraphCloud``). Children are listed in creation order.
+  SubGraphCloud``). Run history lists children by run id (GUIDs), with ``outputs: null`` and
+  ``services: {}``, as the recorded service does; a job's outputs are in its ``rundata``
+  (asset ids: ``lb.output_asset_id(job, port)``).
 - Lives. ``start()`` (Running; a parent starts with its first child), ``complete()``,
-  ``fail(message)``, ``cancel()``, ``set_status(status, message)``;
+  ``fail(message)``, ``cancel()``, ``set_status(status, message)``, ``end_unstarted()`` (ended
+  without starting: no MLflow run, ``runs/get`` answers 404);
   ``child.reuse(original_job)`` marks a child reused as the service does (Completed at once,
   ``azureml.isreused``, ``azureml.reusedrunid``, ``azureml.reusednodeid``,
   ``azureml.reusedpipelinerunid`` in its run properties, the original's outputs). The pipeline

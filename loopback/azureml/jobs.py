@@ -56,6 +56,9 @@ class Output:
     uri: str | None
     type: str = "uri_folder"
     mode: str | None = "ReadWriteMount"
+    #: The run that wrote it (the original's, for a reused job's output): its asset id names
+    #: that run (``azureml_<runId>_output_data_<port>``).
+    origin: str | None = None
 
 
 class Job:
@@ -158,9 +161,17 @@ class Job:
 
     @property
     def children(self) -> list[Job]:
-        """The child jobs created so far, in creation order (as the service lists them)."""
+        """The child jobs created so far, in creation order (``listed_children`` is the order
+        run history lists them in)."""
         with self._lock:
             return list(self._children.values())
+
+    @property
+    def listed_children(self) -> list[Job]:
+        """The child jobs in the order ``runs/{id}/children`` gives them: by run id, a GUID,
+        so in no order a client may rely on (recorded: test_pipeline_job_child_run_download,
+        the children entry lists node 1's run before node 2's only by chance)."""
+        return sorted(self.children, key=lambda j: j.name)
 
     def walk(self) -> Iterable[Job]:
         """This job and every job below it."""
@@ -208,6 +219,16 @@ class Job:
     def cancel(self, message: str = "Canceled by the user") -> Job:
         return self.set_status("Canceled", message)
 
+    def end_unstarted(self, status: str = "Canceled", message: str | None = None) -> Job:
+        """End the job without it ever starting (a node the service never ran after an upstream
+        one failed): no start time and no MLflow run (``runs/get`` answers 404)."""
+        if status not in TERMINAL:
+            raise ValueError(f"{status!r} is not a terminal status ({', '.join(TERMINAL)})")
+        with self._lock:
+            self.status, self.ended_at = status, now()
+            self.error = message if message is not None else self.error
+        return self
+
     def reuse(self, original: Job) -> Job:
         """Mark this child as reused from ``original`` the way the service does: it completes
         at once, its run properties name the original run, node and pipeline run, and its
@@ -221,7 +242,8 @@ class Job:
                 "azureml.reusedpipeline": original.root.name,
                 "azureml.reusedpipelinerunid": original.root.name,
             })
-            self.outputs = {port: Output(out.uri, out.type, out.mode)
+            self.outputs = {port: Output(out.uri, out.type, out.mode,
+                                         out.origin or original.name)
                             for port, out in original.outputs.items()}
         if self.parent is not None and self.parent.status == "NotStarted":
             self.parent.start()

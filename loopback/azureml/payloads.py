@@ -303,7 +303,11 @@ def job_base(svc: Any, job: Job) -> dict[str, Any]:
     spec["services"] = {}
     outputs = dict(spec.get("outputs") or {})
     for port, out in job.outputs.items():
-        outputs[port] = {**(outputs.get(port) or {}), "jobOutputType": out.type, "uri": out.uri}
+        # a pipeline job's outputs read "uri": null in every state (recorded:
+        # test_pipeline_job_child_run_download, its PUT and GET entries); its run data names them
+        uri = None if job.kind == "Pipeline" else out.uri
+        outputs[port] = {"mode": out.mode, **(outputs.get(port) or {}),
+                         "jobOutputType": out.type, "uri": uri}
     spec["outputs"] = outputs
     model = arm.JobBase({"properties": spec})
     props = model.properties
@@ -328,16 +332,22 @@ def _user() -> Any:
                    user_iss=f"https://sts.loopback.test/{TENANT_ID}/", user_idp=None)
 
 
-def run(svc: Any, job: Job) -> dict[str, Any]:
-    """The run-history ``Run`` of a job (how ``runs/{id}`` and ``runs/{id}/children`` list it)."""
+def run(svc: Any, job: Job, *, outputs: bool = False) -> dict[str, Any]:
+    """The run-history ``Run`` of a job as ``runs/{id}`` and ``runs/{id}/children`` give it:
+    ``"outputs": null``, ``"inputs": null`` and ``"services": {}`` even for a completed job
+    that wrote outputs (recorded: test_pipeline_job_child_run_download, the children entry;
+    test_pipeline_job_download, the rundata entry's runMetadata). ``outputs``: with the
+    outputs' asset ids, as ``rundata``'s ``runMetadata`` carries them."""
     root = job.root
     error = None
     if job.status in ("Failed", "NotResponding") and job.error:
         error = rh.RunHistoryErrorResponse(error=rh.RootError(
             code="UserError", severity=None, message=job.error))
-    outputs = {port: rh.TypedAssetReference(asset_id=out.uri,
-                                            type=RUN_OUTPUT_TYPES.get(out.type, out.type))
-               for port, out in job.outputs.items() if out.uri}
+    found = {port: rh.TypedAssetReference(asset_id=svc.output_asset_id(job, port),
+                                          type=RUN_OUTPUT_TYPES.get(out.type, out.type))
+             for port, out in job.outputs.items() if out.uri} if outputs else {}
+    if job.kind == "Pipeline" and job.status != "Completed":
+        found = {}  # a failed pipeline run's run data: "outputs": null (test_pipeline_job_download)
     model = rh.Run(
         run_id=job.name, run_uuid=str(uuid.uuid5(uuid.NAMESPACE_URL, job.name)),
         root_run_id=root.name, parent_run_id=job.parent.name if job.parent else None,
@@ -350,10 +360,11 @@ def run(svc: Any, job: Job) -> dict[str, Any]:
         properties=dict(job.properties), tags=dict(job.tags),
         target=job.compute, compute=(rh.Compute(target=job.compute, target_type="AmlCompute")
                                      if job.compute else None),
-        services={"Studio": rh.EndpointSetting(type="Studio", endpoint=svc.studio_url(job))},
-        error=error, outputs=outputs or None, hidden=False, is_virtual=False,
+        services={}, error=error, outputs=found or None, hidden=False, is_virtual=False,
         cancelation_reason=job.error if job.status == "Canceled" else None)
-    return _dict(model)
+    out = _dict(model)
+    out.update(inputs=None, outputs=out.get("outputs"))  # null, as the service writes them
+    return out
 
 
 def run_list(svc: Any, jobs: list[Job], continuation: str | None = None,
@@ -385,8 +396,16 @@ def mlflow_run(svc: Any, job: Job) -> dict[str, Any]:
 def run_data(svc: Any, job: Job) -> dict[str, Any]:
     """Run history's ``rundata`` answer (``GetRunDataResult``): the run's metadata, which is
     where azure-ai-ml's ``jobs.download`` reads a job's outputs (their asset ids) from."""
-    return _dict(rh.GetRunDataResult(run_metadata=rh.Run(run(svc, job)),
-                                     run_definition=None, job_specification=None))
+    out = _dict(rh.GetRunDataResult(run_metadata=rh.Run(run(svc, job, outputs=True)),
+                                    run_definition=None, job_specification=None))
+    # the run's definition, in the PascalCase the recorded answer has (test_pipeline_job_download,
+    # the rundata entry: JobType, DisplayName, ExperimentName, Status, Tags, Properties, ...)
+    out["runDefinition"] = {"JobType": job.kind, "DisplayName": job.display_name,
+                            "ExperimentName": job.experiment, "Status": "NotStarted",
+                            "Tags": dict(job.tags), "Properties": {}}
+    out["runMetadata"]["inputs"] = {} if job.kind == "Pipeline" else None
+    out["jobSpecification"] = None
+    return out
 
 
 def resolved_data_uris(svc: Any, found: dict[str, Any]) -> dict[str, Any]:

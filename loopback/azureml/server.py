@@ -384,7 +384,10 @@ class Handler(BaseHTTPRequestHandler):
                                                   for j in svc.pipelines]))
         name = parts[0]
         if len(parts) == 1 and method == "PUT":
-            return self._send(201, payloads.job_base(svc, self._create_job(name, sent)))
+            # 201 with the resource's URL in Location (recorded: test_pipeline_job_child_run_
+            # download, the PUT entry)
+            return self._send(201, payloads.job_base(svc, self._create_job(name, sent)),
+                              headers={"Location": f"{svc.url}{self.path}"})
         job = svc.jobs.get(name)
         if job is None:
             raise Answer(404, "UserError", f"Job {name} was not found in workspace "
@@ -395,8 +398,13 @@ class Handler(BaseHTTPRequestHandler):
             job._advance()
             return self._send(200, payloads.job_base(svc, job))
         if len(parts) == 2 and parts[1] == "cancel" and method == "POST":
+            # No recording: the ARM specification's Job_Cancel (examples/Job/cancel.json)
+            # answers 202 with Location, polled until it answers 200 (final-state-via location)
             job.set_status("CancelRequested")
-            return self._send(202, None, headers={"Location": f"{svc.url}{self.path}"})
+            where = f"{svc.url}{self.path.split('?')[0].rsplit('/cancel', 1)[0]}"
+            return self._send(202, None, headers={
+                "Location": where + "?" + (self.path.split("?", 1) + [""])[1],
+                "Retry-After": "0"})
         raise Answer(404, "NoRoute", f"No route for {method} jobs/{'/'.join(parts)}.")
 
     def _create_job(self, name: str, sent: dict[str, Any]) -> Job:
@@ -480,7 +488,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _children(self, job: Job, query: dict[str, list[str]]) -> None:
         svc = self.service
-        children = job.children
+        children = job.listed_children
         top = int((query.get("$top") or [0])[0] or 0)
         start = int((query.get("$continuationtoken") or ["0"])[0] or 0)
         size = top or svc.page_size or len(children) or 1
@@ -529,7 +537,10 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, {})
         if parts == "api/2.0/mlflow/runs/get" and self.command == "GET":
             job = svc.jobs.get(run_id or "")
-            if job is None:
+            # a job that never started has no MLflow run yet (issue 35: the workspace's
+            # runs/get of a child that never started answers 404; MLflow's REST API words it
+            # RESOURCE_DOES_NOT_EXIST)
+            if job is None or job.started_at is None:
                 raise Answer(404, "RESOURCE_DOES_NOT_EXIST", f"Run '{run_id}' not found.")
             return self._send(200, payloads.mlflow_run(svc, job))
         if parts == "api/2.0/mlflow/metrics/get-history" and self.command == "GET":

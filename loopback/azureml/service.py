@@ -422,12 +422,26 @@ class AzureMLLoopback:
                 f"{self.resource_group}/workspaces/{self.workspace_name}/"
                 + uri[len("azureml://"):])
 
+    def output_asset_id(self, job: Job, port: str) -> str:
+        """The asset id run history gives output ``port`` of ``job`` in its ``rundata``: a data
+        asset the service registers for each job output, named after the run that wrote it
+        (``azureml_<runId>_output_data_<port>``, version 1; issue 35's reading of the
+        recordings). A model output's id has no recording: it is shaped as a data output's, in
+        the model registry (``models/azureml_<runId>_output_model_<port>``)."""
+        out = job.outputs[port]
+        run = out.origin or job.name
+        model = out.type in ("mlflow_model", "custom_model", "triton_model")
+        kind = "models" if model else "data"
+        what = "model" if model else "data"
+        return (f"azureml://locations/{self.location}/workspaces/{self.workspace_id}/{kind}/"
+                f"azureml_{run}_output_{what}_{port}/versions/1")
+
     def output_of_asset(self, asset_id: str) -> Any:
         """The job output whose run-history asset id is ``asset_id`` (None if none is)."""
         with self._lock:
             for job in self.jobs.values():
-                for out in job.outputs.values():
-                    if out.uri == asset_id:
+                for port, out in job.outputs.items():
+                    if out.uri and self.output_asset_id(job, port) == asset_id:
                         return out
         return None
 

@@ -1,7 +1,7 @@
 """What a reviewer must see first about a candidate: missing or misplaced evaluation, global
 metrics that are not, reuse with nothing executed behind it, a model or report whose bytes
 nothing names, reads outside the declared inputs, code the recorded commit does not hold.
-Findings are MP417, MP660, MP701-MP704, MP717 and MP804.
+Findings are MP417, MP660, MP701-MP704, MP717, MP804 and MP870.
 
 ``every_finding`` is the one list every screen, gate and policy counts: these evidence
 findings, the compile-time diagnostics the run was checked with, what the run itself found
@@ -25,6 +25,7 @@ from mlpipe.codes import (
     GLOBAL_METRIC_FROM_TOO_FEW_RANKS,
     READ_OUTSIDE_INPUTS,
     REUSED_WITHOUT_EXECUTED_ORIGIN,
+    STEP_FACTS_UNKNOWN,
 )
 from mlpipe.diagnostics import Code, Severity
 from mlpipe.digests import is_reference
@@ -431,6 +432,28 @@ def _content(p: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
+def _unknown_facts(p: dict[str, Any]) -> list[dict[str, Any]]:
+    """Synced Azure ML steps with facts recorded as unknown (``topology.unknown``: fact ->
+    why): a completed step with no step record is never a clean bundle."""
+    found = []
+    for st in p["steps"]:
+        unknown = (st["topology"] or {}).get("unknown") if isinstance(st["topology"],
+                                                                      dict) else None
+        if not unknown:
+            continue
+        names = sorted(unknown)
+        what = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        why = "; ".join(f"{fact}: {unknown[fact]}" for fact in names)
+        found.append(_finding(
+            STEP_FACTS_UNKNOWN,
+            f"step {st['step']!r} ran on Azure ML, but its {what} "
+            f"{'is' if len(names) == 1 else 'are'} unknown ({why})",
+            "sync the run again once Azure ML answers; a step record that is missing needs a "
+            "function component in an environment with mlpipe installed (MP859)",
+            step=st["step"]))
+    return found
+
+
 def _hidden_inputs(p: dict[str, Any]) -> list[dict[str, Any]]:
     """Steps whose body read files outside their declared inputs without declaring them: what
     made the candidate depends on content no input digest names."""
@@ -481,7 +504,7 @@ def find(_session: Any, predicate: dict[str, Any]) -> list[dict[str, Any]]:
     """
     found = (_content(predicate) + _evaluation(predicate) + _overlap(predicate, _session)
              + _global_metrics(predicate) + _reuse(predicate) + _hidden_inputs(predicate)
-             + _provenance(predicate))
+             + _provenance(predicate) + _unknown_facts(predicate))
     order = {"error": 0, "warning": 1, "info": 2}
     return sorted(found, key=lambda f: (order[f["severity"]], f["code"], f["step"] or ""))
 

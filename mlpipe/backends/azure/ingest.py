@@ -18,7 +18,13 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from mlpipe.backends.azure.record import reference_digest
-from mlpipe.backends.azure.sync import TERMINAL, JobRecord, SyncedRun, job_time
+from mlpipe.backends.azure.sync import (
+    TERMINAL,
+    JobRecord,
+    SyncedRun,
+    job_time,
+    unknown_facts,
+)
 from mlpipe.checks.coordination import check_coordination
 from mlpipe.checks.reads import check_reads
 from mlpipe.digests.snapshot import snapshot
@@ -98,6 +104,7 @@ class _Ingest:
             self.plan: dict[str, Any] = self.options.get("steps") or {}
         self.produced: dict[str, dict[str, int]] = {}  # step -> port -> artifact id
         self.failed_coordination: dict[str, str] = {}  # step -> what its check found
+        self.unknown: dict[str, dict[str, str]] = {}  # step -> fact -> why it is unknown
         self.outcome = SyncOutcome(run_id, synced.pipeline.name, m.RUNNING,
                                    synced.pipeline.status)
 
@@ -155,12 +162,21 @@ class _Ingest:
                 self.outcome.notes.append(f"Azure ML job {job.name} (node {job.node!r}) is not a "
                                           f"step of run {self.run_id}'s pipeline; not recorded")
         outputs = {sid: self._outputs(sid, job) for sid, job in jobs.items()}
+        for fact, why in sorted(self.synced.pipeline.unknown.items()):
+            self.outcome.notes.append(f"pipeline job {self.synced.pipeline.name}: its {fact} "
+                                      f"could not be read from Azure ML ({why}); recorded as "
+                                      f"unknown")
         for sid, job in sorted(jobs.items()):
+            self.unknown[sid] = unknown_facts(job, self.plan[sid])
             if job.record_note:  # an mlpipe step whose runtime never wrote: unknown, said so
                 self.outcome.notes.append(
                     f"step {sid!r}: {job.record_note}; its checks, digests and observations "
                     f"are unknown" + (" (did its environment have mlpipe installed?)"
                                       if job.status == "Failed" else ""))
+            for fact, why in sorted(self.unknown[sid].items()):
+                if not (fact == "step record" and job.record_note):
+                    self.outcome.notes.append(f"step {sid!r}: its {fact} could not be read "
+                                              f"from Azure ML ({why}); recorded as unknown")
             for finding in check_reads(job.record, step=sid):
                 self.outcome.notes.append(finding.render())
         with self.store.session() as s:
@@ -202,13 +218,21 @@ class _Ingest:
             message = (step_record.failure_message(sid, job.record)
                        or f"Azure ML job {job.name} ended {job.status}")
         topology = self._topology(planned, job)
+        unknown = dict(self.unknown.get(sid) or {})
+        kept = row is not None and row.record is not None and job.record is None and unknown
+        if kept:  # an earlier sync read the record: what this one could not read is no loss
+            topology = {**(row.topology or {}), **topology}
+            unknown.pop("step record", None)
+        topology.pop("unknown", None)
+        if unknown:
+            topology["unknown"] = dict(sorted(unknown.items()))
         coordination = topology.get("coordination")
         if status == m.EXECUTED and coordination and not coordination["ok"]:
             # the job ended, but its ranks did not coordinate: failed, as locally
             status, message = m.FAILED, (f"step {sid!r} did not coordinate: "
                                          f"{self.failed_coordination[sid]}")
-        record = step_record.stored(job.record)
-        if status == m.FAILED and (record is not None or coordination):
+        record = row.record if kept else step_record.stored(job.record)
+        if status == m.FAILED and not kept and (record is not None or coordination):
             record = _diagnosed(sid, message or "", record, coordination,
                                 planned.get("wiring"))
         fields = dict(
@@ -244,10 +268,11 @@ class _Ingest:
                 s.add(m.StepArtifact(step_run_id=row.id, direction="output", port=port,
                                      artifact_id=art.id))
         # Metrics are replaced, never appended: a second sync must not double them. A reused
-        # step whose original is recorded reads the original's metrics, as locally.
-        s.execute(delete(m.Metric).where(m.Metric.step_run_id == row.id))
-        if origin is None:
-            for metric in _metrics(job):
+        # step whose original is recorded reads the original's metrics, as locally. Metrics
+        # this sync could not read (no MLflow run, no record) leave an earlier sync's.
+        if not ("metrics" in unknown and job.record is None):
+            s.execute(delete(m.Metric).where(m.Metric.step_run_id == row.id))
+            for metric in _metrics(job) if origin is None else []:
                 s.add(m.Metric(step_run_id=row.id, **metric))
         planned.update(job_name=job.name, studio_url=job.studio_url, azure_status=job.status,
                        reused_job=job.reused_from if job.reused else None)

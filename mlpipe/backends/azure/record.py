@@ -155,6 +155,8 @@ def begin_azure_run(store: Store, graph: Graph, *, run_id: str, workspace: Works
             "compute": None if comp.compute is None else comp.compute.to_dict(),
             "topology": {"declared": topology} if topology else {},
             "outputs": {p.name: p.kind.value for p in comp.outputs},
+            # a function component's step runtime leaves a step record (``mlpipe_record``)
+            "record": comp.command is None,
             "inputs": {port: ref for port, e in sorted(node.bindings.items())
                        if (ref := _endpoint(e)) is not None and comp.input(port) is not None},
             "params": _step_params(node, params),

@@ -23,6 +23,9 @@ NO_CREDENTIALS_HINT = ("run `az login`, or set AZURE_CLIENT_ID, AZURE_TENANT_ID 
 RETRIES, BACKOFF_FACTOR_S, MAX_WAIT_S = 4, 0.5, 30.0
 HISTORY_CHILDREN = ("history/v1.0/subscriptions/{sub}/resourceGroups/{rg}/providers/"
                     "Microsoft.MachineLearningServices/workspaces/{ws}/runs/{run}/children")
+#: What run history's ``rundata`` is asked for: the run's metadata, where its outputs are (the
+#: body azure-ai-ml's ``jobs.download`` sends asks for the definitions too; mlpipe reads none).
+RUN_DATA_REQUEST = {"selectRunMetadata": True}
 
 
 class JobsService(Protocol):
@@ -43,6 +46,10 @@ class JobsService(Protocol):
 
     def metrics(self, run_id: str) -> dict[str, Any]:
         """The MLflow ``runs/get`` payload of ``run_id`` (its latest metrics)."""
+
+    def run_data(self, run_id: str) -> dict[str, Any]:
+        """Run history's ``rundata`` answer for ``run_id`` (``runMetadata.outputs``: where the
+        run's outputs are, as asset ids)."""
 
     def fetch_output(self, job_name: str, output: str, into: Path) -> Path | None:
         """Download output ``output`` of job ``job_name`` under ``into``; the folder (or
@@ -190,12 +197,19 @@ def _not_found(exc: BaseException, code: Any, said: str, missing: re.Match[str] 
                workspace: Workspace, where: str) -> AzureError:
     """What a 404 (or a message that something was not found) says is missing: the
     workspace, a job, or what the job names."""
+    from urllib.parse import unquote
+
     url = _url(exc)
     if re.search(r"/workspaces/[^/?]+(\?|$)", url) or "SubscriptionNotFound" in str(code) \
             or "ResourceGroupNotFound" in str(code) or (
                 url.rstrip("/").split("?")[0].endswith(workspace.workspace_name)):
         return AzureError(f"no workspace: {where} was not found ({said})",
                           hint="check --workspace, --resource-group and --subscription")
+    run = re.search(r"/mlflow/.*[?&]run_id=([^&]+)", url)
+    if run:  # a job that never started has no MLflow run
+        return AzureError(f"no MLflow run: the workspace's MLflow has no run "
+                          f"{unquote(run.group(1))!r} ({said})",
+                          hint="a job that never started logged nothing; sync again once it ran")
     compute = _NO_COMPUTE.search(said) or re.search(r"/computes/([^/?]+)", url)
     if compute:  # the service answers a missing compute 404 with an empty body
         return _no_compute(compute.group(1), where, said)
@@ -411,6 +425,11 @@ class MLClientService:
                f"run_id={quote(run_id, safe='')}")
         return self._send(f"read the MLflow run of {run_id!r}", url, self._scope("aml"))
 
+    def run_data(self, run_id: str) -> dict[str, Any]:
+        return self._send(f"read the run data of {run_id!r}",
+                          self._workspace_path("history/v1.0") + "/rundata", self._scope("arm"),
+                          json={"runId": run_id, **RUN_DATA_REQUEST})
+
     def fetch_output(self, job_name: str, output: str, into: Path) -> Path | None:
         # jobs.download reads the job's outputs from run history (a pipeline's child job has
         # no outputs in the entity jobs.get gives), resolves the output's asset id through
@@ -442,14 +461,15 @@ class MLClientService:
 
         from azure.ai.ml._artifacts._artifact_utilities import download_artifact_from_aml_uri
 
-        runs = self._workspace_path("history/v1.0") + "/runs/"
-        run = self._send(doing, runs + quote(job_name, safe=""), self._scope("arm"))
+        run = self._send(doing, self._workspace_path("history/v1.0") + "/runs/"
+                         + quote(job_name, safe=""), self._scope("arm"))
         props = run.get("properties") or {}
         if str(props.get("azureml.isreused", "")).lower() == "true" and props.get(
                 "azureml.reusedrunid"):
-            run = self._send(doing, runs + quote(props["azureml.reusedrunid"], safe=""),
-                             self._scope("arm"))
-        asset = ((run.get("outputs") or {}).get(output) or {}).get("assetId")
+            job_name = props["azureml.reusedrunid"]
+        # run history's runs/{id} answers "outputs": null; the outputs are in its run data
+        found_run = (self.run_data(job_name).get("runMetadata") or {})
+        asset = ((found_run.get("outputs") or {}).get(output) or {}).get("assetId")
         if not asset:
             return
         found = self._send(doing, self._workspace_path("modelregistry/v1.0")

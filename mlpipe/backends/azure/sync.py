@@ -80,6 +80,9 @@ class JobRecord:
     record_note: str | None = None
     #: Outputs downloaded here (``sync_run(fetch=...)``: the candidate's evaluation report).
     downloaded: dict[str, str] = field(default_factory=dict)
+    #: What Azure ML could not tell about this job (``"outputs"``, ``"metrics"``, ...) and why:
+    #: unknown, never absent (a per-run call that failed is a note on the step, not the sync).
+    unknown: dict[str, str] = field(default_factory=dict)
 
     @property
     def finished(self) -> bool:
@@ -260,8 +263,9 @@ def _with_record(record: JobRecord, service: Any) -> JobRecord:
             try:
                 folder = fetch(name, RECORD_OUTPUT, Path(tmp) / name)
             except AzureError as exc:
-                return replace(record, record_note=f"job {name}'s step record could not be "
-                                                   f"downloaded ({exc.message})")
+                note = f"job {name}'s step record could not be downloaded ({exc.message})"
+                return replace(record, record_note=note,
+                               unknown={**record.unknown, "step record": note})
             found = load_record(folder) if folder is not None else None
             if found is not None:
                 return replace(record, record=found)
@@ -269,11 +273,79 @@ def _with_record(record: JobRecord, service: Any) -> JobRecord:
                                        f"{RECORD_OUTPUT!r} output")
 
 
+def parse_run_outputs(payload: dict[str, Any]) -> tuple[dict[str, str | None], dict[str, str]]:
+    """Each output's asset id and type from run history's ``rundata`` answer
+    (``runMetadata.outputs.PORT = {"assetId", "type"}``), where Azure ML keeps a job's outputs:
+    its ``runs/{id}`` and ``runs/{id}/children`` answers carry ``"outputs": null``.
+
+    Example:
+        >>> parse_run_outputs({"runMetadata": {"outputs": {"model": {
+        ...     "assetId": "azureml://locations/westus/workspaces/w/data/m/versions/1",
+        ...     "type": "MLFlowModel"}}}})[1]
+        {'model': 'mlflow_model'}
+    """
+    outputs: dict[str, str | None] = {}
+    types: dict[str, str] = {}
+    found = ((payload or {}).get("runMetadata") or {}).get("outputs") or {}
+    for port, ref in (found.items() if isinstance(found, dict) else ()):
+        outputs[str(port)] = ref.get("assetId") if isinstance(ref, dict) else None
+        kind = ref.get("type") if isinstance(ref, dict) else None
+        if kind:
+            types[str(port)] = MODEL_TYPES.get(str(kind), str(kind))
+    return outputs, types
+
+
+def unknown_facts(job: JobRecord, planned: dict[str, Any]) -> dict[str, str]:
+    """What the evidence cannot know about step ``job`` and why: each per-run read that
+    failed, and, for an mlpipe function step (``planned["record"]``) that completed, a step
+    record it did not leave (its digests, checks and observations are then unknown).
+
+    Example:
+        >>> unknown_facts(JobRecord("j", "Command", "Completed", None, None, None, "train",
+        ...     None, False, None, None, None), {"record": True})["step record"]
+        "job j completed but its run data names no 'mlpipe_record' output"
+    """
+    found = dict(job.unknown)
+    if planned.get("record") and job.status == "Completed" and job.record is None \
+            and "step record" not in found:
+        found["step record"] = job.record_note or (
+            f"job {job.name} completed but its run data names no {RECORD_OUTPUT!r} output"
+            if RECORD_OUTPUT not in job.outputs else f"job {job.name} left no step record")
+    return found
+
+
+def _unknown(record: JobRecord, fact: str, exc: AzureError) -> JobRecord:
+    return replace(record, unknown={**record.unknown, fact: exc.message})
+
+
+def _with_outputs(record: JobRecord, service: Any) -> JobRecord:
+    """The job with the outputs ``rundata`` names (of the job it reused, where its own names
+    none), over any its run-history answer gave; a failed read leaves them unknown."""
+    read = getattr(service, "run_data", None)
+    if read is None or not record.finished:
+        return record
+    try:
+        outputs, types = parse_run_outputs(read(record.name))
+        if not outputs and record.reused_from:
+            outputs, types = parse_run_outputs(read(record.reused_from))
+    except AzureError as exc:
+        return _unknown(record, "outputs", exc)
+    return replace(record, outputs={**record.outputs, **outputs},
+                   output_types={**record.output_types, **types})
+
+
 def _with_mlflow(record: JobRecord, service: Any) -> JobRecord:
-    own = service.metrics(record.name)
+    try:
+        own = service.metrics(record.name)
+    except AzureError as exc:  # e.g. 404: a child that never started has no MLflow run
+        return _unknown(record, "metrics", exc) if record.finished else record
     started, finished = parse_run_times(own)
     # A reused step logged its metrics in the run it reused.
-    source = service.metrics(record.reused_from) if record.reused_from else own
+    try:
+        source = service.metrics(record.reused_from) if record.reused_from else own
+    except AzureError as exc:
+        return _unknown(replace(record, started_at=started or record.started_at,
+                                finished_at=finished or record.finished_at), "metrics", exc)
     return replace(record, metrics=parse_metrics(source), metric_info=parse_metric_info(source),
                    started_at=started or record.started_at,
                    finished_at=finished or record.finished_at)
@@ -304,19 +376,43 @@ def _download(record: JobRecord, service: Any, ports: set[str], into: Path) -> J
     return replace(record, downloaded=found)
 
 
+def child_studio_url(pipeline: JobRecord, run_id: str) -> str | None:
+    """The studio page of child run ``run_id``, from its pipeline job's: run history gives a
+    child ``"services": {}``, and the studio addresses a child run as it does its pipeline
+    (``https://ml.azure.com/runs/<runId>?wsid=...``).
+
+    Example:
+        >>> child_studio_url(parse_job({"name": "p1", "properties": {"services": {"Studio": {
+        ...     "endpoint": "https://ml.azure.com/runs/p1?wsid=/s/1"}}}}), "0f3e")
+        'https://ml.azure.com/runs/0f3e?wsid=/s/1'
+    """
+    url = pipeline.studio_url
+    marker = f"/runs/{pipeline.name}"
+    if not url or marker not in url:
+        return None
+    from urllib.parse import quote
+
+    return url.replace(marker, f"/runs/{quote(run_id, safe='')}", 1)
+
+
 def _leaf_jobs(name: str, service: Any, prefix: str, fetch: dict[str, set[str]],
-               into: Path | None, details: bool = True) -> list[JobRecord]:
+               into: Path | None, details: bool = True,
+               pipeline: JobRecord | None = None) -> list[JobRecord]:
     steps = []
     for child in service.children(name):
         record = parse_run(child)
+        if record.studio_url is None and pipeline is not None:
+            record = replace(record, studio_url=child_studio_url(pipeline, record.name))
         node = prefix + (record.node or record.name)
         if (record.job_type or "").lower() == "pipeline":
             # mlpipe flattens nested pipelines: their steps are "outer.inner"
-            steps += _leaf_jobs(record.name, service, node + ".", fetch, into, details)
+            steps += _leaf_jobs(record.name, service, node + ".", fetch, into, details,
+                                pipeline)
             continue
         if not details:
             steps.append(replace(record, node=node))
             continue
+        record = _with_outputs(record, service)
         record = replace(_with_record(_with_mlflow(record, service), service), node=node)
         if into is not None and fetch.get(node):
             record = _download(record, service, fetch[node], into)
@@ -329,7 +425,7 @@ def job_progress(job_name: str, service: Any) -> SyncedRun:
     records or downloads (what a client following the job polls; ``sync_run`` reads
     everything)."""
     pipeline = parse_job(service.get(job_name))
-    steps = _leaf_jobs(job_name, service, "", {}, None, details=False)
+    steps = _leaf_jobs(job_name, service, "", {}, None, details=False, pipeline=pipeline)
     return SyncedRun(pipeline, sorted(steps, key=lambda s: s.node or s.name))
 
 
@@ -348,5 +444,11 @@ def sync_run(job_name: str, service: Any, *, fetch: dict[str, set[str]] | None =
     """
     service.check_access()
     pipeline = _with_mlflow(parse_job(service.get(job_name)), service)
-    steps = _leaf_jobs(job_name, service, "", fetch or {}, into)
+    if any(uri is None for uri in pipeline.outputs.values()):
+        # A pipeline job's outputs read ``uri: null`` (every recorded JobBase read); their
+        # asset ids are in its run data, as a step's are.
+        known = {k: v for k, v in pipeline.outputs.items() if v}
+        pipeline = _with_outputs(pipeline, service)
+        pipeline = replace(pipeline, outputs={**pipeline.outputs, **known})
+    steps = _leaf_jobs(job_name, service, "", fetch or {}, into, pipeline=pipeline)
     return SyncedRun(pipeline, sorted(steps, key=lambda s: s.node or s.name))

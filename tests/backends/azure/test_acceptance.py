@@ -172,8 +172,10 @@ def test_submit_wait_sync_evidence_and_verify_through_the_real_mlclient(mlpipe, 
     model = p["candidate"]["model"]
     assert steps["lb_train.fit"]["outputs"] == [{"port": "model", "digest": model}]
     assert model == digest_of(model_files)
+    # where it is: the asset id run history's rundata names (its runs carry "outputs": null)
+    model_at = azureml.output_asset_id(fit_job, "model")
     assert (arts[model]["remote"], arts[model]["digest_by"], arts[model]["location"]) == (
-        True, "step-runtime", fit_job.outputs["model"].uri)
+        True, "step-runtime", model_at)
     assert bundle["subject"] == [{"name": f"model/{name}", "digest": file_digests_of(data)}
                                  for name, data in sorted(model_files.items())]
     # the report came down with sync, was checked against its recorded digest, and is read
@@ -195,7 +197,7 @@ def test_submit_wait_sync_evidence_and_verify_through_the_real_mlclient(mlpipe, 
         ("MP661", "data snapshot 'raw'")]
     text = mlpipe("evidence", candidate, "--verify").output
     assert (f"info[MP661] artifact-not-rehashed: artifact lb_train.fit.model was not "
-            f"re-hashed: it lives only on Azure ML ({fit_job.outputs['model'].uri}); its digest "
+            f"re-hashed: it lives only on Azure ML ({model_at}); its digest "
             f"was recorded by the step that wrote it, and no copy is here") in text
     assert "help: run `mlpipe evidence CANDIDATE --verify --fetch`" in text
     assert text.rstrip().endswith("NOT re-hashed (listed above): the verification is incomplete")
@@ -221,7 +223,7 @@ def test_submit_wait_sync_evidence_and_verify_through_the_real_mlclient(mlpipe, 
     assert code == 1 and not v["ok"]
     found = [(x["code"], x["message"].split(" changed")[0]) for x in v["mismatches"]]
     assert found == [
-        ("MP711", f"artifact lb_train.fit.model downloaded from {fit_job.outputs['model'].uri}"),
+        ("MP711", f"artifact lb_train.fit.model downloaded from {model_at}"),
         ("MP711", "model file model/weights.json")]
 
     # and deleted from it: missing, not crashed on
@@ -232,7 +234,7 @@ def test_submit_wait_sync_evidence_and_verify_through_the_real_mlclient(mlpipe, 
     assert code == 1
     assert [(x["code"], x["message"]) for x in v["mismatches"]] == [
         ("MP712", f"artifact lb_train.fit.model is missing: Azure ML has nothing at "
-                  f"{fit_job.outputs['model'].uri}")]
+                  f"{model_at}")]
 
 
 def file_digests_of(data):

@@ -51,7 +51,7 @@ def candidate(mlpipe, azureml):
     return re.search(r"^candidate (c-[0-9a-f]{10})$", synced.output, re.M).group(1), job
 
 
-def test_a_candidate_whose_steps_left_no_record(mlpipe, candidate):
+def test_a_candidate_whose_steps_left_no_record(mlpipe, candidate, azureml):
     cand, job = candidate
     shown = mlpipe("evidence", cand, "--format", "json")
     assert shown.exit_code == 1, shown.output   # MP660 is an error: the findings gate
@@ -59,7 +59,7 @@ def test_a_candidate_whose_steps_left_no_record(mlpipe, candidate):
                             f"it is not ready for review\n")
     bundle = json.loads(shown.stdout)
     p = bundle["predicate"]
-    model_uri = job.child("fit").outputs["model"].uri
+    model_uri = azureml.output_asset_id(job.child("fit"), "model")   # where rundata says it is
     assert bundle["subject"] == []   # the model's files are unknown: none is named
     model = next(a for a in p["artifacts"] if a["digest"] == p["candidate"]["model"])
     assert model == {"digest": model["digest"], "kind": "mlflow_model", "size": None,
@@ -68,7 +68,15 @@ def test_a_candidate_whose_steps_left_no_record(mlpipe, candidate):
     assert model["digest"].startswith("ref:sha256:")
     # (MP717 too where the tests run in a git checkout: the project's files are outside it)
     assert [(f["code"], f["severity"], f["step"]) for f in p["findings"]
-            if f["code"] != "MP717"] == [("MP660", "error", "evaluate"), ("MP660", "error", "fit")]
+            if f["code"] != "MP717"] == [("MP660", "error", "evaluate"), ("MP660", "error", "fit"),
+                                         ("MP870", "warning", "evaluate"),
+                                         ("MP870", "warning", "fit"),
+                                         ("MP870", "warning", "prepare")]
+    # each completed step without a step record: its facts are unknown, never a clean bundle
+    unknown = next(f for f in p["findings"] if f["code"] == "MP870" and f["step"] == "fit")
+    assert unknown["message"] == (
+        f"step 'fit' ran on Azure ML, but its step record is unknown (step record: job "
+        f"{job.child('fit').name} left no step record in its 'mlpipe_record' output)")
     assert p["findings"][1]["message"] == (
         f"the candidate's model (fit.model) has no content digest: only where it is was "
         f"recorded ({model_uri}), so nothing in this bundle names the bytes a reviewer would "

@@ -77,8 +77,11 @@ def test_submit_creates_the_job_through_the_real_mlclient_and_sync_records_it(cl
             assert steps["fit"].compute["ran_on"] == "cpu-cluster"
             model = next(a.artifact for a in steps["fit"].artifacts
                          if a.direction == "output" and a.port == "model")
-            assert model.location == f"azureml://datastores/workspaceblobstore/paths/azureml/" \
-                                     f"{fit.name}/model/"
+            # where the model is: the asset id run history's rundata gives the output (its
+            # runs and children answers carry "outputs": null)
+            assert model.location == (f"azureml://locations/{azureml.location}/workspaces/"
+                                      f"{azureml.workspace_id}/models/azureml_{fit.name}_output_"
+                                      f"model_model/versions/1")
             cand = s.scalars(select(m.CandidateRow)).one()
             assert cand.id == candidate and cand.model_artifact_id == model.id
     finally:

@@ -15,7 +15,13 @@ import pytest
 from backends.azure.azure_helpers import ROOT, WS, NoCredential
 from mlpipe.backends.azure.service import MLClientService, azure_failure
 from mlpipe.backends.azure.submit import ChecksFailed, submit_to_azure
-from mlpipe.backends.azure.sync import parse_job, parse_metrics, parse_run, sync_run
+from mlpipe.backends.azure.sync import (
+    parse_job,
+    parse_metrics,
+    parse_run,
+    parse_run_outputs,
+    sync_run,
+)
 from mlpipe.backends.azure.workspace import Workspace, resolve_workspace
 from mlpipe.errors import AzureError
 from mlpipe.loader import load_spec
@@ -194,8 +200,13 @@ def test_parse_pipeline_job_payload(azureml, service, project_spec):
     assert (job.name, job.job_type, job.status, job.finished) == (
         run.job_name, "Pipeline", "Completed", True)
     assert job.tags["mlpipe.run_id"] == "r-5" and not job.reused
-    assert job.outputs["model"] == (f"azureml://datastores/workspaceblobstore/paths/azureml/"
-                                    f"{run.job_name}/model/")
+    # a pipeline job's outputs read "uri": null (recorded: test_pipeline_job_child_run_download,
+    # every JobBase read); its run data names them, as a data asset of this run
+    assert job.outputs == {"model": None, "evaluation": None}
+    assert parse_run_outputs(service.run_data(run.job_name))[0]["model"] == (
+        azureml.output_asset_id(azureml.last_job, "model"))
+    assert "azureml_" + run.job_name + "_output_model_model" in str(
+        azureml.output_asset_id(azureml.last_job, "model"))
     assert job.created_at.startswith(azureml.last_job.created_at.strftime("%Y-%m-%dT%H:%M"))
 
 
@@ -211,8 +222,12 @@ def test_child_runs_carry_reuse_status_message_and_times(azureml, service, proje
     prepare, fit = runs["prepare"], runs["fit"]
     assert prepare.reused and prepare.reused_from == original.name
     assert prepare.reused_pipeline == first.job_name and prepare.status == "Completed"
-    assert prepare.outputs["examples"] == (f"azureml://datastores/workspaceblobstore/paths/"
-                                           f"azureml/{original.name}/examples/")
+    # run history's children carry "outputs": null (recorded: test_pipeline_job_child_run_download);
+    # a reused job's run data names the outputs of the run it reused
+    assert prepare.outputs == {}
+    assert parse_run_outputs(service.run_data(prepare.name))[0]["examples"] == (
+        f"azureml://locations/{azureml.location}/workspaces/{azureml.workspace_id}/data/"
+        f"azureml_{original.name}_output_data_examples/versions/1")
     assert fit.status == "Failed" and fit.message.startswith("UserError: Execution failed.")
     assert fit.started_at and fit.finished_at and fit.compute == "cpu-cluster"
 
@@ -223,8 +238,12 @@ def test_children_are_read_across_pages(azureml, service, project_spec):
         azureml.last_job.child(node).start()
     azureml.page_size = 2
     try:
-        assert [r["displayName"] for r in service.children(run.job_name)] == [
-            "prepare", "fit", "evaluate"]
+        # every child once, across the pages, in run history's order: by run id (a GUID), not
+        # the pipeline's (recorded: test_pipeline_job_child_run_download, the children entry)
+        children = service.children(run.job_name)
+        assert [r["runId"] for r in children] == sorted(c.name for c in
+                                                        azureml.last_job.children)
+        assert sorted(r["displayName"] for r in children) == ["evaluate", "fit", "prepare"]
     finally:
         azureml.page_size = None
     pages = [r.query for r in azureml.requests if r.path.endswith("/children")]

@@ -180,10 +180,15 @@ def test_submit_wait_json_carries_the_outcome_and_the_failed_steps(mlpipe, azure
     document = json.loads(result.stdout)
     prepare = azureml.last_job.child("prepare")
     assert (document["status"], document["azure_status"]) == ("failed", "Failed")
-    assert document["failed_steps"] == [{
-        "step": "prepare", "job_name": prepare.name, "status": "Failed",
-        "message": "UserError: boom",
-        "log_url": f"https://ml.azure.test/runs/{prepare.name}?wsid={azureml.workspace_id_arm}"}]
+    [failed] = document["failed_steps"]
+    # run history gives a child "services": {} (recorded: test_pipeline_job_child_run_download):
+    # its studio page is the pipeline job's, addressed by the child's run id
+    assert document["studio_url"].startswith(f"https://ml.azure.test/runs/"
+                                             f"{azureml.last_job.name}?wsid=")
+    assert failed.pop("log_url") == document["studio_url"].replace(
+        f"/runs/{azureml.last_job.name}", f"/runs/{prepare.name}")
+    assert failed == {"step": "prepare", "job_name": prepare.name, "status": "Failed",
+                      "message": "UserError: boom"}
 
 
 # --- the views -------------------------------------------------------------------------------
