@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+from pathlib import Path
 
 
 def display_path(path: str) -> str:
@@ -23,6 +24,18 @@ def _display_path(path: str, cwd: str) -> str:
     except ValueError:
         return path
     return path if rel.startswith(os.pardir + os.sep) else rel
+
+
+def lexical(path: str | os.PathLike[str]) -> Path:
+    """``path`` made absolute with ``..`` folded by name, links kept: the place as the user
+    wrote it. ``Path.resolve()`` follows links, so a relative reference rebased from a resolved
+    file would come back through the link's target (a project behind a symlink).
+
+    Example:
+        >>> lexical("/proj/link/../data").as_posix()
+        '/proj/data'
+    """
+    return Path(os.path.normpath(os.path.abspath(path)))
 
 
 _SCHEME = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]+):")

@@ -23,7 +23,7 @@ from mlpipe.distribution import FOREIGN_LAUNCH
 from mlpipe.dsl import COMPONENT_NAME, Component
 from mlpipe.errors import DefinitionError, LoadError, UsageError
 from mlpipe.params import check_value
-from mlpipe.paths import cloud_reference, display_path
+from mlpipe.paths import cloud_reference, display_path, lexical
 from mlpipe.spec import (
     ComponentSpec,
     Compute,
@@ -250,7 +250,7 @@ def read_environment(where: Where, problems: Problems, doc: Any, base: Path,
     value = doc["environment"]
     if isinstance(value, str) and value.startswith("file:"):
         # an environment defined in its own YAML file, relative to this one
-        file = (base / value.removeprefix("file:")).resolve()
+        file = lexical(base / value.removeprefix("file:"))
         if not file.is_file():
             problems.add(where, doc, "environment", f"no such file: {value} (looked for {file})",
                          hint="give the environment YAML's path relative to this file",
@@ -268,7 +268,7 @@ def read_environment(where: Where, problems: Problems, doc: Any, base: Path,
                      field=field)
         return None
     if env.conda_file and not os.path.isabs(env.conda_file):
-        env = dataclasses.replace(env, conda_file=str((base / env.conda_file).resolve()))
+        env = dataclasses.replace(env, conda_file=str(lexical(base / env.conda_file)))
     return env
 
 
@@ -290,7 +290,7 @@ def read_command_component(doc: Any, path: str | os.PathLike[str], *, field_pref
     own = problems is None
     problems = Problems() if problems is None else problems
     where = Where(str(path))
-    base = Path(path).resolve().parent
+    base = lexical(path).parent
     command = doc.get("command")
     if not isinstance(command, str) or not command.strip():
         problems.add(where, doc, "command" if "command" in doc else "type",
@@ -328,7 +328,7 @@ def read_command_component(doc: Any, path: str | os.PathLike[str], *, field_pref
                                                        "component's code, e.g. code: ./src")
     if isinstance(code, str):
         remote = cloud_reference(code)
-        code_path = code if remote else str((base / code).resolve())
+        code_path = code if remote else str(lexical(base / code))
         if not remote and os.path.dirname(code_path) == code_path:
             problems.add(where, doc, "code", f"code: {code} is the root of the file system; its "
                          f"snapshot would be every file of the machine",
@@ -348,7 +348,7 @@ def read_command_component(doc: Any, path: str | os.PathLike[str], *, field_pref
         reuse=_truth(doc.get("is_deterministic", True)), command=command,
         azure_only=azure_only,
         location=where.location(doc, "name" if "name" in doc else "command"),
-        code=code_path, origin=Origin.of(str(Path(path).resolve()), doc) if keep_origin else None)
+        code=code_path, origin=Origin.of(str(lexical(path)), doc) if keep_origin else None)
 
 
 def read_azure_only_component(doc: Any, path: str | os.PathLike[str], *, kind: str,
@@ -360,7 +360,7 @@ def read_azure_only_component(doc: Any, path: str | os.PathLike[str], *, kind: s
     own = problems is None
     problems = Problems() if problems is None else problems
     where = Where(str(path))
-    base = Path(path).resolve().parent
+    base = lexical(path).parent
     inputs, outputs, params = read_interface(where, problems, doc, field_prefix)
     task = doc.get("task") if isinstance(doc.get("task"), dict) else {}
     env = read_environment(where, problems, task or doc, base, f"{field_prefix}environment")
@@ -372,7 +372,7 @@ def read_azure_only_component(doc: Any, path: str | os.PathLike[str], *, kind: s
         display_name=doc.get("display_name"), description=doc.get("description"),
         environment=env, kind=kind, azure_only=vocabulary.JOB_KINDS.get(kind, f"a {kind} job"),
         location=where.location(doc, "name" if "name" in doc else "type"),
-        origin=Origin.of(str(Path(path).resolve()), doc) if keep_origin else None)
+        origin=Origin.of(str(lexical(path)), doc) if keep_origin else None)
 
 
 def _plain(doc: Any) -> Any:

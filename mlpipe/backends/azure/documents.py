@@ -18,6 +18,7 @@ from mlpipe.backends.azure.job_inputs import declared_input, node_input, output_
 from mlpipe.contracts.base import contract_label, contract_spec
 from mlpipe.digests import canonical_json
 from mlpipe.errors import ExportError
+from mlpipe.paths import lexical
 from mlpipe.spec import ComponentSpec, PipelineSpec, PortSpec, StepOutput, StepSpec
 
 COMPONENT_DIR = "components"
@@ -209,14 +210,14 @@ class Documents:
         return self.relative(root, rel)
 
     def relative(self, path: Path, rel: str) -> str:
-        base = (self.out_dir / rel).parent.resolve()
-        return Path(os.path.relpath(Path(path).resolve(), base)).as_posix()
+        base = lexical(self.out_dir / rel).parent
+        return Path(os.path.relpath(lexical(path), base)).as_posix()
 
     @staticmethod
     def resolve(spec: ComponentSpec, path: str) -> Path:
         if os.path.isabs(path) or spec.location is None:
             return Path(path)
-        return Path(spec.location.file).resolve().parent / path
+        return lexical(spec.location.file).parent / path
 
 
 
@@ -254,7 +255,7 @@ def module_root(spec: ComponentSpec) -> Path | None:
     file = getattr(module, "__file__", None)
     if not file:
         return None
-    root = Path(file).resolve().parent
+    root = lexical(file).parent
     for _ in range(module_name.count(".")):
         root = root.parent
     return root

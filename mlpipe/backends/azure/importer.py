@@ -48,7 +48,7 @@ from mlpipe.codes import (
 from mlpipe.diagnostics import Diagnostic
 from mlpipe.digests import digest_of, script_code_digest
 from mlpipe.errors import LoadError
-from mlpipe.paths import cloud_reference, display_path
+from mlpipe.paths import cloud_reference, display_path, lexical
 from mlpipe.references import REGISTERED_COMPONENT
 from mlpipe.spec import (
     Binding,
@@ -193,7 +193,7 @@ class _Reader:
             self.problems.raise_any()
         settings = doc.get("settings") if isinstance(doc.get("settings"), dict) else {}
         default_compute = job_compute(settings.get("default_compute") or doc.get("compute"))
-        base = str(path.resolve().parent)
+        base = str(lexical(path).parent)
         declared_inputs = named_entries(where, self.problems, doc, "inputs", "inputs", "input")
         inputs = []
         for name in declared_inputs:
@@ -241,7 +241,7 @@ class _Reader:
             version=None if doc.get("version") is None else str(doc["version"]),
             description=doc.get("description"), location=Location(where.file, 1),
             function=str(path),
-            origin=Origin.of(str(path.resolve()), doc) if keep_origin else None)
+            origin=Origin.of(str(lexical(path)), doc) if keep_origin else None)
 
     def job_of_component(self, path: Path, doc: Any, stack: tuple[Path, ...]) -> PipelineSpec:
         """A pipeline job that runs a pipeline component (``component: ./pipeline.yml`` in
@@ -250,7 +250,7 @@ class _Reader:
         settings = doc.get("settings") if isinstance(doc.get("settings"), dict) else {}
         default_compute = job_compute(settings.get("default_compute") or doc.get("compute"))
         given = named_entries(where, self.problems, doc, "inputs", "inputs", "input")
-        base = str(path.resolve().parent)
+        base = str(lexical(path).parent)
         node = {"type": "pipeline", "component": doc["component"], "inputs": {
             name: f"${{{{parent.inputs.{name}}}}}" for name in given}}
         inputs = {}
@@ -276,7 +276,7 @@ class _Reader:
             name=str(doc.get("display_name") or doc.get("name") or path.stem),
             inputs=tuple(inputs.values()), steps=(step,), outputs=tuple(produced.items()),
             description=doc.get("description"), location=Location(where.file, 1),
-            function=str(path), origin=Origin.of(str(path.resolve()), doc))
+            function=str(path), origin=Origin.of(str(lexical(path)), doc))
 
     # --- a job --------------------------------------------------------------------------------
 
@@ -316,7 +316,7 @@ class _Reader:
             if transfer:  # a data transfer's source/sink values, beside its component's inputs
                 target = dataclasses.replace(target, params=target.params + transfer)
         bindings: list[tuple[str, Binding]] = []
-        base = str(path.resolve().parent)
+        base = str(lexical(path).parent)
         for holder, key, g in nodes.given_inputs(node, kind):
             binding = input_binding(self.diagnostics, where, holder, key, g,
                                     f"{field}.inputs.{key}", target, base)
@@ -369,8 +369,8 @@ class _Reader:
             spec = self.implied(node, name, kind, path, inputs, output_types, given, pending,
                                 command=None)
             return dataclasses.replace(spec, azure_only=f"{REGISTERED_COMPONENT} ({ref})")
-        file = (path.parent / ref.removeprefix("file:")).resolve()
-        if file in stack or file == path.resolve():
+        file = lexical(path.parent / ref.removeprefix("file:"))
+        if file in stack or file == lexical(path):
             self.problems.add(where, node, key, f"{ref} includes itself",
                               hint="a pipeline component cannot contain itself",
                               field=f"{field}.{key}")
@@ -392,7 +392,7 @@ class _Reader:
                                 command=None)
             return dataclasses.replace(spec, azure_only=f"{flow} ({ref})")
         if kind == "pipeline" or doc.get("type") == "pipeline":
-            spec: ComponentSpec | PipelineSpec = self.pipeline(file, doc, (*stack, path.resolve()))
+            spec: ComponentSpec | PipelineSpec = self.pipeline(file, doc, (*stack, lexical(path)))
         else:
             spec = self.component(doc, file, kind, node, name, "", keep_origin=True)
         self.components[file] = spec
@@ -467,7 +467,7 @@ class _Reader:
                                    outputs=tuple(iface.outputs.values()),
                                    params=tuple(iface.params.values()),
                                    code_digest=script_code_digest(node.get("code"), command,
-                                                                  path.resolve().parent),
+                                                                  lexical(path).parent),
                                    location=where.location(node, "command"))
 
 

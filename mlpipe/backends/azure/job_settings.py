@@ -6,7 +6,6 @@ Builds spec values and records what it cannot read in ``Problems``; never judges
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Any
 
 from mlpipe.backends.azure import nodes, vocabulary
@@ -16,6 +15,7 @@ from mlpipe.backends.azure.component_yaml import (
     read_environment,
     read_resources,
 )
+from mlpipe.paths import lexical
 from mlpipe.spec import ComponentSpec, Compute
 
 
@@ -61,7 +61,7 @@ def with_job_settings(where: Where, problems: Problems, node: Any, kind: str,
             else:
                 changes["distribution"] = dist
     if node.get("environment") is not None and node.get("component") is not None:
-        env = read_environment(where, problems, node, Path(where.file).resolve().parent,
+        env = read_environment(where, problems, node, lexical(where.file).parent,
                                f"{field}.environment")
         if env is not None:  # the job runs the component in another environment
             changes["environment"] = env

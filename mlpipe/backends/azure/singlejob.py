@@ -21,6 +21,7 @@ from mlpipe.backends.azure.component_yaml import (
     read_resources,
 )
 from mlpipe.digests import script_code_digest
+from mlpipe.paths import lexical
 from mlpipe.spec import (
     Compute,
     InputRole,
@@ -44,7 +45,7 @@ def single_job_pipeline(doc: Any, path: Path, problems: Problems) -> PipelineSpe
     ``problems``; the caller raises them.
     """
     where = Where(str(path))
-    base = str(path.resolve().parent)
+    base = str(lexical(path).parent)
     name = _name(doc.get("name") or path.stem)
     declared = named_entries(where, problems, doc, "inputs", "inputs", "input")
     command = doc.get("command") if isinstance(doc.get("command"), str) else ""
@@ -102,7 +103,7 @@ def single_job_pipeline(doc: Any, path: Path, problems: Problems) -> PipelineSpe
     component = dataclasses.replace(
         component, inputs=tuple(ports), outputs=tuple(outputs), params=tuple(params),
         compute=compute, code_digest=script_code_digest(doc.get("code"), command,
-                                                        path.resolve().parent),
+                                                        lexical(path).parent),
         location=where.location(doc, "command" if "command" in doc else "type"))
     step = StepSpec(name, component,
                     tuple((i.name, PipelineInput(i.name)) for i in inputs),
@@ -112,7 +113,7 @@ def single_job_pipeline(doc: Any, path: Path, problems: Problems) -> PipelineSpe
         name=str(doc.get("display_name") or doc.get("name") or path.stem), inputs=tuple(inputs),
         steps=(step,), outputs=tuple((p.name, StepOutput(name, p.name)) for p in outputs),
         description=doc.get("description"), location=Location(where.file, 1),
-        function=str(path), origin=Origin.of(str(path.resolve()), doc))
+        function=str(path), origin=Origin.of(str(lexical(path)), doc))
 
 
 def _name(text: Any) -> str:

@@ -21,7 +21,7 @@ from mlpipe.backends.azure import yamlfile
 from mlpipe.backends.azure.component_yaml import Where
 from mlpipe.codes import SEARCH_SPACE_MISMATCH
 from mlpipe.diagnostics import Diagnostic
-from mlpipe.paths import cloud_reference
+from mlpipe.paths import cloud_reference, lexical
 from mlpipe.spec import (
     ComponentSpec,
     Location,
@@ -61,7 +61,7 @@ def standalone_pipeline(reader: Any, doc: Any, path: Path) -> PipelineSpec:
         name=str(doc.get("display_name") or doc.get("name") or path.stem), inputs=(),
         steps=(step,), outputs=outputs, description=doc.get("description"),
         location=Location(where.file, 1), function=str(path),
-        origin=Origin.of(str(path.resolve()), doc))
+        origin=Origin.of(str(lexical(path)), doc))
 
 
 def search_space_problems(name: str, node: Any, target: ComponentSpec,

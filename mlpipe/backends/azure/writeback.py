@@ -20,7 +20,7 @@ from typing import Any
 
 from mlpipe.backends.azure import nodes, vocabulary, yamlfile
 from mlpipe.errors import ExportError
-from mlpipe.paths import cloud_reference
+from mlpipe.paths import cloud_reference, lexical
 from mlpipe.spec import ComponentSpec, PipelineSpec
 
 COMPONENT_DIR = "components"
@@ -50,7 +50,7 @@ def written_back(spec: PipelineSpec, out_dir: Path, given: Mapping[str, Any],
     origin = spec.origin
     assert origin is not None
     docs = _read_documents(spec)
-    writer = _Writer(out_dir.resolve(), docs)
+    writer = _Writer(lexical(out_dir), docs)
     top = job_file(spec)
     doc = origin.thawed()
     writer.pipeline(doc, Path(origin.file), top)
@@ -73,7 +73,7 @@ def component_written_back(spec: ComponentSpec, out_dir: Path, rel: str) -> dict
     ``out_dir/rel``: its own document with relative paths rebased."""
     assert spec.origin is not None
     doc = spec.origin.thawed()
-    _Writer(out_dir.resolve(), {}).component(doc, Path(spec.origin.file), rel)
+    _Writer(lexical(out_dir), {}).component(doc, Path(spec.origin.file), rel)
     return doc
 
 
@@ -203,7 +203,7 @@ class _Writer:
                     self.component(ref, source, rel)
             elif isinstance(ref, str) and cloud_reference(ref.removeprefix("file:")) is None:
                 prefix = "file:" if ref.startswith("file:") else ""
-                file = (source.parent / ref.removeprefix("file:")).resolve()
+                file = lexical(source.parent / ref.removeprefix("file:"))
                 if file not in self.docs and _is_flow(file):
                     # a prompt flow is its folder (its nodes' code beside it): referenced
                     # where it is, never copied

@@ -40,6 +40,12 @@ def _bases(job: Any) -> dict[str, Path]:
 
     def walk(entity: Any, prefix: str) -> None:
         for name, node in (getattr(entity, "jobs", None) or {}).items():
+            # a parallel node that takes its task from its component: azure-ai-ml bases the
+            # task's code on the component's folder (Parallel.__init__ sets the node's
+            # _base_path to component.base_path), not on the pipeline's
+            node_base = getattr(node, "_base_path", None)
+            if getattr(node, "task", None) is not None and node_base:
+                found[f"{prefix}.jobs.{name}.task"] = Path(node_base)
             for attr in ("component", "trial"):
                 comp = getattr(node, attr, None)
                 base = getattr(comp, "base_path", None)
@@ -70,6 +76,14 @@ def _resolve(value: Any, base: Path) -> str | None:
     return os.path.normpath(os.path.abspath(base / text)).rstrip("/")
 
 
+def _made_absolute(*values: Any) -> bool:
+    """Whether azure-ai-ml gave one side as an absolute path: it resolves some (a parallel
+    task's ``code`` read through a component file) with ``Path.resolve()``, links followed, so
+    that side names the place by its target and only the places can be compared. A path both
+    sides give relative is compared as written: a link on the way must not change it."""
+    return any(isinstance(v, str) and os.path.isabs(v.removeprefix("azureml:")) for v in values)
+
+
 def _without_mlpipe_tags(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: v for k, v in value.items() if not str(k).startswith("mlpipe.")} or None
@@ -96,7 +110,9 @@ def _differences(a: Any, b: Any, where: str, key: str, bases: tuple[dict[str, Pa
         ra = _resolve(a, _base(bases[0], where))
         rb = _resolve(b, _base(bases[1], where))
         if ra is not None or rb is not None:
-            return [] if ra == rb else [f"{where}: {a!r} ({ra}) != {b!r} ({rb})"]
+            same = ra == rb or (_made_absolute(a, b) and ra is not None and rb is not None
+                                and os.path.realpath(ra) == os.path.realpath(rb))
+            return [] if same else [f"{where}: {a!r} ({ra}) != {b!r} ({rb})"]
     if _equal(a, b):
         return []
     if _is_entity(a) and type(a) is type(b):
