@@ -54,6 +54,23 @@ def test_warnings_alone_exit_0():
     assert result.output.endswith("Found 1 problem (0 errors, 1 warning, 0 info).\n")
 
 
+@pytest.mark.parametrize(("target", "fail_on", "code"), [
+    ("fixtures/checks/mp105.py:bad", "error", 0),    # one warning
+    ("fixtures/checks/mp105.py:bad", "warning", 1),
+    ("fixtures/checks/mp105.py:bad", "info", 1),
+    ("fixtures/checks/mp107.py:bad", "warning", 0),  # one info
+    ("fixtures/checks/mp107.py:bad", "info", 1),
+    ("fixtures/checks/mp301.py:bad", "error", 1),    # one error
+])
+def test_fail_on_is_the_rule_submit_gates_on(target, fail_on, code):
+    from mlpipe.evidence.gate import FAILING
+
+    result = run(["check", target, "--fail-on", fail_on, "--format", "json"], cwd=TESTS)
+    severities = {d["severity"] for d in json.loads(result.output)}
+    assert result.exit_code == code
+    assert bool(severities & set(FAILING[fail_on])) is bool(code)
+
+
 @pytest.fixture
 def project(tmp_path):
     def write(name, source):

@@ -45,7 +45,7 @@ def check(target: str | None, fmt: str, select: str | None, ignore: str | None,
     """Compile a pipeline and run every check; exit 1 if any error (or, with --fail-on, any
     warning or info) is found. With --workspace (or --resource-group, --subscription,
     --config), also the pre-flight against that Azure ML workspace."""
-    from mlpipe.diagnostics import Severity, render_json, render_text
+    from mlpipe.diagnostics import render_json, render_text
 
     if explain is not None:
         click.echo(_explain(explain), nl=False)
@@ -77,9 +77,11 @@ def check(target: str | None, fmt: str, select: str | None, ignore: str | None,
                           pipeline_place(graph.spec, target)), nl=False)
     else:
         click.echo(render_json(diagnostics) if fmt == "json" else render_text(diagnostics))
-    failing = {"error": {Severity.ERROR}, "warning": {Severity.ERROR, Severity.WARNING},
-               "info": set(Severity)}[fail_on]
-    sys.exit(EXIT_PROBLEMS if any(d.severity in failing for d in diagnostics) else EXIT_CLEAN)
+    from mlpipe.evidence.gate import FAILING  # the --fail-on rule submit gates on too
+
+    failing = FAILING[fail_on]
+    sys.exit(EXIT_PROBLEMS if any(d.severity.value in failing for d in diagnostics)
+             else EXIT_CLEAN)
 
 
 def pipeline_place(spec, target: str) -> tuple[str, int]:

@@ -79,8 +79,7 @@ def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...],
         from mlpipe.backends.azure import options
 
         options.no_secrets_to_azure(bool(secrets))
-        if "MP961" not in ignored:
-            _warn_credentials(assignments(params, "--param"))
+        _warn_credentials(assignments(params, "--param"), ignored=ignored)
         azure["poll_interval"] = options.azure_poll_interval(
             no_reuse=no_reuse, max_parallel=max_parallel, local_scale=bool(local_scale),
             isolate=isolate, wait=bool(azure.get("wait")),
@@ -102,11 +101,16 @@ def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...],
                   isolate, fail_on, commitment)
 
 
-def _warn_credentials(params: dict[str, Any], spec: Any = None) -> None:
+def _warn_credentials(params: dict[str, Any], spec: Any = None, *,
+                      ignored: set[str] | frozenset[str] = frozenset()) -> None:
     """The ``--param`` values recorded in clear that look like credentials (MP961), through
     the diagnostics renderer; and a Param[Secret] given with --param (not recorded, but the
-    command line shows it)."""
+    command line shows it). Nothing when ``--ignore`` names MP961."""
     from mlpipe.checks.credentials import secrets_on_command_line, submitted_credentials
+    from mlpipe.codes import CREDENTIAL_IN_RECORDED_VALUE
+
+    if CREDENTIAL_IN_RECORDED_VALUE.code in ignored:
+        return
 
     for name in secrets_on_command_line(params, spec):
         click.echo(f"warning: --param {name} gives a secret on the command line, where "
@@ -138,8 +142,7 @@ def _submit_local(target: str, inputs: dict[str, str], params: dict[str, Any], n
     executor = None
     try:
         spec, found = load_spec(target)
-        if "MP961" not in ignored:
-            _warn_credentials(params, spec)
+        _warn_credentials(params, spec, ignored=ignored)
         graph = compile_pipeline(spec)
         executor = LocalExecutor(max_parallel=max_parallel, reuse=not no_reuse,
                                  local_scale=scale, isolate=isolate, commitment=commitment)
