@@ -41,6 +41,9 @@ def _digest(indices: Any) -> str | None:
     try:
         text = ",".join(str(int(i)) for i in indices)
     except Exception:
+        # the user's own index object, read inside their DataLoader.__iter__: one that cannot
+        # say which examples it holds is recorded as unknown (None), and the training loop
+        # that iterates it must never fail because mlpipe looked
         return None
     return digest_bytes(text.encode("utf-8"))
 
@@ -94,6 +97,10 @@ def _process_group() -> dict[str, Any] | None:
         return {"backend": str(dist.get_backend()), "world_size": int(dist.get_world_size()),
                 "rank": int(dist.get_rank())}
     except Exception:
+        # asked from inside the user's DataLoader.__iter__: a process group that cannot say
+        # (torch raises RuntimeError/ValueError while one is being set up or torn down, and a
+        # third-party backend may raise anything) is recorded as unknown (None) and asked
+        # again on the next pass (_note), never failing the training step
         return None
 
 
