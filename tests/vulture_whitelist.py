@@ -49,9 +49,3 @@ define_vm_size  # docs/distributed.md, docs/checks.md (MP516's fix)
 define_cluster  # docs/distributed.md, docs/checks.md (MP516's fix)
 _.memory_gib  # compute.VmSize: a field a user fills in for define_vm_size
 _.explicit_name  # spec.StepSpec: whether the pipeline named the step (tests/test_dsl.py)
-
-# --- fields kept for the session's work in progress -------------------------------------------
-_.key_vault  # evidence/trust.Identity: the identity's Key Vault key (trust files carry it;
-#              issue 25's signing through Key Vault reads it)
-_.wall_s  # backends/local/launcher.LaunchResult: the launch's wall time (the launcher's
-#           benchmark, issue 29)

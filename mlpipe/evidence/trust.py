@@ -44,7 +44,6 @@ class Identity:
     public_pem: bytes
     may: frozenset[str]
     accounts: tuple[str, ...] = ()
-    key_vault: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,10 +206,12 @@ def _identity(where: str, base: Path, name: str, entry: Any) -> Identity:
     except ValueError:
         raise _fail(where, f"identity {name!r}: its public key is not an ECDSA P-256 public "
                            f"key in PEM") from None
+    # key_vault: where the identity's key is kept, a note for the people who keep the policy;
+    # the public key above is what verifies, so only its form is held here
     vault = entry.get("key_vault")
     if vault is not None and not (isinstance(vault, str) and vault.startswith("https://")):
         raise _fail(where, f"identity {name!r}: key_vault is a Key Vault key id (https://...)")
-    return Identity(name, keyid_of(pem), pem, frozenset(may), tuple(accounts), vault)
+    return Identity(name, keyid_of(pem), pem, frozenset(may), tuple(accounts))
 
 
 @dataclass(slots=True)

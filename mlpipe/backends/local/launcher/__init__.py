@@ -59,7 +59,6 @@ class LaunchResult:
     processes_per_node: int
     world_size: int
     workers: tuple[Worker, ...]
-    wall_s: float
     master_port: int | None = None
     coordination: CoordinationReport | None = None
     env: dict[int, dict[str, str]] = field(default_factory=dict, repr=False)
@@ -143,16 +142,16 @@ def launch(argv: Sequence[str], *, distribution: Distribution | None, instances:
     logs = Path(log_dir)
     logs.mkdir(parents=True, exist_ok=True)
     if layout.framework == "mpi":
-        workers, envs, wall = run_mpi(list(argv), layout, base, cwd, logs, timeout)
+        workers, envs = run_mpi(list(argv), layout, base, cwd, logs, timeout)
     else:
-        workers, envs, wall = ProcessGroup(list(argv), layout, base, cwd, logs).run(
+        workers, envs = ProcessGroup(list(argv), layout, base, cwd, logs).run(
             timeout, rendezvous_timeout if layout.framework == "pytorch" else None)
     report = None
     step_dir = base.get("MLPIPE_STEP_DIR")
     if step_dir and layout.world > 1:
         report = check_coordination(step_dir, world_size=layout.world,
                                     distribution=distribution)
-    result = LaunchResult(layout.framework, instances, layout.ppn, layout.world, workers, wall,
+    result = LaunchResult(layout.framework, instances, layout.ppn, layout.world, workers,
                           layout.master_port, report, envs)
     if require_coordination and report is not None and not report.ok:
         raise CoordinationFailed(result)

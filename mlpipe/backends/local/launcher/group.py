@@ -89,7 +89,6 @@ class ProcessGroup:
             self._stop()
             raise
         self._stop()
-        wall = time.monotonic() - started
         workers = tuple(
             Worker(rank, local, node, role, p.pid, self.logs / f"rank-{rank}.log",
                    p.returncode, self.joined.get(rank) if self.layout.framework == "pytorch"
@@ -97,7 +96,7 @@ class ProcessGroup:
             for (rank, local, node, role, _), p in zip(self.layout.roles, self.procs))
         if failure is not None:
             raise failure
-        return workers, envs, wall
+        return workers, envs
 
     def _watch(self, started: float, timeout: float | None,
                rendezvous_timeout: float | None) -> LaunchFailed | None:

@@ -8,7 +8,6 @@ import re
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 from mlpipe.backends.local.launcher.group import GRACE_S, Worker, signal_group, tail
@@ -20,7 +19,7 @@ _MPI_TAG = re.compile(r"\[\d+,(\d+)\]<std(?:out|err)>:")
 
 def run_mpi(argv: list[str], layout: Plan, base: dict[str, str], cwd: str | Path | None,
             logs: Path, timeout: float | None):
-    """Run the launch through mpirun; return (workers, per-rank variables, wall seconds).
+    """Run the launch through mpirun; return (workers, per-rank variables).
 
     Raises:
         UsageError: no mpirun on PATH.
@@ -40,7 +39,6 @@ def run_mpi(argv: list[str], layout: Plan, base: dict[str, str], cwd: str | Path
             cmd += ["-x", key]
     cmd += argv
     log = logs / "mpirun.log"
-    started = time.monotonic()
     with open(log, "wb") as fh:
         proc = subprocess.Popen(cmd, cwd=cwd, env=base, stdout=fh, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
@@ -53,7 +51,6 @@ def run_mpi(argv: list[str], layout: Plan, base: dict[str, str], cwd: str | Path
         _stop_one(proc)
         raise
     _stop_one(proc)
-    wall = time.monotonic() - started
     text = log.read_text(errors="replace")
     # split the tagged output ("[1,RANK]<stdout>:line") into one log per rank
     per_rank: dict[int, list[str]] = {r: [] for r in range(layout.world)}
@@ -77,7 +74,7 @@ def run_mpi(argv: list[str], layout: Plan, base: dict[str, str], cwd: str | Path
                            kind="timeout" if code is None else "exited")
     workers = tuple(Worker(r, lr, nr, "worker", proc.pid, logs / f"rank-{r}.log", code)
                     for r, lr, nr, _, _ in layout.roles)
-    return workers, {}, wall
+    return workers, {}
 
 
 def _stop_one(proc: subprocess.Popen) -> None:
