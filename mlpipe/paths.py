@@ -38,6 +38,31 @@ def lexical(path: str | os.PathLike[str]) -> Path:
     return Path(os.path.normpath(os.path.abspath(path)))
 
 
+def rebased(target: str | os.PathLike[str], here: str | os.PathLike[str]) -> str:
+    """The relative path from the folder ``here`` to ``target``, as a user would write it.
+
+    By name (``lexical``) when both sides are spelled through the same links; when only one
+    is (a job read through a link, written to a folder named by its target, or the other way
+    round), the path by the links' targets can be the one the user wrote: of the two that name
+    the same place, the one that climbs less, by name on a tie.
+
+    Example:
+        >>> rebased("/proj/data", "/proj/out")
+        '../data'
+    """
+    by_name = os.path.relpath(lexical(target), lexical(here))
+    try:
+        by_target = os.path.relpath(os.path.realpath(target), os.path.realpath(here))
+    except ValueError:  # another drive (Windows): no relative path by the targets
+        return by_name
+    if by_target == by_name:
+        return by_name
+    place = os.path.realpath(target)
+    found = [rel for rel in (by_name, by_target)
+             if os.path.realpath(os.path.join(here, rel)) == place] or [by_name]
+    return min(found, key=lambda rel: Path(rel).parts.count(os.pardir))
+
+
 _SCHEME = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]+):")
 _STORAGE = {"wasb", "wasbs", "abfs", "abfss", "adl", "s3", "s3a", "gs", "hdfs"}
 

@@ -18,7 +18,7 @@ from mlpipe.backends.azure.job_inputs import declared_input, node_input, output_
 from mlpipe.contracts.base import contract_label, contract_spec
 from mlpipe.digests import canonical_json
 from mlpipe.errors import ExportError
-from mlpipe.paths import lexical
+from mlpipe.paths import lexical, rebased
 from mlpipe.spec import ComponentSpec, PipelineSpec, PortSpec, StepOutput, StepSpec
 
 COMPONENT_DIR = "components"
@@ -210,8 +210,7 @@ class Documents:
         return self.relative(root, rel)
 
     def relative(self, path: Path, rel: str) -> str:
-        base = lexical(self.out_dir / rel).parent
-        return Path(os.path.relpath(lexical(path), base)).as_posix()
+        return Path(rebased(path, lexical(self.out_dir / rel).parent)).as_posix()
 
     @staticmethod
     def resolve(spec: ComponentSpec, path: str) -> Path:

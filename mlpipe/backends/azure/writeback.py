@@ -20,7 +20,7 @@ from typing import Any
 
 from mlpipe.backends.azure import nodes, vocabulary, yamlfile
 from mlpipe.errors import ExportError
-from mlpipe.paths import cloud_reference, lexical
+from mlpipe.paths import cloud_reference, lexical, rebased
 from mlpipe.spec import ComponentSpec, PipelineSpec
 
 COMPONENT_DIR = "components"
@@ -152,9 +152,7 @@ class _Writer:
             return value
         if cloud_reference(value) is not None or "${{" in value:
             return value
-        target = os.path.normpath(source.parent / value)
-        here = (self.out_dir / rel).parent
-        moved = Path(os.path.relpath(target, here)).as_posix()
+        moved = Path(rebased(source.parent / value, (self.out_dir / rel).parent)).as_posix()
         if value.endswith("/") and not moved.endswith("/"):
             moved += "/"
         return moved

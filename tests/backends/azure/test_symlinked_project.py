@@ -105,3 +105,33 @@ def test_a_component_read_through_a_symlink_keeps_its_code_beside_the_link(tmp_p
     # ../src from shared/components/ is shared/src: from out/components/, ../../shared/src
     # (through the link, as written), never a path through tmp_path/store
     assert component["code"] == "../../shared/src"
+
+
+@pytest.mark.parametrize(("job", "written", "expected"), [
+    (PIPELINE, "pipeline.yml", {("inputs", "data", "path"): "../data/"}),
+    (COMMAND_JOB, "job.yml", {("inputs", "data", "path"): "../data/", ("code",): "../src"}),
+])
+def test_a_job_read_through_a_link_and_written_beside_its_target_keeps_its_short_path(
+        tmp_path, job, written, expected):
+    # the job named through the link (proj/shared/jobs/job.yml), the output folder by the
+    # link's target (store/shared/out): by name the data would be three folders up and back
+    # down through the project; ../data/ names the same place, as the user wrote it
+    project = _project(tmp_path, job, "shared/jobs")
+    source = project / "shared" / "jobs" / "job.yml"
+    spec, _ = load_spec(str(source))
+    out = tmp_path / "store" / "shared" / "out"
+    write_export(spec, out, check=False)
+    doc = yaml.safe_load((out / written).read_text(encoding="utf-8"))
+    for keys, value in expected.items():
+        found = doc
+        for key in keys:
+            found = found[key]
+        assert found == value, keys
+    if job is PIPELINE:
+        component = yaml.safe_load((out / "components" / "train.yml").read_text(
+            encoding="utf-8"))
+        assert component["code"] == "../../src"
+    # the same places (by the links' targets: the two files name them through different
+    # links, so fidelity's by-name comparison does not apply), and azure-ai-ml loads it
+    load_job(out / written)
+    assert (out / "../data").resolve() == (source.parent / "../data").resolve()
