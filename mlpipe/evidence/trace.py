@@ -130,6 +130,20 @@ def _weigh(s: Any, out: Traced, held: dict[str, Any], claimed: str | None,
     return found
 
 
+def _traced_to(s: Any, out: Traced, candidate: str) -> None:
+    """The candidate the model traces to, with its latest bundle and its latest decision."""
+    from mlpipe.evidence import models as m
+    from mlpipe.evidence.bundle import decision_entry
+    from mlpipe.evidence.seal import latest
+
+    out.candidate = candidate
+    newest = latest(s, candidate)
+    out.bundle = None if newest is None else newest.digest
+    last = s.scalars(select(m.Decision).where(m.Decision.candidate_id == candidate)
+                     .order_by(m.Decision.decided_at.desc(), m.Decision.id.desc())).first()
+    out.decision = None if last is None else decision_entry(last)
+
+
 def trace(url: str, ref: str, fetch: Fetch) -> Traced:
     """Download the registered model ``ref`` names, hash it as mlpipe hashes artifacts, and
     find the candidate whose model has these bytes.
@@ -148,9 +162,7 @@ def trace(url: str, ref: str, fetch: Fetch) -> Traced:
     """
     from mlpipe.digests import output_digests
     from mlpipe.evidence import models as m
-    from mlpipe.evidence.bundle import decision_entry
     from mlpipe.evidence.promotion import promotion_entry
-    from mlpipe.evidence.seal import latest
     from mlpipe.evidence.store import Store
 
     with tempfile.TemporaryDirectory(prefix="mlpipe-trace-") as tmp:
@@ -190,13 +202,7 @@ def trace(url: str, ref: str, fetch: Fetch) -> Traced:
             else:
                 traced = cand.id
             if traced is not None:
-                out.candidate = traced
-                newest = latest(s, traced)
-                out.bundle = None if newest is None else newest.digest
-                last = s.scalars(select(m.Decision).where(m.Decision.candidate_id == traced)
-                                 .order_by(m.Decision.decided_at.desc(), m.Decision.id.desc())
-                                 ).first()
-                out.decision = None if last is None else decision_entry(last)
+                _traced_to(s, out, traced)
                 if out.promotion is None:   # never another version's promotion in its place
                     out.problems.append((PROMOTION_UNRECORDED.code, (
                         f"the evidence store records no promotion of {fetched.uri}"

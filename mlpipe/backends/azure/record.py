@@ -106,6 +106,15 @@ def _step_params(node: Any, values: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
+def _candidate_plan(graph: Graph) -> dict[str, Any] | None:
+    """The candidate the pipeline declares, its model (and evaluation) as the step outputs
+    that will hold them."""
+    cand = graph.spec.candidate
+    return None if cand is None else {
+        "name": cand.name, "model": _endpoint(graph.outputs.get(cand.model)),
+        "evaluation": _endpoint(graph.outputs.get(cand.evaluation)) if cand.evaluation else None}
+
+
 def begin_azure_run(store: Store, graph: Graph, *, run_id: str, workspace: Workspace,
                     experiment: str, inputs: Mapping[str, Any] | None = None,
                     default_compute: str | None = None,
@@ -163,10 +172,7 @@ def begin_azure_run(store: Store, graph: Graph, *, run_id: str, workspace: Works
             "wiring": [w.to_dict() for w in wiring(graph, sid)],
             "job_name": None, "studio_url": None, "azure_status": None,
         }
-    cand = spec.candidate
-    candidate = None if cand is None else {
-        "name": cand.name, "model": _endpoint(graph.outputs.get(cand.model)),
-        "evaluation": _endpoint(graph.outputs.get(cand.evaluation)) if cand.evaluation else None}
+    candidate = _candidate_plan(graph)
     pipeline = store.pipeline_spec(spec.digest, spec.name, spec.to_dict())
     commit, dirty = git_revision(str(project_root()))
     code = store.code_revision(commit, dirty) if commit else None
