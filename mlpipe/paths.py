@@ -1,6 +1,8 @@
-"""How paths are shown to users: relative to the working directory when inside it.
+"""How paths are kept and shown: as the user wrote them, and relative to the working directory.
 
-Locations are stored absolute; only their rendering depends on where the user stands.
+Locations are stored absolute, by name with links kept (``lexical``); a relative reference
+moved to another folder is rebased as a user would write it (``rebased``). Only their
+rendering depends on where the user stands (``display_path``).
 """
 from __future__ import annotations
 
