@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from bundle_project import BundleProject
+from bundle_project import FIXTURE, BundleProject
 from mlpipe.cli import main
 from mlpipe.cli.codescan import github
 
@@ -96,6 +96,13 @@ def test_annotations_escape_what_the_runner_would_read_as_syntax():
         "::warning title=MP1 n::m\n"   # no file of its own and no pipeline: no place
 
 
+def _line(path: Path, text: str) -> int:
+    """The number of the one line of ``path`` that holds ``text``."""
+    found = [n for n, line in enumerate(path.read_text().splitlines(), 1) if text in line]
+    assert len(found) == 1, (text, found)
+    return found[0]
+
+
 @pytest.mark.slow
 def test_submit_writes_the_candidate_s_findings_as_sarif_and_annotations(tmp_path):
     proj = BundleProject(tmp_path / "proj")
@@ -111,12 +118,13 @@ def test_submit_writes_the_candidate_s_findings_as_sarif_and_annotations(tmp_pat
     # a finding of the evidence has no line of its own: it is shown at the pipeline
     assert results[0]["locations"][0]["physicalLocation"] == {
         "artifactLocation": {"uri": "review.py", "uriBaseId": "%SRCROOT%"},
-        "region": {"startLine": 66}}
+        "region": {"startLine": _line(FIXTURE, "def unevaluated(")}}
     done = proj.cli("submit", "review.py:review", "--input", "data=data.txt", "--format",
                     "github")
     assert done.returncode == 0, done.stderr
     # a compile-time finding is shown where its diagnostic points (the step's call)
-    assert done.stdout.startswith("::warning file=review.py,line=61,title=MP416 "
+    call = _line(FIXTURE, "s = score(model=f.model, data=data, split=split)")
+    assert done.stdout.startswith(f"::warning file=review.py,line={call},title=MP416 "
                                   "evaluation-reads-training-artifact::evaluation step 'score' "
                                   "reads 'inputs.data' as 'data'")
     assert done.stdout.count("\n") == 1
