@@ -219,9 +219,11 @@ class _Ingest:
                        or f"Azure ML job {job.name} ended {job.status}")
         topology = self._topology(planned, job)
         unknown = dict(self.unknown.get(sid) or {})
-        kept = row is not None and row.record is not None and job.record is None and unknown
-        if kept:  # an earlier sync read the record: what this one could not read is no loss
-            topology = {**(row.topology or {}), **topology}
+        earlier = (row if row is not None and row.record is not None and job.record is None
+                   and unknown else None)
+        kept = earlier is not None
+        if earlier is not None:  # an earlier sync read the record: what this one could not
+            topology = {**(earlier.topology or {}), **topology}   # read is no loss
             unknown.pop("step record", None)
         topology.pop("unknown", None)
         if unknown:
@@ -231,7 +233,7 @@ class _Ingest:
             # the job ended, but its ranks did not coordinate: failed, as locally
             status, message = m.FAILED, (f"step {sid!r} did not coordinate: "
                                          f"{self.failed_coordination[sid]}")
-        record = row.record if kept else step_record.stored(job.record)
+        record = earlier.record if earlier is not None else step_record.stored(job.record)
         if status == m.FAILED and not kept and (record is not None or coordination):
             record = _diagnosed(sid, message or "", record, coordination,
                                 planned.get("wiring"))

@@ -37,19 +37,24 @@ class JobsService(Protocol):
 
     def create(self, job: Any, experiment: str) -> dict[str, Any]:
         """Submit a loaded ``PipelineJob``; return the created job's ``JobBase`` payload."""
+        ...
 
     def get(self, name: str) -> dict[str, Any]:
         """The ``JobBase`` payload of pipeline job ``name``."""
+        ...
 
     def children(self, name: str) -> list[dict[str, Any]]:
         """The run-history ``Run`` payloads of the child jobs of ``name`` (every page)."""
+        ...
 
     def metrics(self, run_id: str) -> dict[str, Any]:
         """The MLflow ``runs/get`` payload of ``run_id`` (its latest metrics)."""
+        ...
 
     def run_data(self, run_id: str) -> dict[str, Any]:
         """Run history's ``rundata`` answer for ``run_id`` (``runMetadata.outputs``: where the
         run's outputs are, as asset ids)."""
+        ...
 
     def fetch_output(self, job_name: str, output: str, into: Path) -> Path | None:
         """Download output ``output`` of job ``job_name`` under ``into``; the folder (or

@@ -68,12 +68,12 @@ class _TooDeep(Exception):
 
 
 class _LineLoader(yaml.SafeLoader):
-    def fetch_flow_collection_start(self, token_class: Any) -> None:
+    def fetch_flow_collection_start(self, TokenClass: Any) -> None:   # PyYAML names it so
         # stop the scanner itself at the depth limit (issue 37): it keeps a possible key for
         # every open '[' or '{' and checks them all at each token it reads ahead
         if self.flow_level >= MAX_DEPTH:
             raise _TooDeep
-        super().fetch_flow_collection_start(token_class)
+        super().fetch_flow_collection_start(TokenClass)
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> Mapping:
