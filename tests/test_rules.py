@@ -62,7 +62,7 @@ def test_every_code_named_exists_and_is_of_the_kind_its_row_says():
             if code == "loader":
                 kinds.add("load")
                 continue
-            assert code in CODES, f"{rid} names {code}, which mlpipe/codes.py does not publish"
+            assert code in CODES, f"{rid} names {code}, which mlpipe/codes/ does not publish"
             kinds.add(kind(code))
         assert kinds == whens, f"{rid}: its codes are reported at {sorted(kinds)}, the row " \
                                f"says {sorted(whens)}"
