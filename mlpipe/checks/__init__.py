@@ -19,6 +19,7 @@ from mlpipe.checks import (  # noqa: F401  (registration)
     importable,
     jobs,
     launch,
+    literals,
     needs,
     parameters,
     placement,

@@ -138,6 +138,10 @@ EVALUATION_READS_TRAINING_ARTIFACT = _code(
 EVALUATION_OVERLAP_UNCHECKED = _code(
     "MP417", "evaluation-overlap-unchecked", WARNING,
     "Nothing recorded can tell whether the evaluation population overlaps the training one.")
+STAGE_LITERALS_DISAGREE = _code(
+    "MP418", "stage-literals-disagree", WARNING,
+    "A training step and a step reading its model state different literals for one "
+    "preprocessing value (normalisation, class order, feature order, input size).")
 
 # --- MP500-MP519: the distributed launch contract (mlpipe.checks.distribution)
 PYTORCH_ONE_PROCESS_PER_NODE = _code(
