@@ -17,6 +17,7 @@ from mlpipe.checks import (  # noqa: F401  (registration)
     fields,
     frameworks,
     importable,
+    jobfields,
     jobs,
     launch,
     literals,

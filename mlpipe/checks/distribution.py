@@ -114,6 +114,8 @@ def _stated_world_sizes(node: StepNode) -> Iterator[tuple[str, int | float]]:
         implied = deepspeed_world_size(node, body_facts(c))
         if implied is not None:
             yield implied
+        from mlpipe.checks.jobfields import stated_by_launchers  # it reads frameworks, which
+        yield from stated_by_launchers(node)                       # imports this module
 
 
 @check(WORLD_SIZE_MISMATCH)

@@ -254,6 +254,9 @@ INSTALL_AT_RUN_TIME = _code(
     "MP536", "install-at-run-time", WARNING, "A step installs packages from an index as it runs.")
 EVERY_RANK_DOWNLOADS = _code(
     "MP537", "every-rank-downloads", WARNING, "Every process of a step downloads the same data.")
+INFINIBAND_DISABLED = _code(
+    "MP538", "infiniband-disabled", WARNING,
+    "A multi-node GPU job on an InfiniBand size tells NCCL not to use InfiniBand.")
 
 # --- MP6xx: Azure ML YAML import (mlpipe.backends.azure.importer)
 UNREADABLE_BINDING_EXPRESSION = _code(

@@ -151,6 +151,10 @@ COMPONENT_VERSION_REUSED = _code(
     "MP805", "component-version-reused", WARNING,
     "A component's name and version are recorded in the evidence store with other code: one "
     "version now names two codes.")
+OUTPUT_PATH_FIXED = _code(
+    "MP806", "output-path-fixed", WARNING,
+    "An output is bound to a fixed storage path: every run writes the same place (or two "
+    "outputs write one place).")
 LARGE_FILE_IN_UPLOAD = _code(
     "MP850", "large-file-in-upload", WARNING,
     "A large file is left in the code Azure ML uploads for the pipeline's function components.")
