@@ -98,6 +98,26 @@ def test_the_printed_counts_are_true():
     assert tuple(map(int, m.groups())) == (len(rows), enforced, len(rows) - enforced)
 
 
+def test_the_printed_shares_by_when_are_true():
+    rows, counts = _rows(), {"check": 0, "both": 0, "run": 0, "evidence": 0, "none": 0}
+    for row in rows:
+        whens = set() if row[6] == "—" else {w.strip() for w in row[6].split(",")}
+        first = ("check" if whens & {"check", "load"} else "run" if "run" in whens
+                 else "evidence" if whens else "none")
+        counts[first] += 1
+        counts["both"] += first == "check" and "run" in whens
+
+    def share(n: int) -> str:
+        return f"{n} ({round(100 * n / len(rows))} %)"
+
+    line = (f"**When they are enforced: at check time {share(counts['check'])}, "
+            f"{counts['both']} of them also after a run; only after a step ran "
+            f"{share(counts['run'])}; only in the evidence {share(counts['evidence'])}; not "
+            f"checkable {share(counts['none'])}.**")
+    text = DOC.read_text()
+    assert "<!-- rules fractions -->\n" + line + "\n" in text, f"docs/rules.md should say: {line}"
+
+
 SEEDS = _seeds()
 
 
