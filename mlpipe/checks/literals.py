@@ -200,7 +200,7 @@ def _in_command(node: StepNode) -> list[Stated]:
         words = shlex.split(node.component.command or "")
     except ValueError:
         return []
-    loc = node.location
+    loc = node.component.location or node.location   # a component file's command: its line
     found = []
     for i, word in enumerate(words):
         flag, _, inline = word.partition("=")
