@@ -217,7 +217,7 @@ def _accelerate_config(node: StepNode) -> tuple[str, dict[str, Any]] | None:
     folders = [c.code] if c.code else []
     if c.location is not None:
         folders.append(os.path.dirname(c.location.file))
-    import yaml   # PyYAML: a dependency of mlpipe (the Azure ML YAML reader)
+    import yaml  # PyYAML: a dependency of mlpipe (the Azure ML YAML reader)
 
     for folder in folders:
         try:

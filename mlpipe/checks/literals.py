@@ -209,7 +209,7 @@ def _in_command(node: StepNode) -> list[Stated]:
             continue
         values = [inline] if inline else []
         for value in [] if inline else words[i + 1:]:
-            if value.startswith("-") and _number(value) == value or value in (
+            if (value.startswith("-") and _number(value) == value) or value in (
                     "&&", "||", ";", "|") or "${{" in value:
                 break
             values.append(value)
