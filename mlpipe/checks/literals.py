@@ -21,7 +21,7 @@ from mlpipe import codes
 from mlpipe.artifacts import AssetType
 from mlpipe.checks.body import body_facts
 from mlpipe.checks.registry import check
-from mlpipe.checks.where import at_step, help_for
+from mlpipe.checks.where import at_step, help_for, written_in
 from mlpipe.diagnostics import Diagnostic
 from mlpipe.graph import FromLiteral, Graph, StepNode, Unbound
 from mlpipe.paths import display_path
@@ -200,7 +200,8 @@ def _in_command(node: StepNode) -> list[Stated]:
         words = shlex.split(node.component.command or "")
     except ValueError:
         return []
-    loc = node.component.location or node.location   # a component file's command: its line
+    # a YAML component file's command: its own line (azure-ai-ml's: the user's Python line)
+    loc = (node.component.location if written_in(node) == "yaml" else None) or node.location
     found = []
     for i, word in enumerate(words):
         flag, _, inline = word.partition("=")

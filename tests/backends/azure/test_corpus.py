@@ -72,7 +72,8 @@ FINDINGS = {
     "sweep_job/sweep_job_search_space_choice_string.yml": ["MP802"],  # https://
     "sweep_job/sweep_job_test_inputs.yaml": ["MP802"],  # wasbs://
     "pipeline_jobs/helloworld_pipeline_job_data_options.yml": ["MP802"] * 7,
-    "pipeline_jobs/mixed_output_path_setting.yaml": ["MP802"],
+    # MP806: a pipeline output bound to a fixed datastore path every run overwrites
+    "pipeline_jobs/mixed_output_path_setting.yaml": ["MP802", "MP806"],
     "pipeline_jobs/node_output_path_setting.yaml": ["MP802"],
     "pipeline_jobs/helloworld_pipeline_job_with_component_output.yml": ["MP112", "MP802"],
     # MP803: an image with no tag or the tag latest, which is moved to newer builds
