@@ -1,6 +1,6 @@
 """Fields of a job judged against docs/rules.md, beyond those ``checks.fields`` reads: launch
 variables the job itself declares (MP529), NCCL told not to use the InfiniBand a multi-node job
-pays for (MP538), outputs bound to a fixed datastore path (MP806), a serverless step with no VM
+pays for (MP538), more threads per node than its VM size has vCPUs (MP539), outputs bound to a fixed datastore path (MP806), a serverless step with no VM
 size whose code needs a GPU (MP516), and the world size a launcher's or accelerate's
 configuration states (read by MP503). The spec's fields for mlpipe Python; the job's document
 (kept as the spec's origin) for Azure ML YAML and azure-ai-ml Python, which mlpipe reads as
@@ -97,6 +97,33 @@ def infiniband_disabled(graph: Graph) -> Iterator[Diagnostic]:
                 f"nodes go over Ethernet on a size chosen for its InfiniBand",
                 hint=f"remove {name} (NCCL finds the InfiniBand itself), or use a size without "
                      f"InfiniBand if the job is meant to run over Ethernet", **at_step(node))
+            break
+
+
+@check(codes.THREADS_EXCEED_CORES)
+def threads_per_node(graph: Graph) -> Iterator[Diagnostic]:
+    for node in graph.step_nodes():
+        c = node.component
+        dist = c.distribution
+        per_node = dist.processes_per_instance() if framework_of(node) in ("pytorch", "mpi") \
+            and dist is not None else 1
+        size, _, _ = CATALOGUE.resolve(c.compute)
+        if size is None or not size.vcpus:
+            continue
+        for name, value, where in declared_variables(node):
+            if name != "OMP_NUM_THREADS" or not value.strip().isdigit():
+                continue
+            threads = int(value) * per_node
+            if threads > size.vcpus:
+                yield Diagnostic.of(
+                    codes.THREADS_EXCEED_CORES,
+                    f"step '{node.id}' starts {per_node} process(es) per node, each told by its "
+                    f"{where} OMP_NUM_THREADS={value.strip()!r} to run {int(value)} threads: "
+                    f"{threads} threads on the {size.vcpus} vCPUs of {size.name}, so they "
+                    f"take turns on the cores",
+                    hint=f"set OMP_NUM_THREADS to at most {max(size.vcpus // per_node, 1)} "
+                         f"(the node's vCPUs over its processes), or leave it out",
+                    **at_step(node))
             break
 
 

@@ -257,6 +257,9 @@ EVERY_RANK_DOWNLOADS = _code(
 INFINIBAND_DISABLED = _code(
     "MP538", "infiniband-disabled", WARNING,
     "A multi-node GPU job on an InfiniBand size tells NCCL not to use InfiniBand.")
+THREADS_EXCEED_CORES = _code(
+    "MP539", "threads-exceed-cores", WARNING,
+    "A job's OMP_NUM_THREADS times its processes per node exceeds the VM size's vCPUs.")
 
 # --- MP6xx: Azure ML YAML import (mlpipe.backends.azure.importer)
 UNREADABLE_BINDING_EXPRESSION = _code(

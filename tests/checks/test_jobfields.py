@@ -197,11 +197,45 @@ def test_every_new_field_in_an_azure_ai_ml_python_pipeline(tmp_path, mistaken):
     (tmp_path / "src" / "train.py").write_text(SDK_SCRIPT)
     module = f"sdk_jobfields_{'mistaken' if mistaken else 'clean'}"
     path = f', path="{FIXED}"' if mistaken else ""
-    variables = ({"NCCL_IB_DISABLE": "1", "WORLD_SIZE": "8"} if mistaken
+    variables = ({"NCCL_IB_DISABLE": "1", "WORLD_SIZE": "8", "OMP_NUM_THREADS": "24"} if mistaken
                  else {"NCCL_DEBUG": "WARN"})
     (tmp_path / f"{module}.py").write_text(SDK_PIPELINE.format(path=path,
                                                                variables=repr(variables)))
     spec, found = load_spec(f"{tmp_path / module}.py:pipe")
     codes = sorted(d.code for d in [*found, *check_pipeline(spec)[1]]
-                   if d.code in ("MP529", "MP538", "MP806"))
-    assert codes == (["MP529", "MP538", "MP806"] if mistaken else [])
+                   if d.code in ("MP529", "MP538", "MP539", "MP806"))
+    assert codes == (["MP529", "MP538", "MP539", "MP806"] if mistaken else [])
+
+
+@pytest.mark.parametrize(("environment", "data", "flagged"), [
+    ("azureml:corpus-cpu@latest", "azureml:defect-images:3", ["environment"]),
+    ("azureml:corpus-cpu:3", "azureml:defect-images@latest", ["data"]),
+    ("azureml:corpus-cpu:3", "azureml:defect-images:3", []),
+])
+def test_environments_and_data_by_label_in_yaml(tmp_path, environment, data, flagged):
+    shutil.copytree(CORPUS, tmp_path / "job")
+    pipeline = tmp_path / "job" / "pipeline.yml"
+    text = pipeline.read_text().replace("    path: azureml:defect-images:3\n",
+                                        f"    path: {data}\n")
+    pipeline.write_text(text.replace("    environment: azureml:corpus-cpu:3\n",
+                                     f"    environment: {environment}\n", 1))
+    spec, found = load_spec(str(pipeline))
+    found = [d.message for d in [*found, *check_pipeline(spec)[1]] if d.code == "MP802"]
+    assert [m.split(" ", 1)[0] for m in found] == [
+        "environment" if f == "environment" else "pipeline" for f in flagged]
+    assert all("by the label 'latest'" in m or "the label 'latest'" in m for m in found)
+
+
+@pytest.mark.parametrize(("threads", "size", "flagged"), [
+    ("'12'", "Standard_NC24rs_v3", True), ("'6'", "Standard_NC24rs_v3", False),
+    ("'2'", "Standard_NC6s_v3", True), ("'1'", "Standard_NC6s_v3", False),
+])
+def test_a_yaml_jobs_threads_against_the_nodes_vcpus(tmp_path, threads, size, flagged):
+    extra = DISTRIBUTED.replace("Standard_NC24rs_v3", size)
+    found = _job(tmp_path, extra + f"environment_variables:\n  OMP_NUM_THREADS: {threads}\n",
+                 "MP539")
+    assert len(found) == flagged
+    if flagged:
+        assert found[0][1].startswith(
+            f"step 'job' starts 4 process(es) per node, each told by its environment variable "
+            f"OMP_NUM_THREADS={threads} to run ")
