@@ -1,10 +1,11 @@
 """Fields of a job judged against docs/rules.md, beyond those ``checks.fields`` reads: launch
 variables the job itself declares (MP529), NCCL told not to use the InfiniBand a multi-node job
-pays for (MP538), more threads per node than its VM size has vCPUs (MP539), outputs bound to a fixed datastore path (MP806), a serverless step with no VM
-size whose code needs a GPU (MP516), and the world size a launcher's or accelerate's
-configuration states (read by MP503). The spec's fields for mlpipe Python; the job's document
-(kept as the spec's origin) for Azure ML YAML and azure-ai-ml Python, which mlpipe reads as
-the YAML it would submit. Files are read, nothing is imported or run.
+pays for (MP538), more threads per node than its VM size has vCPUs (MP539), outputs bound to a
+fixed datastore path (MP806), a serverless step with no VM size whose code needs a GPU (MP516),
+and the world size a launcher's or accelerate's configuration states (read by MP503). The
+spec's fields for mlpipe Python; the job's document (kept as the spec's origin) for Azure ML
+YAML and azure-ai-ml Python, which mlpipe reads as the YAML it would submit. Files are read,
+nothing is imported or run.
 """
 from __future__ import annotations
 
