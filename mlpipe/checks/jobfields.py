@@ -36,6 +36,11 @@ def declared_variables(node: StepNode) -> list[tuple[str, str, str]]:
 
 
 def _injected(framework: str, variable: str) -> bool:
+    """Whether a job's own value for ``variable`` replaces what its launch injects. Not
+    WORLD_SIZE (MP503 compares its value with the launch) nor MASTER_PORT (the launch gives
+    every node one port too)."""
+    if variable in ("WORLD_SIZE", "MASTER_PORT"):
+        return False
     if framework == "pytorch":
         return variable in PYTORCH_VARS
     if framework == "tensorflow":
@@ -57,7 +62,7 @@ def declared_launch_variables(graph: Graph) -> Iterator[Diagnostic]:
         for name, value, where in declared_variables(node):
             if not _injected(framework, name):
                 continue   # another framework's variable is MP518
-            address = name in ("MASTER_ADDR", "MASTER_PORT")
+            address = name == "MASTER_ADDR"
             one_node = node.component.instances == 1
             yield Diagnostic.of(
                 codes.LAUNCH_VARIABLE_OVERWRITTEN,

@@ -38,8 +38,8 @@ def _job(tmp_path: Path, extra: str, code: str, command: str | None = None
 
 
 @pytest.mark.parametrize(("variables", "flagged"), [
-    ("  WORLD_SIZE: '8'\n  RANK: '0'\n", ["RANK", "WORLD_SIZE"]),
-    ("  MASTER_ADDR: 10.0.0.4\n", ["MASTER_ADDR"]),
+    ("  WORLD_SIZE: '8'\n  RANK: '0'\n", ["RANK"]),      # WORLD_SIZE's value is MP503's
+    ("  MASTER_ADDR: 10.0.0.4\n  MASTER_PORT: '6105'\n", ["MASTER_ADDR"]),
     ("  NCCL_DEBUG: INFO\n  OMP_NUM_THREADS: '4'\n", []),
 ])
 def test_a_yaml_job_declaring_launch_variables(tmp_path, variables, flagged):
@@ -197,7 +197,7 @@ def test_every_new_field_in_an_azure_ai_ml_python_pipeline(tmp_path, mistaken):
     (tmp_path / "src" / "train.py").write_text(SDK_SCRIPT)
     module = f"sdk_jobfields_{'mistaken' if mistaken else 'clean'}"
     path = f', path="{FIXED}"' if mistaken else ""
-    variables = ({"NCCL_IB_DISABLE": "1", "WORLD_SIZE": "8", "OMP_NUM_THREADS": "24"} if mistaken
+    variables = ({"NCCL_IB_DISABLE": "1", "LOCAL_RANK": "0", "OMP_NUM_THREADS": "24"} if mistaken
                  else {"NCCL_DEBUG": "WARN"})
     (tmp_path / f"{module}.py").write_text(SDK_PIPELINE.format(path=path,
                                                                variables=repr(variables)))
