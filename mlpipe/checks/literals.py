@@ -118,8 +118,8 @@ def _fits(kind: str, value: Any) -> bool:
     if kind == "size":
         return (isinstance(value, float) and value.is_integer() and value > 0) or (
             isinstance(value, list) and bool(value) and all(isinstance(v, float) for v in value))
-    if isinstance(value, dict):
-        return len(value) >= 2
+    if isinstance(value, dict):   # a label map: {"ok": 0, ...} or {0: "ok", ...}
+        return len(value) >= 2 and all(isinstance(v, (str, float)) for v in value.values())
     return isinstance(value, list) and len(value) >= 2 and \
         all(isinstance(v, (str, float)) for v in value)
 
@@ -253,7 +253,7 @@ def stage_literals(node: StepNode, memo: dict[int, list[Stated]]) -> dict[str, S
     for s in memo[id(c)]:
         body.setdefault(s.kind, []).append(s)
     for kind, all_of in body.items():
-        if kind not in found and len({json.dumps(s.value, sort_keys=True)
+        if kind not in found and len({json.dumps(s.value, sort_keys=True, default=repr)
                                       for s in all_of}) == 1:
             found[kind] = all_of[0]
     return found
@@ -283,7 +283,7 @@ def _shown(value: Any) -> str:
         return str(int(value))
     if isinstance(value, list):
         return "[" + ", ".join(_shown(v) for v in value) + "]"
-    return repr(value) if isinstance(value, str) else json.dumps(value)
+    return repr(value) if isinstance(value, str) else json.dumps(value, default=repr)
 
 
 @check(codes.STAGE_LITERALS_DISAGREE)
