@@ -125,3 +125,11 @@ def test_an_azure_ai_ml_python_pipelines_command_arguments(tmp_path, features):
             "steps 'fit' and 'scored' disagree on the feature order: 'fit' states "
             "--features = ['width', 'length', 'depth'] (")
         assert found[0].file.endswith(f"{module}.py")
+
+
+def test_odd_literals_are_read_or_left_alone_never_a_crash(tmp_path):
+    script = ('\nCLASSES = {b"x": b"y", "z": 1}\nmean = 0\nlabels = []\n'
+              'transforms.Normalize(*stats)\nparser.add_argument(default=[1, 2])\n'
+              'FEATURES: list = ["a", ("b", {1, 2})]\nIMAGE_SIZE = -3\n')
+    found = _found(tmp_path, "--classes ok,scratch --image-size 224", "", script)
+    assert [c for c, _ in found] == []
