@@ -121,7 +121,7 @@ def _examples(j: Judgement, one: dict[str, Any], many: dict[str, Any], tol: floa
     e1 = sum(p.get("examples") or 0 for p in p1) if p1 else 0
     en = [p.get("examples") or 0 for p in pn] if pn else []
     source = "training forwards"
-    if not (e1 and all(en)):
+    if not (e1 and en and all(en)):
         c1 = [len(r.get("consumed") or []) for r in _ranks(one)]
         cn = [len(r.get("consumed") or []) for r in _ranks(many)]
         if sum(c1) and cn and all(cn) and len(cn) == many["world_size"]:

@@ -49,9 +49,9 @@ def test_the_rehearsal_tells_coordinated_training_from_each_mistake(tmp_path, mi
     if mistake == "whole-data":
         facts = found.findings[0][1]
         # the step record's own facts explain it: each rank consumed the whole population,
-        # and the launcher's coordination check saw the overlap
+        # and the launcher's coordination check saw independent copies
         assert {r["consumed"] for r in facts["ranks"].values()} == {256}
-        assert "MP521" in {d["code"] for d in facts["coordination"]}
+        assert "MP522" in {d["code"] for d in facts["coordination"]}
 
 
 @pytest.mark.slow
