@@ -88,8 +88,11 @@ def _outputs(comp: ComponentSpec, work: Path) -> dict[str, str]:
 
 
 def run_once(comp: ComponentSpec, *, inputs: dict[str, str], params: dict[str, Any],
-             work: Path, cwd: str, sys_path: list[str], timeout: float | None) -> RehearsalRun:
-    """Launch ``comp`` (already scaled) once in folder ``work``, with the rehearsal probe."""
+             work: Path, cwd: str, sys_path: list[str], timeout: float | None,
+             probe_ranks: bool = True) -> RehearsalRun:
+    """Launch ``comp`` (already scaled) once in folder ``work``, with the rehearsal probe
+    (``probe_ranks``; without it, the step's plain correctness run, as the executor starts it).
+    """
     from mlpipe.backends.local.distlaunch import rendezvous_timeout
     from mlpipe.backends.local.launcher import launch
     from mlpipe.backends.local.launcher.accelerators import uses_cuda
@@ -112,7 +115,8 @@ def run_once(comp: ComponentSpec, *, inputs: dict[str, str], params: dict[str, A
     env.update(dict(comp.environment_variables))
     env.update({step_record.RECORD_DIR_ENV: str(work / "step"), SCRATCH_ENV: str(work),
                 probe.DIR_ENV: str(work / "rehearsal")})
-    argv = [sys.executable, "-m", "mlpipe.runtime.rehearsal", str(work / "request.json")]
+    entry = "mlpipe.runtime.rehearsal" if probe_ranks else "mlpipe.runtime.step"
+    argv = [sys.executable, "-m", entry, str(work / "request.json")]
     start = time.perf_counter()
     try:
         result = launch(argv, distribution=comp.distribution, instances=comp.instances,
