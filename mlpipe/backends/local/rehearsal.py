@@ -97,8 +97,8 @@ def run_once(comp: ComponentSpec, *, inputs: dict[str, str], params: dict[str, A
     from mlpipe.backends.local.launcher import launch
     from mlpipe.backends.local.launcher.accelerators import uses_cuda
     from mlpipe.errors import MlpipeError
-    from mlpipe.runtime import rehearsal as probe
     from mlpipe.runtime import record as step_record
+    from mlpipe.runtime import rehearsal as probe
     from mlpipe.runtime.step import SCRATCH_ENV
 
     per_node = comp.distribution.processes_per_instance() if comp.distribution else 1

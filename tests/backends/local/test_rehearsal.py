@@ -57,7 +57,7 @@ def test_the_rehearsal_tells_coordinated_training_from_each_mistake(tmp_path, mi
 @pytest.mark.slow
 def test_a_rank_that_fails_is_reported_with_the_size_it_failed_at(tmp_path):
     pytest.importorskip("torch")
-    one, many, found = _rehearse(tmp_path, "no-such-mistake")
+    _, _, found = _rehearse(tmp_path, "no-such-mistake")
     assert [d.code for d in found.diagnostics] == ["MP565", "MP565"]
     assert found.diagnostics[0].message.startswith(
         "the step failed at world size 1 (fails at both sizes): ")
