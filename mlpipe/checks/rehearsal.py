@@ -331,9 +331,16 @@ def judge(one: dict[str, Any], many: dict[str, Any], *, step: str,
     j = Judgement(step, int(many.get("world_size") or 0))
     if _failed(j, one, many):
         return j
-    _examples(j, one, many, tolerance)
-    _batch(j, one, many, tolerance)
-    _loss(j, one, many, tolerance)
-    _metrics(j, one, many, tolerance)
-    _parameters(j, many)
+    comparisons = (("examples seen", lambda: _examples(j, one, many, tolerance)),
+                   ("global batch", lambda: _batch(j, one, many, tolerance)),
+                   ("loss trajectory", lambda: _loss(j, one, many, tolerance)),
+                   ("metrics", lambda: _metrics(j, one, many, tolerance)),
+                   ("parameters", lambda: _parameters(j, many)))
+    for what, compare in comparisons:
+        try:
+            compare()
+        except (KeyError, TypeError, ValueError, ZeroDivisionError, AttributeError) as exc:
+            # a rank's facts in another shape than the probe writes: unseen, never a crash
+            j.unseen.append(f"{what}: the ranks' facts could not be read "
+                            f"({type(exc).__name__}: {exc})")
     return j

@@ -2,6 +2,8 @@
 what it concludes, and that a fact either run did not observe is listed as unseen and never
 reported. The real runs on gloo ranks are tests/backends/local/test_rehearsal.py."""
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mlpipe.checks.rehearsal import judge
 
@@ -98,3 +100,18 @@ def test_without_torch_the_consumed_ids_still_count_the_examples():
     assert [d.code for d in found.diagnostics] == ["MP560"]
     assert "(ids consumed (shard, record_consumed))" in found.diagnostics[0].message
     assert "metrics: no global metric logged" in found.unseen
+
+
+@settings(max_examples=60)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=3),
+                    lambda inner: st.lists(inner, max_size=3)
+                    | st.dictionaries(st.sampled_from(
+                        ["examples", "batch", "lr", "losses", "parameters", "digest", "observed",
+                         "rank", "models", "steps", "norm", "value", "scope", "metrics"]),
+                        inner, max_size=4), max_leaves=12))
+def test_the_judge_never_raises_on_facts_of_any_shape(junk):
+    many = _many()
+    many["probe"] = [junk, junk] if not isinstance(junk, list) else junk
+    many["record"]["ranks"][0]["metrics"] = [junk]
+    found = judge(ONE, many, step="train")
+    assert isinstance(found.to_json(), dict)
