@@ -116,6 +116,20 @@ def _rank_story(many: dict[str, Any]) -> dict[str, Any]:
     return story
 
 
+def _because(story: dict[str, Any]) -> str:
+    """What the ranks' records say about how the data was divided, as a clause (or "")."""
+    ranks = list(story.values())
+    whole = [r for r in ranks if any(ld.get("whole") for ld in r.get("loaders") or [])]
+    if ranks and len(whole) == len(ranks):
+        samplers = sorted({str(ld.get("sampler")) for r in whole for ld in r["loaders"]
+                           if ld.get("whole")})
+        return f"; every rank's DataLoader reads the whole data set ({', '.join(samplers)})"
+    took = [(r.get("consumed"), r.get("population")) for r in ranks]
+    if took and all(c and p for c, p in took) and all(c == p for c, p in took):
+        return f"; every rank consumed all {took[0][1]} ids of the data set"
+    return ""
+
+
 def _examples(j: Judgement, one: dict[str, Any], many: dict[str, Any], tol: float) -> None:
     p1, pn = _probes(one), _probes(many)
     e1 = sum(p.get("examples") or 0 for p in p1) if p1 else 0
@@ -140,7 +154,7 @@ def _examples(j: Judgement, one: dict[str, Any], many: dict[str, Any], tol: floa
              else "the ranks' parts do not add up to the data set")
     j._add(REHEARSAL_EXAMPLES_DIFFER,
            f"at world size {k} the ranks trained on {total} examples together ({per}) but one "
-           f"process trains on {e1} ({source}): {cause}",
+           f"process trains on {e1} ({source}): {cause}{_because(_rank_story(many))}",
            "give each rank its own part of the data (DistributedSampler, or "
            "mlpipe.runtime.shard) so that the parts together are the data set once",
            {"source": source, "world_size_1": e1, "per_rank": en,

@@ -115,3 +115,15 @@ def test_the_judge_never_raises_on_facts_of_any_shape(junk):
     many["record"]["ranks"][0]["metrics"] = [junk]
     found = judge(ONE, many, step="train")
     assert isinstance(found.to_json(), dict)
+
+
+def test_the_ranks_data_loaders_explain_examples_seen_twice():
+    many = _run(2, [_probe(0, 2, batch=16), _probe(1, 2, batch=16)], [_metric(0.5, over=2)])
+    for part in many["record"]["ranks"]:
+        part["data_loaders"] = [{"sampler": "RandomSampler", "num_replicas": None,
+                                 "dataset_size": 256, "whole": True, "passes": 8}]
+    found = judge(ONE, many, step="train")
+    assert [d.code for d in found.diagnostics] == ["MP560"]
+    assert found.diagnostics[0].message.endswith(
+        "each rank trained on the whole data set; every rank's DataLoader reads the whole data "
+        "set (RandomSampler)")

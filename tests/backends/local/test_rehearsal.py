@@ -28,7 +28,8 @@ def _rehearse(tmp_path, mistake, scale=(1, 2)):
 @pytest.mark.slow
 @pytest.mark.parametrize("mistake, scale, codes, fragment", [
     ("none", (1, 2), [], None),
-    ("whole-data", (1, 2), ["MP560"], "each rank trained on the whole data set"),
+    ("whole-data", (1, 2), ["MP560"], "each rank trained on the whole data set; every rank "
+                                      "consumed all 256 ids of the data set"),
     ("batch-not-divided", (1, 2), ["MP561"], "each optimiser step takes 64 examples (32 + 32"),
     ("loss-summed", (1, 2), ["MP563"], "2 times it: a sum over the ranks logged as the global"),
     ("rank-seed", (1, 2), ["MP564"], "trained a model no DistributedDataParallel wraps"),
