@@ -81,7 +81,9 @@ def train_cnn(examples: Input[Examples], labels: Input[UriFile],
     net = cnn(SIZE * SIZE, len(encoding)).to(device)
     ddp = DistributedDataParallel(net) if world_size() > 1 else net
     opt = torch.optim.Adam(ddp.parameters(), lr=learning_rate)
-    batch = 16
+    # the global batch is 16 at any world size: each rank takes its share of it, so the run
+    # takes the same steps on the same number of examples at 1 rank and at 8 (`mlpipe rehearse`)
+    batch = max(1, 16 // world_size())
     # Every rank takes the same number of steps (DDP needs it) even when shards differ by one.
     steps = math.ceil(math.ceil(len(ids) / world_size()) / batch)
     loss = torch.tensor(0.0)

@@ -5,8 +5,9 @@ Heavy imports (azure-ai-ml, SQLAlchemy, torch) happen only inside the commands t
 One module per command family, imported when one of its commands is run (``base.FAMILIES``):
 ``checking`` (check, graph, validate), ``running`` (submit, runs, show, logs, diff, store, gc),
 ``evidence`` (candidates, evidence), ``review`` (qualify, review), ``keys`` (keys generate,
-keys show), ``promotion`` (promote, trace), ``azure`` (compile, environment, sync, and
-submit's Azure target). Errors are turned into messages and exit codes once, in ``base``.
+keys show), ``promotion`` (promote, trace), ``rehearsing`` (rehearse), ``azure`` (compile,
+environment, sync, and submit's Azure target). Errors are turned into messages and exit codes
+once, in ``base``.
 """
 from mlpipe.cli.base import main
 

@@ -50,6 +50,7 @@ FAMILIES = {
     "keys": "keys",
     "promote": "promotion", "trace": "promotion",
     "compile": "azure", "environment": "azure", "sync": "azure",
+    "rehearse": "rehearsing",
 }
 
 

@@ -260,6 +260,26 @@ INFINIBAND_DISABLED = _code(
 THREADS_EXCEED_CORES = _code(
     "MP539", "threads-exceed-cores", WARNING,
     "A job's OMP_NUM_THREADS times its processes per node exceeds the VM size's vCPUs.")
+# the differential rehearsal: the step at world size 1 against its topology (checks/rehearsal.py)
+REHEARSAL_EXAMPLES_DIFFER = _code(
+    "MP560", "rehearsal-examples-differ", WARNING,
+    "The ranks together train on more or fewer examples than one process does.")
+REHEARSAL_GLOBAL_BATCH_DIFFERS = _code(
+    "MP561", "rehearsal-global-batch-differs", WARNING,
+    "The ranks' batches add up to another global batch than one process uses, at the same "
+    "learning rate.")
+REHEARSAL_LOSS_DIVERGES = _code(
+    "MP562", "rehearsal-loss-diverges", WARNING,
+    "The training loss at the launched topology leaves world size 1's beyond the tolerance.")
+REHEARSAL_METRIC_DIFFERS = _code(
+    "MP563", "rehearsal-metric-differs", WARNING,
+    "A global metric's value or population differs between world size 1 and the topology.")
+REHEARSAL_PARAMETERS_DIFFER = _code(
+    "MP564", "rehearsal-parameters-differ", ERROR,
+    "The ranks of a data-parallel step end with different trained parameters.")
+REHEARSAL_RUN_FAILED = _code(
+    "MP565", "rehearsal-run-failed", ERROR,
+    "A rehearsal run of the step failed, at world size 1 or at the topology.")
 
 # --- MP6xx: Azure ML YAML import (mlpipe.backends.azure.importer)
 UNREADABLE_BINDING_EXPRESSION = _code(
