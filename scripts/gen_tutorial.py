@@ -1,7 +1,9 @@
 """Write docs/tutorial.md (and README's transcript) by running every command they show, so the
 transcripts stay true.
 
-Run with ``make tutorial`` (it needs the dev venv with PyTorch). The commands run in a fresh
+Run with ``make tutorial`` (it needs the dev venv with PyTorch); ``gen_tutorial.py --only
+azure-ai-ml`` rewrites the last section alone (an azure-ai-ml pipeline through check, submit,
+evidence, a signed review, promote and trace), on a project of its own. The commands run in a fresh
 project folder (a copy of components/ and pipelines/ in a temporary directory, under git); in
 the transcripts that folder is shown as ``~/defect-demo``, where the tutorial tells the reader
 to work. Ids, digests and times are those of this run. A command's output is shown as it was
