@@ -4,7 +4,8 @@ before mlpipe does anything: the user's module imports azure-ai-ml).
 
 The pipelines: the team fixture's job (`tests/fixtures/azure/sdk/teams.py:job`: a component
 loaded from YAML, a `command()` builder, settings set on the job), its nested pipeline
-(`pipelines.py:nested`), and, where the shared corpus is present, two of azure-ai-ml's own
+(`pipelines.py:nested`), the tutorial's defect classifier (`pipelines/defect_classifier_aml.py`:
+three `command()` steps, one DDP), and, where the shared corpus is present, two of azure-ai-ml's own
 test configurations (`nyc_taxi_data_regression`, five components; `automl_job_in_pipeline`).
 Each `check` runs with an empty cache of its own (its first read, the dearest), alternated
 with the floor so load on the machine hits both alike; figures are CPU (user + system of the
@@ -32,6 +33,8 @@ GOAL = 2.0
 PIPELINES = {
     "teams.py:job": ROOT / "tests" / "fixtures" / "azure" / "sdk" / "teams.py:job",
     "pipelines.py:nested": ROOT / "tests" / "fixtures" / "azure" / "sdk" / "pipelines.py:nested",
+    "defect_classifier_aml": ROOT / "pipelines" / "defect_classifier_aml.py:"
+                                    "defect_classifier_aml",
     "nyc_taxi_data_regression": CORPUS / "nyc_taxi_data_regression" / "pipeline.py:"
                                          "generate_dsl_pipeline",
     "automl_job_in_pipeline": CORPUS / "automl_job_in_pipeline" / "pipeline.py:"

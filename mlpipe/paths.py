@@ -28,6 +28,15 @@ def _display_path(path: str, cwd: str) -> str:
     return path if rel.startswith(os.pardir + os.sep) else rel
 
 
+def derived_root() -> Path:
+    """This user's folder of documents mlpipe derives from the user's files (the job an
+    azure-ai-ml Python pipeline builds, as YAML): ``$XDG_CACHE_HOME/mlpipe-sdk``, else
+    ``~/.cache/mlpipe-sdk``. What is under it is no code of the user's: a run records the
+    files it was derived from, never it."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "mlpipe-sdk"
+
+
 def lexical(path: str | os.PathLike[str]) -> Path:
     """``path`` made absolute with ``..`` folded by name, links kept: the place as the user
     wrote it. ``Path.resolve()`` follows links, so a relative reference rebased from a resolved

@@ -1,7 +1,9 @@
 """Write docs/tutorial.md (and README's transcript) by running every command they show, so the
 transcripts stay true.
 
-Run with ``make tutorial`` (it needs the dev venv with PyTorch). The commands run in a fresh
+Run with ``make tutorial`` (it needs the dev venv with PyTorch); ``gen_tutorial.py --only
+azure-ai-ml`` rewrites the last section alone (an azure-ai-ml pipeline through check, submit,
+evidence, a signed review, promote and trace), on a project of its own. The commands run in a fresh
 project folder (a copy of components/ and pipelines/ in a temporary directory, under git); in
 the transcripts that folder is shown as ``~/defect-demo``, where the tutorial tells the reader
 to work. Ids, digests and times are those of this run. A command's output is shown as it was
@@ -132,6 +134,45 @@ def tutorial(s: Session) -> str:
     files = s.shell("find build/azure -name '*.yml' | sort")
     _readme("check-broken", broken)
     return TEMPLATE.format(SHOWN_AS=SHOWN_AS, BROKEN=BROKEN, **locals())
+
+
+AML = "pipelines/defect_classifier_aml.py:defect_classifier_aml"
+TRUST = """\
+identities:
+  ci: {public_key: keys/ci.pub, may: [seal]}
+  dana: {public_key: keys/dana.pub, may: [decide]}
+"""
+
+
+def azure_ai_ml(s: Session) -> str:
+    """The section on an azure-ai-ml pipeline: check, submit, evidence, a signed review,
+    promotion into an MLflow registry (a SQLite one in the project) and the trace back."""
+    source = (s.root / "pipelines" / "defect_classifier_aml.py").read_text()
+    aml_check = s.shell(f"mlpipe check {AML}")
+    aml_submit = s.shell(f"mlpipe submit {AML} --input raw=data/raw --input split=data/split.csv")
+    aml_cand = _first(r"^candidate (c-[0-9a-f]+)$", aml_submit)
+    s.run("mlpipe keys generate keys/ci.pem")
+    aml_keys = s.shell("mlpipe keys generate keys/dana.pem")
+    (s.root / "trust.yml").write_text(TRUST)
+    with (s.root / "mlpipe.toml").open("a") as fh:
+        fh.write('[signing]\nkey = "keys/ci.pem"\n')
+    aml_evidence = _excerpt(s.shell(f"mlpipe evidence {aml_cand}"), "FINDINGS", "PROVENANCE")
+    policy = "policies/defect-classifier.yml"
+    aml_review = s.shell(f"mlpipe review {aml_cand} --accept --key keys/dana.pem --trust "
+                         f"trust.yml --policy {policy} --note 'the DDP model meets the policy'")
+    registry = "--tracking-uri sqlite:///registry.db"
+    aml_promote = s.shell(f"mlpipe promote {aml_cand} --name defect-cnn --by ci {registry}")
+    aml_trace = s.shell(f"mlpipe trace models:/defect-cnn/1 {registry}")
+    return AML_TEMPLATE.format(TRUST=TRUST, **locals())
+
+
+def _splice(text: str, section: str) -> str:
+    """``text`` with its azure-ai-ml section (between the markers) replaced by ``section``."""
+    begin, end = "<!-- begin azure-ai-ml -->\n", "<!-- end azure-ai-ml -->"
+    head, found, rest = text.partition(begin)
+    if not found:
+        return text.rstrip("\n") + "\n\n" + begin + section.rstrip("\n") + "\n" + end + "\n"
+    return head + begin + section.rstrip("\n") + "\n" + end + rest.split(end, 1)[1]
 
 
 def _readme(name: str, block: str) -> None:
@@ -272,10 +313,66 @@ TEMPLATE = textwrap.dedent('''\
     ''')
 
 
+AML_TEMPLATE = textwrap.dedent('''\
+    ## A pipeline written with azure-ai-ml
+
+    A team whose pipelines are already azure-ai-ml Python reaches the same review half
+    without rewriting them ([azure.md](azure.md#azure-ai-ml-python-pipelines-filepyname)).
+    `pipelines/defect_classifier_aml.py` is the classifier as such a team writes it:
+    `command()` steps running the scripts in `pipelines/aml_src/`, the trainer given a
+    `PyTorchDistribution` (DDP, 2 processes), and the candidate named in tags that azure-ai-ml
+    and Azure ML carry and ignore:
+
+    ```python
+    {source}```
+
+    mlpipe reads it as azure-ai-ml would submit it (the REST body of
+    `ml_client.jobs.create_or_update(job)`, built offline) and runs every check on it; a
+    finding points at the line that assigns the node:
+
+    {aml_check}
+
+    Both are true: nothing declares that the examples folder keeps its splits apart (the
+    mlpipe form says so with an `ImageFolder` contract), and the trainer names no VM size.
+    Run it here, the DDP step as 2 gloo processes with the variables Azure ML sets:
+
+    {aml_submit}
+
+    Its evidence says what the scripts did not record (they do not use `mlpipe.runtime`):
+
+    {aml_evidence}
+
+    A reviewer signs the decision with their own key, and the bundles are sealed with the
+    project's (`[signing] key = "keys/ci.pem"` in `mlpipe.toml`); `trust.yml` says who may do
+    what ([signing.md](signing.md)):
+
+    ```yaml
+    {TRUST}```
+
+    {aml_keys}
+
+    {aml_review}
+
+    Then promote it into an MLflow model registry (here a SQLite one in the project) and trace
+    the registered model back to the candidate, its evidence and the decision:
+
+    {aml_promote}
+
+    {aml_trace}
+    ''')
+
+
 def main() -> None:
+    only = sys.argv[1:] == ["--only", "azure-ai-ml"]
+    if sys.argv[1:] and not only:
+        raise SystemExit("usage: gen_tutorial.py [--only azure-ai-ml]")
     with tempfile.TemporaryDirectory(prefix="mlpipe-tutorial-") as tmp:
         session = _project(Path(tmp))
-        text = tutorial(session)
+        if only:  # the azure-ai-ml section alone, in place, on a project of its own
+            session.run("python -m components.synthetic data")
+            text = _splice(OUT.read_text(), azure_ai_ml(session))
+        else:
+            text = _splice(tutorial(session), azure_ai_ml(session))
     OUT.write_text(text.rstrip("\n") + "\n")
     print(f"wrote {OUT.relative_to(ROOT)}")
 

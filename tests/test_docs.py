@@ -115,3 +115,19 @@ def test_the_architecture_picture_is_one_mermaid_flowchart():
     used = set(re.findall(r"^    (\w+) -", blocks[0], re.M)) | set(
         re.findall(r"(?:-->|\.->) (\w+)$", blocks[0], re.M))
     assert used <= nodes, f"edges name undeclared nodes: {sorted(used - nodes)}"
+
+
+def test_the_tutorials_azure_ai_ml_pipeline_is_the_one_it_shows_and_checks_as_shown(tmp_path):
+    import os
+    import subprocess
+
+    section = TUTORIAL.split("<!-- begin azure-ai-ml -->", 1)[1].split("<!-- end azure-ai-ml -->")[0]
+    source = (ROOT / "pipelines" / "defect_classifier_aml.py").read_text()
+    assert f"```python\n{source}```" in section
+    command = "mlpipe check pipelines/defect_classifier_aml.py:defect_classifier_aml"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLPIPE_")}
+    env["XDG_CACHE_HOME"] = str(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "mlpipe.cli", *command.split()[1:]], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == _block(section, command)

@@ -41,6 +41,14 @@ _._model  # a model input's registered model (issue 35)
 second
 show
 tampered
+aml_check
+aml_submit
+aml_keys
+aml_evidence
+aml_review
+aml_promote
+aml_trace
+defect_classifier_aml  # pipelines/: the tutorial's azure-ai-ml pipeline, named on the command line
 
 # --- the library's public API (docs/), used by users' code, not by mlpipe's own --------------
 _.with_contracts  # docs/azure.md: ScriptComponent.with_contracts(port=Contract)

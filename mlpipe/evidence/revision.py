@@ -42,6 +42,7 @@ def pipeline_files(spec: Any) -> list[str]:
     Args:
         spec: a ``PipelineSpec``.
     """
+    from mlpipe.paths import derived_root
     from mlpipe.source import local_module_files
 
     files: set[str] = set()
@@ -57,6 +58,8 @@ def pipeline_files(spec: Any) -> list[str]:
             add(step.target)
 
     add(spec)
+    derived = f"{derived_root().absolute()}{os.sep}"  # made from the user's files, not code
+    files = {f for f in files if not f.startswith(derived)}
     for file in sorted(files):
         if file.endswith(".py"):
             files |= local_module_files(file)

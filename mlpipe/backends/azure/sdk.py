@@ -26,7 +26,7 @@ from typing import Any
 from mlpipe.diagnostics import Diagnostic
 from mlpipe.digests import digest_bytes
 from mlpipe.errors import LoadError, MlpipeError
-from mlpipe.paths import display_path
+from mlpipe.paths import derived_root, display_path
 from mlpipe.spec import Location, PipelineSpec, StepSpec
 
 
@@ -150,8 +150,7 @@ def cache_folder() -> Path:
     """Where the YAML of azure-ai-ml Python pipelines is written: the user's own cache
     (``$XDG_CACHE_HOME/mlpipe-sdk``, else ``~/.cache/mlpipe-sdk``), never a folder other
     users share."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "mlpipe-sdk"
+    return derived_root()
 
 
 def _built(target: Any, path: str, name: str, def_line: int | None) -> Any:

@@ -28,6 +28,14 @@ _GIVEN_LATER = re.compile(r"^Compute not set|^Required input '[^']+' for pipelin
 #: The node kinds mlpipe carries through, by what azure-ai-ml calls them in the REST body.
 CARRIED = {"command", "sweep", "parallel", "spark", "pipeline", "automl", "data_transfer",
            "import", "flow", "do_while", "parallel_for", "if_else"}
+#: Components of a carried node kind whose job azure-ai-ml completes only in a workspace.
+REFUSED_COMPONENTS = {
+    "promptflow_parallel": (
+        "runs a prompt flow (a promptflow_parallel component loaded from flow.dag.yaml): "
+        "azure-ai-ml registers the flow in a workspace when it submits the job and only then "
+        "names it, so the job it builds here holds neither the flow's folder nor its inputs, "
+        "and mlpipe can neither check, compile nor run it"),
+}
 
 
 def submitted_document(job: Any, name: str) -> dict[str, Any]:
@@ -170,6 +178,9 @@ def _nodes(written: dict[str, Any], objects: dict[str, Any]) -> None:
         if kind not in CARRIED:
             raise LoadError(f"node {key!r} is {kind!r}, a node kind azure-ai-ml builds that "
                             f"mlpipe cannot read: it has no step that runs it or checks it")
+        component_kind = str(getattr(getattr(node, "component", None), "type", "") or "")
+        if component_kind in REFUSED_COMPONENTS:
+            raise LoadError(f"node {key!r} {REFUSED_COMPONENTS[component_kind]}")
         try:
             rest = node._to_rest_object()
         except Exception as exc:
@@ -274,4 +285,5 @@ def absolute_local_paths(doc: Any, base: Path) -> None:
             absolute_local_paths(value, base)
 
 
-__all__ = ["CARRIED", "absolute_local_paths", "plain", "relative_local_paths", "submitted_document"]
+__all__ = ["CARRIED", "REFUSED_COMPONENTS", "absolute_local_paths", "plain",
+           "relative_local_paths", "submitted_document"]

@@ -96,13 +96,21 @@ def stage_code(component: ComponentSpec, dest: Path) -> Path:
     to itself out of the user's folder and out of the next run's code digest.
 
     Raises:
-        ScriptError: the code is a remote reference, or the local folder is gone.
+        ScriptError: the code is a remote reference, the local folder is gone, or it holds
+            ``dest`` (a project's root, holding the evidence store).
     """
     code = component.code
     if code is not None and ":" in code.split("/", 1)[0]:
         raise ScriptError(f"its code {code!r} is not a local folder; mlpipe runs only local "
                           f"code (download it and point code: at the folder)")
     source = Path(code) if code is not None else None
+    if source is not None and source.is_dir() and \
+            dest.resolve().is_relative_to(source.resolve()):
+        # a copy of the folder into itself never ends (and would carry the store along)
+        raise ScriptError(f"its code folder {code} holds the folder its run works in "
+                          f"({dest.parent.parent}): mlpipe cannot copy the folder into "
+                          f"itself; point code: at the folder of its scripts (a src/ "
+                          f"folder), not at the project")
     if source is None:
         dest.mkdir(parents=True)
     elif source.is_dir():

@@ -52,6 +52,7 @@ def test_an_azure_ai_ml_pipelines_candidate_reaches_review_promotion_and_trace(
     shown = cli(project, "evidence", cand)  # seals its first bundle
     assert shown.returncode == 0, shown.stdout + shown.stderr
     assert "accuracy" in shown.stdout and "MP701" not in shown.stdout
+    assert "MP717" not in shown.stdout  # the YAML written from the Python is no loose code
     verified = cli(project, "evidence", cand, "--verify", "--trust", "trust.yml")
     assert verified.returncode == 0, verified.stdout + verified.stderr
 

@@ -295,3 +295,21 @@ def test_only_local_paths_are_made_relative_to_where_the_job_is_written():
         "arm": {"path": arm}, "local": {"path": "../../../../../work/team/data/"},
         "cloud": {"path": CLOUD}, "bound": {"path": "${{parent.inputs.raw}}"}}}},
         "source": {"path": "/dbo/table"}}
+
+
+def test_a_run_records_the_users_files_never_the_job_written_in_the_cache(tmp_path,
+                                                                          monkeypatch):
+    """The YAML written from the user's Python is made from it, not code of the user's: a
+    run's code revision lists the Python files (and code folders), so the evidence never says
+    a file mlpipe wrote is "outside" the commit (a false MP717)."""
+    from mlpipe.backends.azure.validate import quiet_azure_ai_ml
+    from mlpipe.evidence.revision import pipeline_files
+    from mlpipe.loader import load_spec
+
+    quiet_azure_ai_ml()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    spec, _ = load_spec(f"{SDK / 'pipelines.py'}:nested")
+    assert list((tmp_path / "cache" / "mlpipe-sdk").rglob("*.yml"))  # it was written there
+    files = pipeline_files(spec)
+    assert str(SDK / "pipelines.py") in files and str(SDK / "src") in files
+    assert [f for f in files if f.startswith(str(tmp_path))] == []

@@ -140,6 +140,25 @@ def test_code_that_is_not_a_local_folder_cannot_start(tmp_path):
     assert code_changed(spec(None))  # the digest it was "loaded" with is not the command's
 
 
+def test_a_code_folder_that_holds_the_runs_work_folder_is_one_clear_message(tmp_path):
+    """``code=.`` at a project's root: the step's copy would be made inside the folder it
+    copies (with the evidence store), a copy that never ends; refused before copying."""
+    from mlpipe.backends.local.script import stage_code
+    from mlpipe.spec import ComponentSpec
+
+    (tmp_path / "run.py").write_text("print('hi')\n")
+    spec = ComponentSpec(name="x", version="1", inputs=(), outputs=(), params=(),
+                         code_digest="sha256:0", command="python run.py", code=str(tmp_path))
+    dest = tmp_path / "evidence" / "work" / "r-1" / "x" / "code"
+    with pytest.raises(ScriptError, match=(
+            rf"^its code folder {re.escape(str(tmp_path))} holds the folder its run works in "
+            rf"\({re.escape(str(dest.parent.parent))}\): mlpipe cannot copy the folder into "
+            r"itself; point code: at the folder of its scripts \(a src/ folder\), not at the "
+            r"project$")):
+        stage_code(spec, dest)
+    assert not (tmp_path / "evidence").exists()
+
+
 @pytest.mark.slow
 def test_a_distributed_script_step_runs_each_rank_in_the_code_copy(tmp_path):
     root = tmp_path / "dist"
