@@ -173,7 +173,7 @@ def framework_in_environment(graph: Graph) -> Iterator[Diagnostic]:
         conda, env = conda_of(node), c.environment
         if conda is None or env is None:
             continue
-        path, shown = conda
+        path, conda_shown = conda
         needed = _needed(node, facts)
         if not needed:
             continue
@@ -194,7 +194,7 @@ def framework_in_environment(graph: Graph) -> Iterator[Diagnostic]:
             yield Diagnostic.of(
                 codes.FRAMEWORK_MISSING_FROM_ENVIRONMENT,
                 f"step '{node.id}' needs {framework} ({why}) but the conda file of "
-                f"environment {env.name!r} ({shown}) installs no "
+                f"environment {env.name!r} ({conda_shown}) installs no "
                 f"{shown}, nor a package that requires it: the step would fail with 'No "
                 f"module named {framework}'",
                 hint=f"add {framework if framework != 'torch' else 'torch'} to the conda file's "
