@@ -235,7 +235,7 @@ def test_the_examples_declared_environments_are_read_and_clean(pipeline):
 def test_a_registered_environment_the_project_declares_is_checked_for_its_needs(tmp_path):
     """Environment("fit-env", version="1") with no conda file: the YAML in environments/
     (what `az ml environment create --file` registers) says which conda file builds it."""
-    module = tmp_path / "components" / "registered_fit.py"
+    module = tmp_path / "steps" / "registered_fit.py"
     module.parent.mkdir()
     module.write_text(PIPELINE.replace('conda_file="env.yml"', ""))
     (tmp_path / "environments").mkdir()
