@@ -1,10 +1,12 @@
 """What a declared environment is, by content: its digest and whether the reference can move;
 the local interpreter that runs steps here; the package set installed in an interpreter; and
-what a requirement line installs (which distribution, whether it is this mlpipe's runtime).
+what a requirement line installs (which distribution, whether it is this mlpipe's runtime);
+and the conda file that builds an environment (its own, or the one the project's
+``environments/`` folder declares for a registered environment).
 
 Every backend records environments and interpreters this way, so the same declaration gets the
-same digest wherever it runs. Reads a declared conda file and the names of the package folders
-on ``sys.path``; nothing else.
+same digest wherever it runs. Reads a declared conda file, the project's environment YAML files
+and the names of the package folders on ``sys.path``; nothing else.
 """
 from __future__ import annotations
 
