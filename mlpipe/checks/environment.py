@@ -4,7 +4,8 @@ what the step declares and what its code does?
 An environment supplies software, not hardware: MP632 reads the declared conda file (its conda
 and pip dependencies, and the pip requirement files it names) for the frameworks the declared
 distribution and the body's imports need; MP633 compares the GPU work the body does
-unconditionally with a VM size that has no GPU. A registered environment cannot be read here
+unconditionally with a VM size that has no GPU. A registered environment is read from its
+declaration in the project (``environments/*.yml``); one declared nowhere cannot be read here
 and is not judged. Nothing is imported or installed.
 """
 from __future__ import annotations
