@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -115,7 +116,7 @@ def test_a_ddp_step_runs_isolated_on_the_runtime_from_the_wheel(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_example_runs_isolated_in_the_environments_its_project_declares(tmp_path):
+def test_the_example_runs_isolated_in_the_environments_its_project_declares(tmp_path, request):
     """The example's components name registered environments (defect-cpu:4, defect-gpu:7)
     and no conda file: --isolate builds each from the conda file of its declaration in
     environments/ (what `az ml environment create --file` registers), with this checkout's
@@ -123,6 +124,10 @@ def test_the_example_runs_isolated_in_the_environments_its_project_declares(tmp_
     from components.synthetic import make_dataset
 
     raw, split = make_dataset(tmp_path / "data", per_class=12)
+    # loading the MLflow models to validate them makes MLflow's default store in the working
+    # folder, the checkout here: removed afterwards unless it was there before
+    if not (ROOT / "mlruns").exists():
+        request.addfinalizer(lambda: shutil.rmtree(ROOT / "mlruns", ignore_errors=True))
     env = {k: v for k, v in os.environ.items() if k != "MLPIPE_STORE_URL"}
     env["MLPIPE_HOME"] = str(tmp_path / "evidence")
     for pipeline, extra in (("defect_classifier.py", []),
