@@ -1,10 +1,12 @@
 """What a declared environment is, by content: its digest and whether the reference can move;
 the local interpreter that runs steps here; the package set installed in an interpreter; and
-what a requirement line installs (which distribution, whether it is this mlpipe's runtime).
+what a requirement line installs (which distribution, whether it is this mlpipe's runtime);
+and the conda file that builds an environment (its own, or the one the project's
+``environments/`` folder declares for a registered environment).
 
 Every backend records environments and interpreters this way, so the same declaration gets the
-same digest wherever it runs. Reads a declared conda file and the names of the package folders
-on ``sys.path``; nothing else.
+same digest wherever it runs. Reads a declared conda file, the project's environment YAML files
+and the names of the package folders on ``sys.path``; nothing else.
 """
 from __future__ import annotations
 
@@ -52,6 +54,61 @@ def environment_identity(env: Environment | None, component_file: str | None
             material["conda"] = None
             mutable = True
     return env.name, env.version, digest_of(material), mutable
+
+
+#: The project folder whose Azure ML environment YAML files (what ``az ml environment create
+#: --file`` reads: name, version, image, conda_file) declare the registered environments its
+#: components name: the nearest one at or above a component's folder (docs/azure.md).
+DECLARED_DIR = "environments"
+
+
+def declared_conda_file(env: Environment | None, component_file: str | None
+                        ) -> tuple[Path, str] | None:
+    """The conda file that builds ``env``, as ``(absolute path, how messages show it)``: its
+    own ``conda_file`` (relative to the component's file), or, for a registered environment
+    (a name and version, no conda file), the ``conda_file`` of its definition in the project:
+    an Azure ML environment YAML with the same name and version in the nearest
+    ``environments/`` folder at or above the component's folder. None when neither exists.
+
+    Example:
+        >>> path, shown = declared_conda_file(Environment("defect-cpu", version="4"),
+        ...                                   "components/defect.py")
+        >>> shown
+        'environments/defect-cpu.conda.yml'
+    """
+    if env is None:
+        return None
+    base = Path(component_file).resolve().parent if component_file else Path.cwd()
+    if env.conda_file:
+        return (base / env.conda_file).resolve(), env.conda_file
+    if env.image or not env.name or not env.version:
+        return None
+    name = env.name.removeprefix("azureml:")
+    for folder in (base, *base.parents):
+        declared = folder / DECLARED_DIR
+        if declared.is_dir():
+            found = _declared_in(declared, name, env.version)
+            if found is None:
+                return None
+            return found, str(found.relative_to(folder)) if found.is_relative_to(folder) \
+                else str(found)
+    return None
+
+
+def _declared_in(folder: Path, name: str, version: str) -> Path | None:
+    """The conda file of environment ``name:version`` declared by a YAML file in ``folder``."""
+    import yaml
+
+    for path in sorted([*folder.glob("*.yml"), *folder.glob("*.yaml")]):
+        try:
+            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            continue
+        if not isinstance(doc, dict) or str(doc.get("name")) != name or \
+                str(doc.get("version")) != version or not isinstance(doc.get("conda_file"), str):
+            continue
+        return (path.parent / doc["conda_file"]).resolve()
+    return None
 
 
 def installed() -> dict[str, Any]:

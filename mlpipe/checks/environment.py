@@ -4,7 +4,8 @@ what the step declares and what its code does?
 An environment supplies software, not hardware: MP632 reads the declared conda file (its conda
 and pip dependencies, and the pip requirement files it names) for the frameworks the declared
 distribution and the body's imports need; MP633 compares the GPU work the body does
-unconditionally with a VM size that has no GPU. A registered environment cannot be read here
+unconditionally with a VM size that has no GPU. A registered environment is read from its
+declaration in the project (``environments/*.yml``); one declared nowhere cannot be read here
 and is not judged. Nothing is imported or installed.
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ from mlpipe.checks.where import at_step
 from mlpipe.compute import CATALOGUE
 from mlpipe.diagnostics import Diagnostic
 from mlpipe.distribution import PyTorch, TensorFlow
+from mlpipe.environments import declared_conda_file
 from mlpipe.graph import Graph, StepNode
 
 #: framework (its import name) -> the distributions that install it (themselves, or as a
@@ -140,15 +142,12 @@ def conda_packages(conda_file: Path) -> set[str] | None:
     return names
 
 
-def _conda_path(node: StepNode) -> Path | None:
+def conda_of(node: StepNode) -> tuple[Path, str] | None:
+    """The conda file that builds the step's environment and how messages name it: its own
+    ``conda_file``, or the one the project declares for the registered environment it names
+    (``environments/*.yml``: docs/azure.md); None when neither can be read here."""
     c = node.component
-    env = c.environment
-    if env is None or not env.conda_file:
-        return None
-    path = Path(env.conda_file)
-    if not path.is_absolute() and c.location is not None:
-        path = Path(c.location.file).resolve().parent / path
-    return path
+    return declared_conda_file(c.environment, c.location.file if c.location else None)
 
 
 def _needed(node: StepNode, facts: BodyFacts | None) -> list[tuple[str, str]]:
@@ -172,9 +171,10 @@ def framework_in_environment(graph: Graph) -> Iterator[Diagnostic]:
     read: dict[Path, set[str] | None] = {}
     for node, facts in step_facts(graph):
         c = node.component
-        path, env = _conda_path(node), c.environment
-        if path is None or env is None:
+        conda, env = conda_of(node), c.environment
+        if conda is None or env is None:
             continue
+        path, conda_shown = conda
         needed = _needed(node, facts)
         if not needed:
             continue
@@ -195,7 +195,7 @@ def framework_in_environment(graph: Graph) -> Iterator[Diagnostic]:
             yield Diagnostic.of(
                 codes.FRAMEWORK_MISSING_FROM_ENVIRONMENT,
                 f"step '{node.id}' needs {framework} ({why}) but the conda file of "
-                f"environment {env.name!r} ({env.conda_file}) installs no "
+                f"environment {env.name!r} ({conda_shown}) installs no "
                 f"{shown}, nor a package that requires it: the step would fail with 'No "
                 f"module named {framework}'",
                 hint=f"add {framework if framework != 'torch' else 'torch'} to the conda file's "

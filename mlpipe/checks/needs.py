@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mlpipe import codes
-from mlpipe.checks.environment import PROVIDERS, conda_packages
+from mlpipe.checks.environment import PROVIDERS, conda_of, conda_packages
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_step
 from mlpipe.contracts import contract_label
@@ -131,23 +131,15 @@ def step_needs(node: StepNode, imports: Iterable[str] = ()) -> list[Need]:
     return list(found.values())
 
 
-def _conda_path(node: StepNode) -> Path | None:
-    c = node.component
-    if c.environment is None or not c.environment.conda_file:
-        return None
-    path = Path(c.environment.conda_file)
-    if not path.is_absolute() and c.location is not None:
-        path = Path(c.location.file).resolve().parent / path
-    return path
-
-
 @check(codes.ENVIRONMENT_LACKS_VALIDATOR_NEED)
 def validator_needs_in_environment(graph: Graph) -> Iterator[Diagnostic]:
     read: dict[Path, set[str] | None] = {}
     for node in graph.step_nodes():
-        path, env = _conda_path(node), node.component.environment
-        if path is None or env is None or node.component.function is None:
-            continue  # a registered environment cannot be read here; a command runs no mlpipe
+        conda, env = conda_of(node), node.component.environment
+        if conda is None or env is None or node.component.function is None:
+            continue  # a registered environment the project does not declare cannot be read
+            # here; a command runs no mlpipe
+        path, shown = conda
         if path not in read:
             found = conda_packages(path)
             read[path] = None if found is None else found | extras_provide(_lines(path) or ())
@@ -163,7 +155,7 @@ def validator_needs_in_environment(graph: Graph) -> Iterator[Diagnostic]:
             yield Diagnostic.of(
                 codes.ENVIRONMENT_LACKS_VALIDATOR_NEED,
                 f"{need.why}, but the conda file of environment {env.name!r} "
-                f"({env.conda_file}) installs no {' or '.join(sorted(need.providers))}{have}: "
+                f"({shown}) installs no {' or '.join(sorted(need.providers))}{have}: "
                 f"the step would fail when it validates this artifact, after its body ran",
                 hint=f"add \"{need.line}\" to the conda file's pip dependencies",
                 **at_step(node, need.port))
@@ -219,9 +211,10 @@ def _lines(conda_file: Path) -> list[str] | None:
 def mlflow_client_in_environment(graph: Graph) -> Iterator[Diagnostic]:
     seen: set[Path] = set()
     for node in graph.step_nodes():
-        path, env = _conda_path(node), node.component.environment
-        if path is None or env is None or path in seen:
+        conda, env = conda_of(node), node.component.environment
+        if conda is None or env is None or conda[0] in seen:
             continue
+        path, shown = conda
         seen.add(path)  # one finding per conda file, at its first step
         lines = _lines(path)
         if lines is None:
@@ -232,7 +225,7 @@ def mlflow_client_in_environment(graph: Graph) -> Iterator[Diagnostic]:
         old = (bool(pythons) and len(pythons[0]) > 1
                and pythons[0][:2] < MLFLOW_REJECTED_NEEDS_PYTHON)
         rejected = [] if old else [t for t in clients if _admits_rejected(t)]
-        where = f"the conda file of environment {env.name!r} ({env.conda_file})"
+        where = f"the conda file of environment {env.name!r} ({shown})"
         if rejected:
             line = MLFLOW_FULL if requirement_name(rejected[0]) == "mlflow" else MLFLOW_SKINNY
             yield Diagnostic.of(

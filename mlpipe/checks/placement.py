@@ -15,7 +15,7 @@ from mlpipe.checks.where import at_edge, at_step
 from mlpipe.codes import ENVIRONMENT_WITHOUT_MLPIPE, MODEL_DEVICE_CROSSES_COMPUTE
 from mlpipe.compute import CATALOGUE, VmSize
 from mlpipe.diagnostics import Diagnostic, Severity
-from mlpipe.environments import runtime_line, runtime_listing
+from mlpipe.environments import declared_conda_file, runtime_line, runtime_listing
 from mlpipe.graph import FromStep, Graph, StepNode
 from mlpipe.version import DISTRIBUTION, __version__
 
@@ -184,14 +184,12 @@ def environment_has_mlpipe(graph: Graph) -> Iterator[Diagnostic]:
     for node in graph.step_nodes():
         comp = node.component
         env = comp.environment
-        if comp.function is None or env is None or not env.conda_file:
-            continue  # a registered environment cannot be inspected here (docs/azure.md)
-        path = Path(env.conda_file)
-        if not path.is_absolute() and comp.location is not None:
-            path = Path(comp.location.file).resolve().parent / path
-        listings = _runtime_listings(path)
-        problem = None if listings is None else _runtime_problem(env.name, env.conda_file,
-                                                                 listings)
+        conda = declared_conda_file(env, comp.location.file if comp.location else None)
+        if comp.function is None or env is None or conda is None:
+            continue  # a registered environment the project does not declare cannot be
+            # inspected here (docs/azure.md)
+        listings = _runtime_listings(conda[0])
+        problem = None if listings is None else _runtime_problem(env.name, conda[1], listings)
         if problem is not None:
             yield Diagnostic.of(
                 ENVIRONMENT_WITHOUT_MLPIPE,

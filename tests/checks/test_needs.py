@@ -215,3 +215,38 @@ def test_no_requirement_line_makes_a_check_crash(tmp_path, lines):
 ])
 def test_the_runtime_extras_count_as_what_they_install(tmp_path, runtime, rest, codes):
     assert [d.code for d in _found(tmp_path, [runtime, *rest])] == codes
+
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("pipeline", ["defect_classifier.py", "defect_classifier_ddp.py"])
+def test_the_examples_declared_environments_are_read_and_clean(pipeline):
+    from mlpipe.checks.environment import conda_of
+
+    graph, found = check_pipeline(load_spec(str(ROOT / "pipelines" / pipeline))[0])
+    # each step's registered environment is read from the project's declaration of it
+    read = {sid: conda_of(node) for sid, node in graph.steps.items()}
+    assert all(c is not None and c[1].startswith("environments/defect-")
+               for c in read.values()), read
+    assert [d for d in found if d.code in ("MP631", "MP632", "MP634", "MP635")] == []
+
+
+def test_a_registered_environment_the_project_declares_is_checked_for_its_needs(tmp_path):
+    """Environment("fit-env", version="1") with no conda file: the YAML in environments/
+    (what `az ml environment create --file` registers) says which conda file builds it."""
+    module = tmp_path / "steps" / "registered_fit.py"
+    module.parent.mkdir()
+    module.write_text(PIPELINE.replace('conda_file="env.yml"', ""))
+    (tmp_path / "environments").mkdir()
+    (tmp_path / "environments" / "fit.yml").write_text(
+        "name: fit-env\nversion: 1\nimage: mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu22.04\n"
+        "conda_file: fit.conda.yml\n")
+    (tmp_path / "environments" / "fit.conda.yml").write_text(
+        f"dependencies:\n  - python=3.11\n  - pip:\n      - {runtime_line()}\n"
+        "      - pyarrow>=14\n      - pint>=0.24\n      - azureml-mlflow>=1.57\n")
+    found = [d for d in check_pipeline(load_spec(f"{module}:p")[0])[1]
+             if d.code in ("MP631", "MP634", "MP635")]
+    assert [d.code for d in found] == ["MP634"]
+    assert ("the conda file of environment 'fit-env' (environments/fit.conda.yml) installs "
+            "no mlflow") in found[0].message

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -112,3 +113,42 @@ def test_a_ddp_step_runs_isolated_on_the_runtime_from_the_wheel(tmp_path):
         "packages"]}
     # (networkx arrives with torch, which requires it)
     assert {"mlpipe-aml", "torch"} <= packages and not (AUTHORING - {"networkx"}) & packages
+
+
+@pytest.mark.slow
+def test_the_example_runs_isolated_in_the_environments_its_project_declares(tmp_path, request):
+    """The example's components name registered environments (defect-cpu:4, defect-gpu:7)
+    and no conda file: --isolate builds each from the conda file of its declaration in
+    environments/ (what `az ml environment create --file` registers), with this checkout's
+    wheel, and both pipelines pass there (the DDP trainer scaled to 1x2 on gloo)."""
+    from components.synthetic import make_dataset
+
+    raw, split = make_dataset(tmp_path / "data", per_class=12)
+    # loading the MLflow models to validate them makes MLflow's default store in the working
+    # folder, the checkout here: removed afterwards unless it was there before
+    if not (ROOT / "mlruns").exists():
+        request.addfinalizer(lambda: shutil.rmtree(ROOT / "mlruns", ignore_errors=True))
+    env = {k: v for k, v in os.environ.items() if k != "MLPIPE_STORE_URL"}
+    env["MLPIPE_HOME"] = str(tmp_path / "evidence")
+    for pipeline, extra in (("defect_classifier.py", []),
+                            ("defect_classifier_ddp.py", ["--local-scale", "train_cnn=1x2"])):
+        done = subprocess.run(
+            [sys.executable, "-m", "mlpipe.cli", "submit", f"pipelines/{pipeline}", "--input",
+             f"raw={raw}", "--input", f"split={split}", "--param", "epochs=2", "--isolate",
+             *extra], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+        assert done.returncode == 0, done.stderr[-3000:]
+    with sqlite3.connect(tmp_path / "evidence" / "store.sqlite") as db:
+        rows = db.execute("SELECT step, status, interpreter FROM step_runs").fetchall()
+    ran = {step: json.loads(interpreter) for step, status, interpreter in rows
+           if status == "executed"}
+    assert set(ran) == {"prepare", "train", "evaluate", "train_cnn", "evaluate_cnn"}
+    for step, interpreter in ran.items():
+        assert interpreter["isolated"] is True, step
+        gpu = step.endswith("_cnn")
+        assert interpreter["declared_environment"] == ("defect-gpu:7" if gpu else
+                                                       "defect-cpu:4"), step
+        packages = {p.split("==")[0]: p.split("==")[1]
+                    for p in isolation.inspect(interpreter["python"])["packages"]}
+        assert packages["mlpipe-aml"] == __version__ and "mlflow" in packages, step
+        assert ("torch" in packages) == gpu, step
+        assert not (AUTHORING - {"networkx"}) & set(packages), step

@@ -23,6 +23,7 @@ import yaml
 
 from mlpipe.digests import digest_of
 from mlpipe.environments import (
+    declared_conda_file,
     environment_identity,
     installed,
     runtime_identity,
@@ -229,12 +230,12 @@ def _pinned(packages: tuple[str, ...], root: Path) -> list[str]:
 
 
 def conda_file_of(component: ComponentSpec) -> Path | None:
-    """The absolute path of the component's declared conda file, where it declares one."""
-    env = component.environment
-    if env is None or not env.conda_file:
-        return None
-    base = Path(component.location.file).parent if component.location else Path.cwd()
-    return (base / env.conda_file).resolve()
+    """The absolute path of the conda file that builds the component's environment: its own,
+    or that of the project's definition of the registered environment it names
+    (``environments/*.yml``, ``mlpipe.environments.declared_conda_file``)."""
+    found = declared_conda_file(component.environment,
+                                component.location.file if component.location else None)
+    return found[0] if found is not None else None
 
 
 # --- building -----------------------------------------------------------------------------------
@@ -444,12 +445,18 @@ def plan(components: dict[str, ComponentSpec], *, isolate: bool, root: Path,
             f"--isolate cannot build the environment of step{'s' if len(cannot) > 1 else ''} "
             f"{', '.join(cannot)}",
             hint="declare each step's environment with a conda file that lists what it "
-                 "needs (inline: image and conda_file; mlpipe too, for a Python function "
-                 "step), so it can be built here")
+                 "needs (inline: image and conda_file; a registered one: its Azure ML "
+                 "environment YAML with a conda_file in the project's environments/ folder; "
+                 "mlpipe-aml too, for a Python function step), so it can be built here")
     built: dict[str, Interpreter] = {}
     for sid, comp in components.items():
         _, _, digest, _ = environment_identity(
             comp.environment, comp.location.file if comp.location else None)
+        if comp.environment is not None and not comp.environment.conda_file:
+            # a registered environment the project declares: built from its conda file's text
+            conda = conda_file_of(comp)
+            digest = digest_of({"environment": digest, "conda": conda.read_text(
+                encoding="utf-8") if conda is not None else None})
         if digest not in built:
             built[digest] = build(comp.environment, conda_file_of(comp), digest, root, note)
         found.isolated[sid] = built[digest]
@@ -462,8 +469,14 @@ def _why_not(comp: ComponentSpec, short: bool = False) -> str | None:
         return "it declares no environment"
     conda = conda_file_of(comp)
     if conda is None:
-        return ("it has no conda file to build it from here" if short else
-                f"its environment {_label(comp.environment)!r} has no conda file")
+        env = comp.environment
+        if short or env.image or not env.name or not env.version:
+            return ("it has no conda file to build it from here" if short else
+                    f"its environment {_label(env)!r} has no conda file")
+        return (f"its environment {_label(env)!r} is registered in the workspace and "
+                f"declared nowhere here: add its Azure ML environment YAML (name: {env.name}, "
+                f"version: {env.version}, image, conda_file) to an environments/ folder at or "
+                f"above the component's file")
     if not conda.is_file():
         return f"its conda file {conda} does not exist"
     if comp.function is not None:

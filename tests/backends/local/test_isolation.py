@@ -103,12 +103,17 @@ def test_isolate_names_every_step_whose_environment_cannot_be_built_at_once(tmp_
     }
     with pytest.raises(UsageError, match=(
             r"^--isolate cannot build the environment of steps 'ref' \(its environment "
-            r"'AzureML-sklearn:1' has no conda file\), 'none' \(it declares no environment\), "
+            r"'AzureML-sklearn:1' is registered in the workspace and declared nowhere here: "
+            r"add its Azure ML environment YAML \(name: AzureML-sklearn, version: 1, image, "
+            r"conda_file\) to an environments/ folder at or above the component's file\), "
+            r"'none' \(it declares no environment\), "
             r"'gone' \(its conda file .*gone\.yml does not exist\), 'fn' \(its conda file "
             r"lists no mlpipe, which a Python function step's runtime is \(on Azure ML too\)\)"
             r"\n  help: declare each step's environment "
-            r"with a conda file that lists what it needs \(inline: image and conda_file; mlpipe "
-            r"too, for a Python function step\), so it can be built here$")):
+            r"with a conda file that lists what it needs \(inline: image and conda_file; a "
+            r"registered one: its Azure ML environment YAML with a conda_file in the project's "
+            r"environments/ folder; mlpipe-aml too, for a Python function step\), so it can be "
+            r"built here$")):
         isolation.plan(steps, isolate=True, root=tmp_path / "envs")
     assert not (tmp_path / "envs").exists()  # nothing built before the refusal
 
@@ -342,3 +347,22 @@ def test_the_graph_of_the_fixture_reads_its_inline_environment():
     graph = compile_pipeline(load_spec(str(PIPELINE))[0])
     comp = graph.steps["paint"].component
     assert isolation.conda_file_of(comp) == FIXTURE / "env" / "conda.yml"
+
+
+def test_a_registered_environment_is_built_from_the_conda_file_its_project_declares(tmp_path):
+    (tmp_path / "environments").mkdir()
+    (tmp_path / "environments" / "cpu.yml").write_text(
+        "name: team-cpu\nversion: 4\nimage: mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu22.04\n"
+        "conda_file: cpu.conda.yml\n")
+    (tmp_path / "environments" / "cpu.conda.yml").write_text(
+        "dependencies: [python=3.11, pip, {pip: [mlpipe-aml==0.1.0]}]\n")
+    (tmp_path / "components").mkdir()
+    here = tmp_path / "components"
+    declared = _component(here, Environment("team-cpu", "4"), function="components.c:fit")
+    assert isolation.conda_file_of(declared) == tmp_path / "environments" / "cpu.conda.yml"
+    # another version of the same name is declared nowhere: refused, saying what to add
+    other = _component(here, Environment("team-cpu", "5"), function="components.c:fit")
+    assert isolation.conda_file_of(other) is None
+    with pytest.raises(UsageError, match=r"'team-cpu:5' is registered in the workspace and "
+                                         r"declared nowhere here"):
+        isolation.plan({"fit": other}, isolate=True, root=tmp_path / "built")
