@@ -11,6 +11,7 @@ import pytest
 from mlpipe import Mpi, PyTorch, TensorFlow
 from mlpipe.backends.local.launcher import CoordinationFailed, launch, plan
 from mlpipe.errors import LaunchFailed, UsageError
+from timing import limit
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "tests" / "fixtures" / "distributed"
@@ -201,7 +202,6 @@ def test_an_mpi_rank_that_exits_3_is_named(tmp_path):
 
 _JOINS_FROM_A_CHILD = r'''
 import os, socket, threading, time
-from timing import limit
 port = int(os.environ["MASTER_PORT"])
 if os.environ["RANK"] == "0":
     server = socket.create_server(("127.0.0.1", port))
