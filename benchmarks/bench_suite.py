@@ -26,7 +26,17 @@ new skip; ``make test-fast`` < 3 minutes. ``--quick`` (``make bench-check``) run
 test-fast``, once. Run it on a quiet machine: the goals are wall-clock times, and the suite's
 own processes are what keeps both cores busy.
 
+``--oversubscribed`` asks the other question (issue 41): does the suite pass on a machine
+busier than it has cores? It runs ``make test-fast`` (or, with ``--slice PATH ...``, pytest on
+those test files, the not-slow ones, in parallel as ``make test-fast`` runs them) twice: once
+with the default workers, alone (the baseline), then with ``PYTEST_WORKERS`` at twice the cores
+while a second run of the same tests goes beside it, from a fresh clone of this checkout (its
+own files, the same venv). Goals: no failure in either oversubscribed run, and its wall no more
+than 2 x 2 = 4 times the baseline's (twice the work on the same cores, and a factor 2 for the
+oversubscription's switching); the ratio is the figure.
+
     python benchmarks/bench_suite.py [--runs 5] [--quick] [--goals FILE]
+    python benchmarks/bench_suite.py --oversubscribed [--slice tests/test_dsl.py ...]
 """
 from __future__ import annotations
 
@@ -39,6 +49,7 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -120,20 +131,36 @@ def read_report(run: Run, report: Path) -> None:
     run.slowest = sorted(times, reverse=True)[:5]
 
 
-def run_make(target: str, label: str) -> Run:
+def _command(target: str, tests: list[str], workers: int | None) -> list[str]:
+    """``make TARGET`` (with ``PYTEST_WORKERS``), or pytest on ``tests`` as ``make test-fast``
+    runs it (not slow, in parallel, worksteal)."""
+    if not tests:
+        return ["make", target, *([f"PYTEST_WORKERS={workers}"] if workers else [])]
+    n = workers or (os.cpu_count() or 1) + 1
+    return [sys.executable, "-m", "pytest", "-m", "not slow", "-p", "no:cacheprovider",
+            "-n", str(n), "--dist", "worksteal", *tests]
+
+
+def run_make(target: str, label: str, *, tests: list[str] | None = None,
+             workers: int | None = None, cwd: Path = ROOT) -> Run:
     OUT.mkdir(parents=True, exist_ok=True)
     report, log = OUT / f"{label}.xml", OUT / f"{label}.log"
     report.unlink(missing_ok=True)
     env = dict(os.environ)
     env["PYTEST_ADDOPTS"] = " ".join(filter(None, [env.get("PYTEST_ADDOPTS"),
                                                     f"--junitxml={report}"]))
+    if tests or cwd != ROOT:  # this checkout's mlpipe (a clone's own), whichever venv runs it
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(cwd), env.get("PYTHONPATH")]))
+    command = _command(target, tests or [], workers)
     cpu0, t0 = _children_cpu(), time.perf_counter()
     with log.open("w") as sink:
-        status = subprocess.run(["make", target], cwd=ROOT, env=env, stdout=sink,
+        status = subprocess.run(command, cwd=cwd, env=env, stdout=sink,
                                 stderr=subprocess.STDOUT).returncode
     run = Run(time.perf_counter() - t0, _children_cpu() - cpu0, status)
     if report.exists():
         read_report(run, report)
+    if tests:
+        target = f"{target} slice ({len(tests)} files, {workers or 'default'} workers)"
     print(f"{label}: make {target} exit {status}, wall {run.wall:.0f} s "
           f"(pytest {run.pytest_wall:.0f} s), CPU {run.cpu / 60:.1f} min; "
           f"{run.ran()} run ({run.count('passed')} passed, {run.count('failed')} failed), "
@@ -180,14 +207,55 @@ def judge(goals: Goals, name: str, runs: list[Run], expected: int, limit_s: floa
                 unit="tests", detail="; ".join(f"{n} x {why}" for why, n in new.items()))
 
 
+def _clone_beside() -> Path:
+    """A fresh clone of this checkout (its committed state) for the run that goes beside."""
+    beside = OUT / "beside"
+    if beside.exists():
+        subprocess.run(["rm", "-rf", str(beside)], check=True)
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(beside)], check=True)
+    return beside
+
+
+def oversubscribed(goals: Goals, tests: list[str]) -> None:
+    """The tests alone with the default workers, then at twice the cores with a second run of
+    them beside, from a fresh clone (docs/performance.md, "The suite under load")."""
+    cores = os.cpu_count() or 1
+    baseline = run_make("test-fast", "alone", tests=tests)
+    beside_root = _clone_beside()
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        main_run = pool.submit(run_make, "test-fast", "oversubscribed", tests=tests,
+                               workers=2 * cores)
+        other = pool.submit(run_make, "test-fast", "beside", tests=tests, workers=2 * cores,
+                            cwd=beside_root)
+        loaded, companion = main_run.result(), other.result()
+    print(f"load average {os.getloadavg()[0]:.1f} after the two runs side by side", flush=True)
+    for name, run in (("alone", baseline), ("oversubscribed", loaded), ("beside", companion)):
+        goals.check(f"test-fast{' slice' if tests else ''} {name}: tests that failed",
+                    run.count("failed") + int(run.status != 0 and not run.count("failed")),
+                    "<=", 0, unit="tests", detail=f"{run.ran()} run, exit {run.status}")
+    goals.check(f"test-fast{' slice' if tests else ''} at {2 * cores} workers with a second run "
+                f"beside / alone at the default workers (wall)",
+                loaded.wall / max(baseline.wall, 1e-9), "<=", 4.0,
+                detail=f"{loaded.wall:.0f} s / {baseline.wall:.0f} s; the run beside "
+                       f"{companion.wall:.0f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="consecutive runs of make test")
     parser.add_argument("--quick", action="store_true", help="make test-fast once, nothing else")
+    parser.add_argument("--oversubscribed", action="store_true",
+                        help="test-fast alone, then at 2x the cores with a second run beside")
+    parser.add_argument("--slice", nargs="+", default=[], metavar="PATH",
+                        help="with --oversubscribed: these test files instead of make test-fast")
     Goals.add_argument(parser)
     args = parser.parse_args()
     goals = Goals.from_args(args)
     print(f"load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} cores", flush=True)
+    if args.oversubscribed:
+        oversubscribed(goals, args.slice)
+        goals.save()
+        return
     if not args.quick:
         expected = collected(None)
         print(f"pytest collects {expected} tests", flush=True)

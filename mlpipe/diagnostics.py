@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from mlpipe.errors import UsageError
-from mlpipe.paths import display_path
+from mlpipe.paths import display_path, display_place
 
 
 class Severity(str, enum.Enum):
@@ -81,10 +81,7 @@ class Diagnostic:
 
     @property
     def where(self) -> str | None:
-        if self.file is None:
-            return None
-        file = display_path(self.file)
-        return f"{file}:{self.line}" if self.line else file
+        return display_place(self.file, self.line)
 
     def to_json(self) -> dict:
         """The JSON object printed by ``mlpipe check --format json``."""

@@ -290,7 +290,7 @@ def as_distribution(value: Any) -> Distribution | None:
         raise TypeError(f"distribution {value!r} is not PyTorch(...), TensorFlow(...), Mpi(...) "
                         f"or a dict with a 'type'")
     kind = value["type"].lower()
-    options = {_AZURE_KEYS.get(k, k): v for k, v in value.items() if k != "type"}
+    options = {str(_AZURE_KEYS.get(k, k)): v for k, v in value.items() if k != "type"}
     types = {"pytorch": PyTorch, "tensorflow": TensorFlow, "mpi": Mpi}
     if kind in types:
         return types[kind](**options)

@@ -137,6 +137,14 @@ def _with_contract(ports: str, contract: str | None) -> str:
     return f"{ports}\n{contract}" if contract else ports
 
 
+def _clusters(graph: Graph) -> list[tuple[tuple[str, ...], list[StepNode]]]:
+    """The steps grouped by the nested pipeline they stand in (``()``: the top level)."""
+    clusters: dict[tuple[str, ...], list[StepNode]] = {}
+    for node in graph.step_nodes():
+        clusters.setdefault(node.scope, []).append(node)
+    return list(clusters.items())
+
+
 def render_dot(graph: Graph) -> str:
     """Graphviz DOT; nested pipelines are drawn as clusters."""
     spec = graph.spec
@@ -146,15 +154,11 @@ def render_dot(graph: Graph) -> str:
     for inp in spec.inputs:
         out.append(f"  {_dot_quote(input_node(inp.name))} [label="
                    f"{_dot_quote(inp.name + chr(10) + _input_label(inp))}, shape=ellipse];")
-    clusters: dict[tuple[str, ...], list[StepNode]] = {}
-    for node in graph.step_nodes():
-        clusters.setdefault(node.scope, []).append(node)
-    for scope, nodes in clusters.items():
-        indent = "  "
+    for scope, nodes in _clusters(graph):
+        indent = "    " if scope else "  "
         if scope:
             out.append(f"  subgraph {_dot_quote('cluster_' + '.'.join(scope))} {{")
             out.append(f"    label={_dot_quote('.'.join(scope))}; style=dashed;")
-            indent = "    "
         for node in nodes:
             out.append(f"{indent}{_dot_quote(node.id)} [label={_dot_quote(_step_label(node))}"
                        f"{', peripheries=2' if _topology(node.component) else ''}];")
@@ -196,15 +200,11 @@ def render_mermaid(graph: Graph) -> str:
     for inp in graph.spec.inputs:
         label = _mermaid_text(f"{inp.name}: {_input_label(inp)}")
         out.append(f'  {ids[input_node(inp.name)]}(["{label}"])')
-    clusters: dict[tuple[str, ...], list[StepNode]] = {}
-    for node in graph.step_nodes():
-        clusters.setdefault(node.scope, []).append(node)
-    for scope, nodes in clusters.items():
-        indent = "  "
+    for scope, nodes in _clusters(graph):
+        indent = "    " if scope else "  "
         if scope:
             out.append(f"  subgraph sg_{re.sub(r'[^A-Za-z0-9_]', '_', '.'.join(scope))}"
                        f"[\"{_mermaid_text('.'.join(scope))}\"]")
-            indent = "    "
         for node in nodes:
             label = _mermaid_text(_step_label(node))
             # a distributed step keeps its marker in the shape too: a subroutine box [[...]]

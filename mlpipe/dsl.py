@@ -400,17 +400,16 @@ def _trace_pipeline(p: Pipeline) -> PipelineSpec:
         result = fn(**placeholders)
     except MlpipeError:
         raise
-    except SystemExit as exc:
+    except (SystemExit, Exception) as exc:
         loc = _user_frame(exc) or src.location()
-        raise DefinitionError(f"{what} called sys.exit({exc.code!r}) while being traced",
-                              hint="a pipeline function only wires steps; do not exit from "
-                                   "it", file=loc.file if loc else None,
-                              line=loc.line if loc else None) from exc
-    except Exception as exc:
-        loc = _user_frame(exc) or src.location()
-        raise DefinitionError(f"{what} raised {type(exc).__name__} while being traced: {exc}",
-                              hint="a pipeline function only wires steps; run logic belongs "
-                                   "in component bodies", file=loc.file if loc else None,
+        if isinstance(exc, SystemExit):
+            message, hint = (f"{what} called sys.exit({exc.code!r}) while being traced",
+                             "a pipeline function only wires steps; do not exit from it")
+        else:
+            message, hint = (f"{what} raised {type(exc).__name__} while being traced: {exc}",
+                             "a pipeline function only wires steps; run logic belongs in "
+                             "component bodies")
+        raise DefinitionError(message, hint=hint, file=loc.file if loc else None,
                               line=loc.line if loc else None) from exc
     finally:
         TRACE.reset(token)

@@ -4,7 +4,7 @@ Nothing here imports the rest of mlpipe but its path rendering.
 """
 from __future__ import annotations
 
-from mlpipe.paths import display_path
+from mlpipe.paths import display_place
 
 
 def with_article(word: str) -> str:
@@ -35,10 +35,7 @@ class MlpipeError(Exception):
     @property
     def where(self) -> str | None:
         """``file:line`` (or just ``file``) when a location is known."""
-        if self.file is None:
-            return None
-        file = display_path(self.file)
-        return f"{file}:{self.line}" if self.line else file
+        return display_place(self.file, self.line)
 
     def render(self) -> str:
         """The whole text shown to a user: located message, then the hint."""

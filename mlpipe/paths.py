@@ -17,6 +17,14 @@ def display_path(path: str) -> str:
     return _display_path(path, os.getcwd())
 
 
+def display_place(file: str | None, line: int | None) -> str | None:
+    """``file:line`` (or just ``file``) as shown to a user; None where no file is known."""
+    if file is None:
+        return None
+    shown = display_path(file)
+    return f"{shown}:{line}" if line else shown
+
+
 @functools.lru_cache(maxsize=1024)
 def _display_path(path: str, cwd: str) -> str:
     if not os.path.isabs(path):

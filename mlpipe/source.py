@@ -10,7 +10,7 @@ import builtins
 import inspect
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from types import CodeType, FunctionType
 from typing import TypeGuard, cast
@@ -230,10 +230,10 @@ def _package_of(path: str | None) -> str | None:
     return None
 
 
-def _local_import_digests(stmts: Sequence[ast.stmt], path: str | None,
-                          seen: set[str]) -> dict[str, str]:
+def _local_imports(stmts: Iterable[ast.AST], path: str | None) -> Iterator[tuple[str, str]]:
+    """``(module name, absolute file)`` for each local module the import statements among
+    ``stmts`` name, ``path`` being the file they stand in."""
     package = _package_of(path)
-    found: dict[str, str] = {}
     for stmt in stmts:
         if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
             continue
@@ -242,8 +242,12 @@ def _local_import_digests(stmts: Sequence[ast.stmt], path: str | None,
                 continue
             file = _module_file(name)
             if _is_local_file(file):
-                found[name] = _module_digest(os.path.abspath(file), seen)
-    return found
+                yield name, os.path.abspath(file)
+
+
+def _local_import_digests(stmts: Sequence[ast.stmt], path: str | None,
+                          seen: set[str]) -> dict[str, str]:
+    return {name: _module_digest(file, seen) for name, file in _local_imports(stmts, path)}
 
 
 def _module_digest(path: str, seen: set[str]) -> str:
@@ -282,19 +286,10 @@ def local_module_files(path: str) -> set[str]:
         tree = parse_file(current)
         if tree is None:
             continue
-        package = _package_of(current)
-        for stmt in ast.walk(tree):
-            if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                continue
-            for name in _imported_modules(stmt, package):
-                if not _maybe_local(name):
-                    continue
-                file = _module_file(name)
-                if _is_local_file(file):
-                    file = os.path.abspath(file)
-                    if file not in found and file != os.path.abspath(path):
-                        found.add(file)
-                        pending.append(file)
+        for _, file in _local_imports(ast.walk(tree), current):
+            if file not in found and file != os.path.abspath(path):
+                found.add(file)
+                pending.append(file)
     return found
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import enum
 import json
 import types
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -493,3 +493,12 @@ class PipelineSpec:
 
     def output(self, name: str) -> Binding | None:
         return next((b for k, b in self.outputs if k == name), None)
+
+    def leaves(self) -> Iterator[tuple[StepSpec, ComponentSpec]]:
+        """The steps that run a component, nested pipelines' steps included, each with its
+        component."""
+        for step in self.steps:
+            if isinstance(step.target, PipelineSpec):
+                yield from step.target.leaves()
+            else:
+                yield step, step.target

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from timing import limit
+
 FIXTURE = Path(__file__).parent / "fixtures" / "evidence" / "review.py"
 
 
@@ -49,7 +51,7 @@ class BundleProject:
             env["MLPIPE_STORE_URL"] = self.store_url
         env.update(extra)
         return subprocess.run([sys.executable, "-m", "mlpipe.cli", *args], cwd=self.root,
-                              env=env, capture_output=True, text=True, timeout=timeout)
+                              env=env, capture_output=True, text=True, timeout=limit(timeout))
 
     def submit(self, pipeline: str = "review", *extra: str, data: str = "data.txt") -> str:
         done = self.cli("submit", f"review.py:{pipeline}", "--input", f"data={data}", *extra)

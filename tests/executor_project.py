@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from timing import limit
+
 FIXTURES = Path(__file__).parent / "fixtures" / "executor"
 MODULES = ("steps", "chain", "hold", "failing", "odd", "observed", "hidden", "diagnosed",
            "ddp_plain", "spawner", "ddp_counts")
@@ -39,7 +41,7 @@ class Project:
             **kw) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "mlpipe.cli", *args], cwd=self.root,
                               env={**self.env(), **(env_extra or {})}, capture_output=True,
-                              text=True, timeout=timeout, **kw)
+                              text=True, timeout=limit(timeout), **kw)
 
     def popen(self, *args: str, env_extra: dict[str, str] | None = None) -> subprocess.Popen:
         # SIGINT as a terminal delivers it, also when the suite itself runs as a background

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from bundle_project import FIXTURE
+from timing import limit
 
 
 class Home:
@@ -35,7 +36,7 @@ class Home:
         env["MLPIPE_STORE_URL"] = self.store_url
         env.update(self.env)
         return subprocess.run([sys.executable, "-m", "mlpipe.cli", *args], cwd=self.root,
-                              env=env, capture_output=True, text=True, timeout=180)
+                              env=env, capture_output=True, text=True, timeout=limit(180))
 
     def submit(self) -> tuple[str, str]:
         done = self.cli("submit", "review.py:review", "--input", f"data={self.data}")

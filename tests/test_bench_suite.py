@@ -70,3 +70,11 @@ def test_a_run_counts_passed_and_failed_and_skips_apart(tmp_path, bench_suite, s
     assert counted.detail == (f"{ran} run of {len(run.outcomes) - expected} "
                               f"({len(run.outcomes)} collected, {skipped} skipped, "
                               f"{expected} expected)")
+
+
+def test_the_oversubscribed_runs_are_make_or_the_slice_as_make_test_fast_runs_it(bench_suite):
+    assert bench_suite._command("test-fast", [], None) == ["make", "test-fast"]
+    assert bench_suite._command("test-fast", [], 4) == ["make", "test-fast", "PYTEST_WORKERS=4"]
+    sliced = bench_suite._command("test-fast", ["tests/test_dsl.py"], 4)
+    assert sliced[1:] == ["-m", "pytest", "-m", "not slow", "-p", "no:cacheprovider", "-n", "4",
+                          "--dist", "worksteal", "tests/test_dsl.py"]

@@ -274,14 +274,16 @@ def _aliases(nodes: list[ast.AST], package: str | None) -> dict[str, str]:
     return found
 
 
-def _dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:
+def dotted(node: ast.AST, aliases: dict[str, str], *, unaliased: bool = False) -> str | None:
+    """``a.b.c`` with its head as imported (``aliases``); a head not imported: as written
+    with ``unaliased``, else None."""
     parts: list[str] = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
         node = node.value
-    if not isinstance(node, ast.Name) or node.id not in aliases:
+    if not isinstance(node, ast.Name) or not (unaliased or node.id in aliases):
         return None
-    return ".".join([aliases[node.id], *reversed(parts)])
+    return ".".join([aliases.get(node.id, node.id), *reversed(parts)])
 
 
 def _is_cuda_text(node: ast.AST | None) -> bool:
@@ -367,7 +369,7 @@ class _Scan:
                 getattr(sub, "ctx", None), ast.Load):
             if isinstance(sub, ast.Name):
                 self.called.add(sub.id)  # called, or passed on (a spawn's target, a callback)
-            name = _dotted(sub, aliases)
+            name = dotted(sub, aliases)
             if name is not None and (name not in self.names or sub.lineno < self.names[name]):
                 self.names[name] = sub.lineno
         elif isinstance(sub, ast.Call):
@@ -388,7 +390,7 @@ class _Scan:
                 key = _text(sub.args[0])
                 if key:
                     self.env_reads.add(key)
-            device = _device_use(sub, _dotted(sub.func, aliases))
+            device = _device_use(sub, dotted(sub.func, aliases))
             if device is not None and id(sub) not in self.guarded:
                 self.devices.append((device, sub.lineno))
 
@@ -507,33 +509,10 @@ def _is_local(path: str | None) -> bool:
 def uses_accelerator(facts: BodyFacts) -> bool | None:
     """Whether the body (or a local module it imports, transitively) imports a library that
     runs on accelerators; None when a module it imports cannot be told (not loaded here)."""
-    pending = list(facts.imports)
-    seen: set[str] = set()
-    unknown = False
-    while pending:
-        name = pending.pop()
-        if name in seen or not name:
-            continue
-        seen.add(name)
-        top = name.split(".")[0]
-        if top in ACCELERATOR_MODULES:
-            return True
-        if top in sys.stdlib_module_names or top == "mlpipe":
-            continue
-        file, is_package = module_file(name)
-        if file is None:
-            if name == top or module_file(top)[0] is None:
-                unknown = True  # not installed here: it could be anything
-            continue  # `from pkg import name` where name is no module: pkg was looked at
-        if not _is_local(file):
-            continue  # an installed library that is not an accelerator framework
-        tree = parse_file(os.path.abspath(file))
-        if tree is None:
-            unknown = True
-            continue
-        pkg = name if is_package else name.rpartition(".")[0]
-        pending += list(_scan([tree], pkg or None)[0])
-    return None if unknown else False
+    found, complete = names_used(facts)
+    if any(name.split(".")[0] in ACCELERATOR_MODULES for name in found):
+        return True
+    return False if complete else None
 
 
 _MODULE_NAMES: dict[str, tuple[frozenset[str], frozenset[str]]] = {}

@@ -148,8 +148,8 @@ def _opened_copies(records: dict[int, dict[str, Any]], world_size: int,
     two or more, under one input, so none of them read a part of its own."""
     if world_size <= 1 or len(records) < world_size:
         return None
-    reads = [rec.get("reads_inputs") for rec in records.values()]
-    if any(not isinstance(r, dict) for r in reads):
+    reads = [r for rec in records.values() if isinstance(r := rec.get("reads_inputs"), dict)]
+    if len(reads) < len(records):
         return None  # a rank was not observed: nobody can say what it opened
     if any((x.get("num_replicas") or 0) > 1 for rec in records.values()
            for x in rec.get("data_loaders") or []):

@@ -306,8 +306,9 @@ def evaluation_on_training_artifact(graph: Graph) -> Iterator[Diagnostic]:
             for trainer, tport, tendpoint in training:
                 if tendpoint != endpoint:
                     continue
+                read = trainer.component.input(tport)
                 contracts = (_artifact_contract(graph, endpoint), port.contract,
-                             trainer.component.input(tport).contract)
+                             None if read is None else read.contract)
                 if any(_declares_splits(c) for c in contracts):
                     continue  # laid out or marked by split: each step reads its own part
                 if _picks_parts(graph, ev, trainer):

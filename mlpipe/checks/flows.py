@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from mlpipe.checks.body import BodyFacts, body_facts
+from mlpipe.checks.body import BodyFacts, body_facts, dotted
 from mlpipe.source import parse_file
 from mlpipe.spec import ComponentSpec
 
@@ -187,19 +187,8 @@ def _imports(tree: ast.AST) -> dict[str, str]:
     return found
 
 
-def _dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    head = aliases.get(node.id, node.id)
-    return ".".join([head, *reversed(parts)])
-
-
 def _collective(call: ast.Call, aliases: dict[str, str]) -> str | None:
-    name = _dotted(call.func, aliases)
+    name = dotted(call.func, aliases, unaliased=True)
     if name is None:
         return None
     if name in _MLPIPE_COLLECTIVES:
@@ -214,7 +203,7 @@ def _is_rank_source(node: ast.AST, aliases: dict[str, str], ranks: set[str]) -> 
     for sub in ast.walk(node):
         if isinstance(sub, ast.Name) and sub.id in ranks:
             return True
-        if isinstance(sub, ast.Call) and _dotted(sub.func, aliases) in _RANK_CALLS:
+        if isinstance(sub, ast.Call) and dotted(sub.func, aliases, unaliased=True) in _RANK_CALLS:
             return True
         if isinstance(sub, ast.Attribute) and sub.attr in ("rank", "local_rank",
                                                            "global_rank", "is_main_process",
@@ -262,7 +251,7 @@ def rank_guarded_collectives(component: ComponentSpec) -> list[tuple[str, int, s
     fn, aliases, ranks = read
     sharded = {t.id for node in ast.walk(fn) if isinstance(node, ast.Assign)
                and isinstance(node.value, ast.Call)
-               and _dotted(node.value.func, aliases) in _SHARDED_WRAPPERS
+               and dotted(node.value.func, aliases, unaliased=True) in _SHARDED_WRAPPERS
                for t in node.targets if isinstance(t, ast.Name)}
     found: list[tuple[str, int, str]] = []
     for node in ast.walk(fn):
@@ -319,7 +308,7 @@ def _guarded(fn: ast.AST, aliases: dict[str, str], ranks: set[str]) -> set[int]:
 def _fetches(call: ast.Call, aliases: dict[str, str]) -> str | None:
     """What a call downloads: a known download function, or a data set built with
     ``download=True`` (torchvision, torchaudio, ...)."""
-    name = _dotted(call.func, aliases)
+    name = dotted(call.func, aliases, unaliased=True)
     if name is not None and name in _DOWNLOADS:
         return name
     for kw in call.keywords:

@@ -139,6 +139,16 @@ def _sdk(nodes: list[StepNode], yaml_or_python: str, sdk: str) -> str:
     return sdk if any(written_in(n) == "sdk" for n in nodes) else yaml_or_python
 
 
+def _pin_hint(pin: str, env: Environment, nodes: list[StepNode], yaml_file: str | None) -> str:
+    """How to pin the environment, in the terms of the file or code that names it."""
+    return _sdk(nodes, f"{pin} in {display_path(yaml_file)}: environment: "
+                       f"{environment_text(env, 'N')} (az ml environment list --name "
+                       f"{_short(env.name or '')} lists its versions)" if yaml_file else
+                f'{pin}: Environment("{env.name}", version="N")',
+                f'{pin} where the pipeline\'s code names it: environment='
+                f'"{environment_text(env, "N")}"')
+
+
 @check(codes.ENVIRONMENT_UNVERSIONED, codes.MOVING_REFERENCE, codes.IMAGE_TAG_WITHOUT_DIGEST)
 def moving_environments(graph: Graph) -> Iterator[Diagnostic]:
     for env, nodes in _environments(graph).items():
@@ -155,12 +165,7 @@ def moving_environments(graph: Graph) -> Iterator[Diagnostic]:
                 f"{'names' if yaml_file else 'has'} no version: Azure ML resolves it as "
                 f"{environment_text(env)}, whichever version is newest when the job is "
                 f"submitted, so two runs of the same pipeline can use different software",
-                hint=_sdk(nodes, f"pin it in {display_path(yaml_file)}: environment: "
-                          f"{environment_text(env, 'N')} (az ml environment list --name "
-                          f"{_short(env.name)} lists its versions)" if yaml_file else
-                          f'pin it: Environment("{env.name}", version="N")',
-                          f'pin it where the pipeline\'s code names it: environment='
-                          f'"{environment_text(env, "N")}"'), **where)
+                hint=_pin_hint("pin it", env, nodes, yaml_file), **where)
         elif env.version is not None and (env.version.strip().lower() == "latest"
                                           or env.version.startswith("@")):
             label = env.version.lstrip("@")
@@ -172,12 +177,7 @@ def moving_environments(graph: Graph) -> Iterator[Diagnostic]:
                 f"submitted" if env.version.startswith("@") or not yaml_file else
                 f"environment {written!r} of {_steps(nodes)} asks for version 'latest', which "
                 f"names whichever version is newest when the job is submitted",
-                hint=_sdk(nodes, f"pin a version in {display_path(yaml_file)}: environment: "
-                          f"{environment_text(env, 'N')} (az ml environment list --name "
-                          f"{_short(env.name)} lists its versions)" if yaml_file else
-                          f'pin a version: Environment("{env.name}", version="N")',
-                          f'pin a version where the pipeline\'s code names it: environment='
-                          f'"{environment_text(env, "N")}"'), **where)
+                hint=_pin_hint("pin a version", env, nodes, yaml_file), **where)
         if env.image:
             why = image_moves(env.image)
             if why is not None:
@@ -208,22 +208,21 @@ def _untagged(image: str) -> str:
 def moving_data(graph: Graph) -> Iterator[Diagnostic]:
     for inp in graph.spec.inputs:
         if inp.role is InputRole.ARTIFACT and isinstance(inp.default, str):
-            why = data_reference_moves(inp.default)
-            if why is not None:
-                yield Diagnostic.of(
-                    codes.MOVING_REFERENCE,
-                    f"pipeline input {inp.name!r} defaults to {inp.default!r}: {why}",
-                    hint=_data_hint(inp.default), **at_pipeline(graph, inp.name))
+            yield from _moving_data(f"pipeline input {inp.name!r} defaults to", inp.default,
+                                    at_pipeline(graph, inp.name))
     for node in graph.step_nodes():
         for port in node.component.inputs:
             endpoint = node.bindings.get(port.name)
             if type(endpoint) is FromLiteral and isinstance(endpoint.value, str):
-                why = data_reference_moves(endpoint.value)
-                if why is not None:
-                    yield Diagnostic.of(
-                        codes.MOVING_REFERENCE,
-                        f"input '{node.id}.{port.name}' is bound to {endpoint.value!r}: {why}",
-                        hint=_data_hint(endpoint.value), **at_step(node, port.name))
+                yield from _moving_data(f"input '{node.id}.{port.name}' is bound to",
+                                        endpoint.value, at_step(node, port.name))
+
+
+def _moving_data(what: str, value: str, where: dict[str, Any]) -> Iterator[Diagnostic]:
+    why = data_reference_moves(value)
+    if why is not None:
+        yield Diagnostic.of(codes.MOVING_REFERENCE, f"{what} {value!r}: {why}",
+                            hint=_data_hint(value), **where)
 
 
 def _data_hint(reference: str) -> str:

@@ -161,6 +161,17 @@ class Contract:
         return f"{type(self).__name__}({self.spec()!r})"
 
 
+def declared_once(owner: str, what: str, names: list[str], hint: str) -> None:
+    """Refuse a declaration that names one ``what`` twice: ``{owner} declares {what} 'x' twice``.
+
+    Raises:
+        DefinitionError: the first name (in sorted order) declared more than once.
+    """
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise DefinitionError(f"{owner} declares {what} {dupes[0]!r} twice", hint=hint)
+
+
 def check_exists(contract: Contract, path: Path) -> None:
     """Raise ContractError unless ``path`` exists as a file or a folder, as ``contract`` travels."""
     path = Path(path)

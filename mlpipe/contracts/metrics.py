@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mlpipe.artifacts import AssetType
-from mlpipe.contracts.base import Contract, Difference, Reading, check_exists
+from mlpipe.contracts.base import Contract, Difference, Reading, check_exists, declared_once
 from mlpipe.errors import ContractError, DefinitionError
 
 SCOPES = ("global", "partial")
@@ -77,11 +77,8 @@ class MetricsReport(Contract):
         if not all(isinstance(m, Metric) for m in metrics):
             raise DefinitionError(f"MetricsReport {self.name!r}: metrics must be Metric(...) "
                                   f"values or names", hint='write Metric("accuracy", split="test")')
-        names = [m.name for m in metrics]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise DefinitionError(f"MetricsReport {self.name!r} declares metric {dupes[0]!r} "
-                                  f"twice", hint="declare each metric once")
+        declared_once(f"MetricsReport {self.name!r}", "metric", [m.name for m in metrics],
+                      hint="declare each metric once")
         object.__setattr__(self, "metrics", metrics)
 
     def metric(self, name: str) -> Metric | None:

@@ -20,6 +20,7 @@ from mlpipe.contracts.base import (
     Difference,
     Reading,
     check_exists,
+    declared_once,
     first_bad_utf8,
     not_utf8,
 )
@@ -132,11 +133,8 @@ class TabularSchema(Contract):
         if not all(isinstance(c, Column) for c in cols):
             raise DefinitionError(f"TabularSchema {self.name!r}: columns must be Column(...) "
                                   f"values", hint='write Column("name", "float64", unit="mm")')
-        names = [c.name for c in cols]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise DefinitionError(f"TabularSchema {self.name!r} declares column {dupes[0]!r} "
-                                  f"twice", hint="give each column one declaration")
+        declared_once(f"TabularSchema {self.name!r}", "column", [c.name for c in cols],
+                      hint="give each column one declaration")
         object.__setattr__(self, "columns", cols)
         split_cols = [c.name for c in cols if c.role == "split"]
         if len(split_cols) > 1:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from mlpipe.errors import UsageError
 from mlpipe.spec import ParamSpec, ParamType
@@ -33,7 +33,7 @@ class StepArgs:
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse would exit; the runtime wants an error
+    def error(self, message: str) -> NoReturn:  # argparse would exit; the runtime wants an error
         raise UsageError(f"mlpipe.runtime.step arguments: {message}",
                          hint="the command is written by `mlpipe compile`; re-export it")
 
@@ -83,6 +83,7 @@ def coerce_param(spec: ParamSpec, text: str) -> Any:
         >>> coerce_param(ParamSpec("epochs", ParamType.INT), "10")
         10
     """
+    by_text = {} if spec.enum_class is None else {str(m.value): m for m in spec.enum_class}
     try:
         if spec.type is ParamType.INT:
             return int(text)
@@ -93,7 +94,6 @@ def coerce_param(spec: ParamSpec, text: str) -> Any:
                 return text.lower() in _TRUE
             raise ValueError(text)
         if spec.type is ParamType.ENUM and spec.enum_class is not None:
-            by_text = {str(m.value): m for m in spec.enum_class}
             return by_text[text]
     except (ValueError, KeyError):
         wanted = ("one of " + ", ".join(by_text) if spec.type is ParamType.ENUM

@@ -195,8 +195,9 @@ def all_reduce_metric(name: str, value: float, *, op: str = "mean",
             import torch
             import torch.distributed as dist
         except ImportError:
-            dist = None
-        if dist is None or not dist.is_available() or not dist.is_initialized():
+            torch = dist = None
+        if torch is None or dist is None or not dist.is_available() \
+                or not dist.is_initialized():
             raise DistributedError(
                 f"all_reduce_metric({name!r}) runs in a world of {size} processes but no "
                 f"torch.distributed process group is initialised",

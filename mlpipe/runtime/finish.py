@@ -279,13 +279,13 @@ def finish(where: str | None, *, me: dict[str, Any], outputs: list[Port], paths:
                               f"{', '.join(map(repr, absent))}", absent[0]).to_json(me["rank"])
     if failure is None:
         for port in outputs:
-            entry = out.get(port.name)
-            if entry is None or port.contract is None:
+            written = out.get(port.name)
+            if written is None or port.contract is None:
                 continue
-            found = _validate(port, entry["path"])
+            found = _validate(port, written["path"])
             problem = found[0] if found else None
-            entry["valid"] = problem is None
-            entry["message"] = problem
+            written["valid"] = problem is None
+            written["message"] = problem
             if found is not None and failure is None:
                 failure = Failure("output-contract", f"output {port.name!r} does not match its "
                                                      f"contract: {problem}",

@@ -11,6 +11,7 @@ import pytest
 from mlpipe import Mpi, PyTorch, TensorFlow
 from mlpipe.backends.local.launcher import CoordinationFailed, launch, plan
 from mlpipe.errors import LaunchFailed, UsageError
+from timing import limit
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "tests" / "fixtures" / "distributed"
@@ -55,7 +56,7 @@ def test_workers_see_only_their_launch_variables(tmp_path):
     env = _env(tmp_path, RANK="99", TF_CONFIG="{}", OMPI_COMM_WORLD_RANK="5")
     launch([sys.executable, str(SCRIPTS / "show_env.py"), str(tmp_path)],
            distribution=PyTorch(processes_per_node=2), instances=1, env=env,
-           log_dir=tmp_path / "logs", timeout=60, require_coordination=False)
+           log_dir=tmp_path / "logs", timeout=limit(60), require_coordination=False)
     seen = [json.loads((tmp_path / f"env-worker-{r}.json").read_text()) for r in range(2)]
     assert [set(s) - {"MLPIPE_WRITERS"} for s in seen] == [AZURE_VARS, AZURE_VARS]
     assert [s["RANK"] for s in seen] == ["0", "1"]
@@ -65,7 +66,7 @@ def test_workers_see_only_their_launch_variables(tmp_path):
 def test_tf_config_is_well_formed_for_three_workers(tmp_path):
     result = launch([sys.executable, str(SCRIPTS / "show_env.py"), str(tmp_path)],
                     distribution=TensorFlow(workers=3), instances=3, env=_env(tmp_path),
-                    log_dir=tmp_path / "logs", timeout=60)
+                    log_dir=tmp_path / "logs", timeout=limit(60))
     configs = [json.loads(json.loads((tmp_path / f"env-worker-{i}.json").read_text())["TF_CONFIG"])
                for i in range(3)]
     hosts = configs[0]["cluster"]["worker"]
@@ -79,7 +80,7 @@ def test_tf_config_is_well_formed_for_three_workers(tmp_path):
 @pytest.mark.slow
 def test_two_by_two_ddp_ranks_agree_on_final_weights_and_coordinate(tmp_path):
     pytest.importorskip("torch")
-    result, out = _ddp(tmp_path, "good", ppn=2, instances=2, timeout=240)
+    result, out = _ddp(tmp_path, "good", ppn=2, instances=2, timeout=limit(240))
     weights = [json.loads((out / f"weights-{r}.json").read_text()) for r in range(4)]
     assert weights[0] == weights[1] == weights[2] == weights[3]
     assert abs(weights[0][0][1] - (-2.0)) < 0.3    # it learnt something, together
@@ -103,7 +104,7 @@ def test_ranks_whose_last_call_is_a_reduced_metric_exit_cleanly(tmp_path):
         launch([sys.executable, str(SCRIPTS / "reduce_release.py"), str(out)],
                distribution=PyTorch(processes_per_node=2, backend="gloo"), instances=1,
                env=_env(tmp_path), cwd=str(ROOT), log_dir=tmp_path / f"logs-{attempt}",
-               timeout=120, require_coordination=False)
+               timeout=limit(120), require_coordination=False)
         assert [(out / f"value-{r}").read_text() for r in range(2)] == ["1.0", "1.0"]
 
 
@@ -112,7 +113,7 @@ def test_every_rank_reading_everything_fails_as_independent_copies(tmp_path):
     pytest.importorskip("torch")
     with pytest.raises(CoordinationFailed, match=r"(?s)coordination check failed.*MP522.*all 2 "
                                                  r"ranks consumed the whole data set \(48 examples\)"):
-        _ddp(tmp_path, "copies", ppn=2, instances=1, timeout=240)
+        _ddp(tmp_path, "copies", ppn=2, instances=1, timeout=limit(240))
 
 
 @pytest.mark.slow
@@ -120,7 +121,7 @@ def test_two_ranks_writing_the_model_fails_the_single_writer_check(tmp_path):
     pytest.importorskip("torch")
     with pytest.raises(CoordinationFailed, match=r"(?s)MP524.*output 'model' was written by 2 "
                                                  r"ranks \(0, 1\); its writer policy is 'rank0'") as info:
-        _ddp(tmp_path, "two-writers", ppn=2, instances=1, timeout=240)
+        _ddp(tmp_path, "two-writers", ppn=2, instances=1, timeout=limit(240))
     assert info.value.result.coordination.writers == {"model": (0, 1)}
 
 
@@ -130,8 +131,8 @@ def test_a_rank_that_exits_1_fails_the_step_and_leaves_no_process(tmp_path):
     started = time.monotonic()
     with pytest.raises(LaunchFailed, match=r"(?s)rank 1 of 4 exited with code 1 after .* s; the "
                                            r"other processes were stopped.*simulated failure") as info:
-        _ddp(tmp_path, "fail", ppn=2, instances=2, timeout=120)
-    assert time.monotonic() - started < 120
+        _ddp(tmp_path, "fail", ppn=2, instances=2, timeout=limit(120))
+    assert time.monotonic() - started < limit(120)
     assert (info.value.rank, info.value.returncode) == (1, 1)
     out = tmp_path / "out"
     pids = [int((out / f"pid-{r}").read_text()) for r in range(4)]
@@ -154,7 +155,7 @@ def test_a_rank_that_never_joins_fails_the_rendezvous(tmp_path):
     pytest.importorskip("torch")
     with pytest.raises(LaunchFailed, match=r"rank 1 of 2 did not join the rendezvous at "
                                            r"127.0.0.1:\d+ within 15 s") as info:
-        _ddp(tmp_path, "late-join", ppn=2, instances=1, timeout=120, rendezvous_timeout=15)
+        _ddp(tmp_path, "late-join", ppn=2, instances=1, timeout=limit(120), rendezvous_timeout=15)
     assert info.value.rank == 1
     pids = [int((tmp_path / "out" / f"pid-{r}").read_text()) for r in range(2)]
     assert [p for p in pids if _alive(p)] == []
@@ -183,7 +184,7 @@ needs_mpirun = pytest.mark.skipif(shutil.which("mpirun") is None, reason="OpenMP
 def test_mpi_launches_world_size_ranks_through_mpirun(tmp_path):
     result = launch([sys.executable, str(SCRIPTS / "mpi_script.py"), str(tmp_path)],
                     distribution=Mpi(processes_per_node=2), instances=2, env=_env(tmp_path),
-                    cwd=str(ROOT), log_dir=tmp_path / "logs", timeout=120)
+                    cwd=str(ROOT), log_dir=tmp_path / "logs", timeout=limit(120))
     seen = [json.loads((tmp_path / f"mpi-{r}.json").read_text()) for r in range(4)]
     assert [(s["rank"], s["world_size"]) for s in seen] == [(r, 4) for r in range(4)]
     assert (result.framework, result.world_size) == ("mpi", 4)
@@ -196,7 +197,7 @@ def test_an_mpi_rank_that_exits_3_is_named(tmp_path):
                                            r"the job.*rank-1.log:\n    rank 1 fails on purpose\n"):
         launch([sys.executable, str(SCRIPTS / "mpi_script.py"), str(tmp_path), "1"],
                distribution=Mpi(processes_per_node=2), env=_env(tmp_path), cwd=str(ROOT),
-               log_dir=tmp_path / "logs", timeout=120)
+               log_dir=tmp_path / "logs", timeout=limit(120))
 
 
 _JOINS_FROM_A_CHILD = r'''
@@ -227,7 +228,7 @@ def test_a_rank_whose_child_holds_the_store_connection_is_seen_joining(tmp_path)
     script.write_text(_JOINS_FROM_A_CHILD)
     result = launch(["bash", "-c", f"{sys.executable} {script}; exit $?"],
                     distribution=PyTorch(processes_per_node=2), instances=1, env=dict(os.environ),
-                    log_dir=tmp_path / "logs", timeout=60, rendezvous_timeout=30)
+                    log_dir=tmp_path / "logs", timeout=limit(60), rendezvous_timeout=30)
     assert [r["joined"] for r in result.topology()["ranks"]] == [True, True]
 
 

@@ -9,6 +9,7 @@ import pytest
 from mlpipe.backends.local.launcher import launch
 from mlpipe.distribution import PyTorch
 from mlpipe.runtime import record, tracking
+from timing import limit
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "runtime"
@@ -49,7 +50,7 @@ def test_two_ranks_log_to_one_run_with_the_convention_sync_reads(mlflow_server, 
     run_id = _new_run(mlflow_server)
     launch(_argv(tmp_path), distribution=PyTorch(processes_per_node=2), instances=1,
            env=_env(mlflow_server, run_id, tmp_path), cwd=str(tmp_path),
-           log_dir=tmp_path / "logs", timeout=120, require_coordination=False)
+           log_dir=tmp_path / "logs", timeout=limit(120), require_coordination=False)
     run = _client(mlflow_server).get_run(run_id)
     assert run.data.metrics == {"accuracy": 0.75, "shard_loss.rank0": 0.25,
                                 "shard_loss.rank1": 1.25}
@@ -76,7 +77,7 @@ def test_without_a_run_id_the_step_opens_and_closes_its_own(mlflow_server, tmp_p
     (tmp_path / "out").mkdir()
     env = _env(mlflow_server, None, tmp_path, MLFLOW_EXPERIMENT_NAME="own-runs")
     done = subprocess.run(_argv(tmp_path), cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=limit(120))
     assert done.returncode == 0, done.stderr
     [part] = record.load_record(tmp_path / "record")["ranks"]
     run = _client(mlflow_server).get_run(part["tracking"]["run_id"])
@@ -91,7 +92,7 @@ def test_an_unreachable_server_never_fails_the_step(tmp_path):
     env = _env("http://127.0.0.1:9", "0" * 32, tmp_path, MLFLOW_HTTP_REQUEST_MAX_RETRIES="0",
                MLFLOW_HTTP_REQUEST_TIMEOUT="2")
     done = subprocess.run(_argv(tmp_path), cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=limit(120))
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("mlpipe: warning: metrics do not reach MLflow:") == 1
     [part] = record.load_record(tmp_path / "record")["ranks"]
@@ -110,7 +111,7 @@ def test_without_mlflow_installed_the_record_says_so(tmp_path):
     env = _env("http://127.0.0.1:9", "0" * 32, tmp_path)
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "shadow"), env["PYTHONPATH"]])
     done = subprocess.run(_argv(tmp_path), cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=limit(120))
     assert done.returncode == 0, done.stderr
     [part] = record.load_record(tmp_path / "record")["ranks"]
     assert part["tracking"]["error"] == ("mlflow is not installed here (pip install "

@@ -87,7 +87,7 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def named_entries(where: Where, problems: Problems, doc: Any, key: str, field: str,
-                  what: str) -> dict[Any, Any]:
+                  what: str) -> yamlfile.Mapping:
     """``doc[key]`` (``inputs:``, ``outputs:``, ``jobs:``) as a mapping whose names are names
     like Python identifiers, as Azure ML requires and mlpipe uses them (in folders, in
     ``${{...}}`` expressions, as keyword arguments). What is not one is a problem and left
@@ -95,13 +95,13 @@ def named_entries(where: Where, problems: Problems, doc: Any, key: str, field: s
     """
     value = doc.get(key) if isinstance(doc, dict) else None
     if value is None:
-        return {}
+        return yamlfile.Mapping()
     if not isinstance(value, dict):
         shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
         problems.add(where, doc, key, f"is {shown}, not a mapping of {what} names to their "
                      f"entries", field=field, hint=f"write {key}: as NAME: entry lines "
                                                    f"(a mapping, not a list)")
-        return {}
+        return yamlfile.Mapping()
     kept = yamlfile.Mapping()
     if isinstance(value, yamlfile.Mapping):
         kept.line, kept.lines = value.line, value.lines

@@ -238,15 +238,6 @@ def _component_name(spec: ComponentSpec | PipelineSpec) -> str:
     return name if name[:1].isalpha() else f"p_{name}"
 
 
-def leaf_steps(spec: PipelineSpec):
-    """The steps of ``spec`` that run a component, nested pipelines' steps included."""
-    for step in spec.steps:
-        if isinstance(step.target, PipelineSpec):
-            yield from leaf_steps(step.target)
-        else:
-            yield step
-
-
 def module_root(spec: ComponentSpec) -> Path | None:
     """The folder a function component's module was imported from (its package's parent)."""
     module_name = (spec.function or "").partition(":")[0]

@@ -16,7 +16,7 @@ from typing import Any
 
 from mlpipe.backends.azure import upload, vocabulary, writeback
 from mlpipe.backends.azure.command import RUNTIME_MODULE
-from mlpipe.backends.azure.documents import PIPELINE_FILE, Documents, leaf_steps
+from mlpipe.backends.azure.documents import PIPELINE_FILE, Documents
 from mlpipe.backends.azure.job_inputs import job_input, output_kind
 from mlpipe.digests import canonical_json
 from mlpipe.errors import ExportError, UsageError
@@ -115,8 +115,8 @@ def refuse_secrets(spec: PipelineSpec) -> None:
     input value in clear for whoever can read the workspace, and a value left out would run
     the step without its secret (or, given as its keyed hash, with the wrong one)."""
     names = [f"'{i.name}'" for i in spec.inputs if i.secret]
-    names += [f"'{step.name}.{param.name}'" for step in leaf_steps(spec)
-              for param in step.target.params if param.type is ParamType.SECRET]
+    names += [f"'{step.name}.{param.name}'" for step, comp in spec.leaves()
+              for param in comp.params if param.type is ParamType.SECRET]
     if names:
         raise ExportError(f"pipeline {spec.name!r} takes {', '.join(names)} as Param[Secret], "
                           f"which mlpipe does not write into Azure ML YAML: a job there holds "
@@ -191,9 +191,9 @@ def _export(spec: PipelineSpec, out_dir: str | os.PathLike[str], inputs: Any,
         raise ExportError(f"pipeline {spec.name!r} has no input {unknown[0]!r}",
                           hint=f"its inputs are: {', '.join(i.name for i in spec.inputs)}")
     refuse_secrets(spec)
-    computes = Counter(s.target.compute.name for s in leaf_steps(spec)
-                       if s.target.compute is not None and s.target.compute.name
-                       and "${{" not in s.target.compute.name)
+    computes = Counter(c.compute.name for _, c in spec.leaves()
+                       if c.compute is not None and c.compute.name
+                       and "${{" not in c.compute.name)
     # Azure ML's validation wants a compute for every command job: serverless stands in
     # for steps that name none.
     default = default_compute or (computes.most_common(1)[0][0] if computes else "serverless")
@@ -249,8 +249,7 @@ def _as_read(spec: PipelineSpec, out_dir: Path, given: dict[str, Any],
     tags.update(more_tags or {})
     job, files = writeback.written_back(spec, out_dir, given, default_compute, tags, experiment)
     notes = []
-    only = sorted({f"{s.name} ({s.target.azure_only})" for s in leaf_steps(spec)
-                   if s.target.azure_only})
+    only = sorted({f"{s.name} ({c.azure_only})" for s, c in spec.leaves() if c.azure_only})
     if only:
         notes.append(f"steps that run only on Azure ML: {', '.join(only)}")
     return Export(job, files, notes, job_file=writeback.job_file(spec))

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from mlpipe.backends.azure import upload
-from mlpipe.backends.azure.documents import leaf_steps, module_root, where
+from mlpipe.backends.azure.documents import module_root, where
 from mlpipe.codes import (
     LARGE_FILE_IN_UPLOAD,
     MODULE_OUTSIDE_CODE_ROOT,
@@ -46,14 +46,13 @@ def export_checks(spec: PipelineSpec, *, inputs: Mapping[str, Any] | None = None
                 f"job as written", hint=f"pass --input {inp.name}=azureml:NAME:VERSION (a data "
                 f"asset, datastore URI or local path), or give the job's input a path",
                 file=loc.file if loc else None, line=loc.line if loc else None))
-    for up in upload.component_uploads((s.target for s in leaf_steps(spec)), code_root,
+    for up in upload.component_uploads((comp for _, comp in spec.leaves()), code_root,
                                        module_root):
         found.extend(_large_files(up))
     if code_root is not None:
         root = Path(code_root).resolve()
         seen: set[str] = set()
-        for step in leaf_steps(spec):
-            comp = step.target
+        for step, comp in spec.leaves():
             module = (comp.function or "").partition(":")[0]
             if not module or module in seen:
                 continue

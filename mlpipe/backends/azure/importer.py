@@ -14,7 +14,7 @@ import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from mlpipe.artifacts import AssetType
 from mlpipe.backends.azure import nodes, vocabulary, yamlfile
@@ -68,6 +68,7 @@ from mlpipe.spec import (
 
 #: Fields that name the component (or trial) a job runs, by job kind.
 _COMPONENT_FIELD = {"sweep": "trial"}
+_Target = TypeVar("_Target", bound=ComponentSpec | PipelineSpec)
 
 
 @dataclass(slots=True)
@@ -207,7 +208,7 @@ class _Reader:
         for name in declared_outputs:
             entry = declared_outputs[name]
             kind_text = entry.get("type") if isinstance(entry, dict) else None
-            output_types[name] = vocabulary.ASSET_TYPES.get(kind_text, AssetType.URI_FOLDER)
+            output_types[name] = vocabulary.ASSET_TYPES.get(str(kind_text), AssetType.URI_FOLDER)
         jobs = named_entries(where, self.problems, doc, "jobs", "jobs", "job")
         steps: dict[str, StepSpec] = {}
         produced: dict[str, StepOutput] = {}
@@ -263,6 +264,7 @@ class _Reader:
                              inputs, {}, [], "component", {})
         if target is None:
             self.problems.raise_any()
+            raise AssertionError("target() returns None only after adding a problem")
         name = _step_name(getattr(target, "name", "component"))
         if isinstance(target, ComponentSpec):
             target = with_job_settings(where, self.problems, node, "pipeline", target,
@@ -353,11 +355,11 @@ class _Reader:
             # an inline trial: a command that reads the sweep's inputs and sampled values
             trial = yamlfile.Mapping({**ref, "outputs": node.get("outputs")})
             trial.line, trial.lines = getattr(ref, "line", 0), dict(getattr(ref, "lines", {}))
-            spec = self.inline_command(where, trial, name, path, inputs, output_types, given,
-                                       f"{field}.trial", pending)
-            if spec is None:
+            sampled = self.inline_command(where, trial, name, path, inputs, output_types, given,
+                                          f"{field}.trial", pending)
+            if sampled is None:
                 return None
-            return self.for_job(with_sampled(spec, node.get("search_space")), kind, node)
+            return self.for_job(with_sampled(sampled, node.get("search_space")), kind, node)
         if isinstance(ref, dict):
             if kind == "pipeline" or ref.get("type") == "pipeline":
                 return self.pipeline(path, yamlfile.Mapping(ref) if not isinstance(
@@ -404,8 +406,7 @@ class _Reader:
                               keep_origin=keep_origin)
         return self.for_job(spec, kind, node)
 
-    def for_job(self, spec: ComponentSpec | PipelineSpec, kind: str, node: Any
-                ) -> ComponentSpec | PipelineSpec:
+    def for_job(self, spec: _Target, kind: str, node: Any) -> _Target:
         """The component as this job runs it: a sweep over a trial runs only on Azure ML, each
         trial launched as the trial declares, and the parameters its search space sets need no
         value from the job."""

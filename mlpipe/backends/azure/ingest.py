@@ -217,7 +217,7 @@ class _Ingest:
         elif status in (m.FAILED, m.INTERRUPTED):
             message = (step_record.failure_message(sid, job.record)
                        or f"Azure ML job {job.name} ended {job.status}")
-        topology = self._topology(planned, job)
+        topology = self._topology(sid, planned, job)
         unknown = dict(self.unknown.get(sid) or {})
         earlier = (row if row is not None and row.record is not None and job.record is None
                    and unknown else None)
@@ -279,7 +279,7 @@ class _Ingest:
         planned.update(job_name=job.name, studio_url=job.studio_url, azure_status=job.status,
                        reused_job=job.reused_from if job.reused else None)
 
-    def _topology(self, planned: dict[str, Any], job: JobRecord) -> dict[str, Any]:
+    def _topology(self, sid: str, planned: dict[str, Any], job: JobRecord) -> dict[str, Any]:
         """The declared launch and, from the step record, the ranks that ran and the
         coordination check of a distributed step, as a local run records them."""
         topology = dict(planned.get("topology") or {})
@@ -310,7 +310,7 @@ class _Ingest:
                                         step_part=(job.record or {}).get("step"))
             topology["coordination"] = report.to_dict()
             if not report.ok:
-                self.failed_coordination[job.node] = report.failure_text()
+                self.failed_coordination[sid] = report.failure_text()
         return topology
 
     def _never_ran(self, s: Session, sid: str, row: m.StepRun | None, status: str) -> None:

@@ -12,7 +12,7 @@ distinct name, at most ``WORKERS`` at once; a failure that is not "not found" is
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -83,14 +83,6 @@ def spelled(key: tuple[str, str | None, str | None]) -> str:
     return f"azureml:{name}:{version}" if version else f"azureml:{name}@{label}"
 
 
-def _leaf_steps(spec: PipelineSpec) -> Iterable[StepSpec]:
-    for step in spec.steps:
-        if isinstance(step.target, PipelineSpec):
-            yield from _leaf_steps(step.target)
-        else:
-            yield step
-
-
 def needs_of(spec: PipelineSpec, inputs: Mapping[str, Any] | None = None,
              default_compute: str | None = None) -> Needs:
     """What ``spec`` (with these input values and default compute) names in the workspace."""
@@ -99,9 +91,7 @@ def needs_of(spec: PipelineSpec, inputs: Mapping[str, Any] | None = None,
     default = (default_compute or "").removeprefix("azureml:")
     if default and default != "serverless":
         needs.computes[default] = []  # the job's default compute must exist too
-    for step in _leaf_steps(spec):
-        comp = step.target
-        assert isinstance(comp, ComponentSpec)
+    for step, comp in spec.leaves():
         at = (step, comp)
         compute = comp.compute
         # as the export writes it: a step without a compute name runs serverless

@@ -10,6 +10,7 @@ records (status message, times, outputs). The tests run it against a loopback Az
 from __future__ import annotations
 
 import re
+from datetime import date
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -77,7 +78,8 @@ def _service_error(exc: Any) -> tuple[str | None, str]:
         except Exception:
             body = None
         if isinstance(body, dict):
-            inner = body.get("error") if isinstance(body.get("error"), dict) else body
+            err = body.get("error")
+            inner = err if isinstance(err, dict) else body
             code = code or inner.get("code") or inner.get("error_code")
             message = message or inner.get("message")
     return code, (message or getattr(exc, "reason", None) or _first_line(exc)).strip()
@@ -348,13 +350,14 @@ class MLClientService:
 
         if self._rest is None:
             self._rest = {}
-        if scope not in self._rest:
-            self._rest[scope] = PipelineClient(base_url="https://localhost", policies=[
+        clients = self._rest
+        if scope not in clients:
+            clients[scope] = PipelineClient(base_url="https://localhost", policies=[
                 HeadersPolicy(), UserAgentPolicy(f"mlpipe/{__version__}"), self.retry_policy,
                 BearerTokenCredentialPolicy(self.credential, scope)])
 
         def go():
-            response = self._rest[scope].send_request(
+            response = clients[scope].send_request(
                 HttpRequest("GET", url) if json is None else HttpRequest("POST", url, json=json))
             if response.status_code != 200:
                 map_error(response.status_code, response, {})
@@ -511,7 +514,7 @@ def job_payload(job: Any) -> dict[str, Any]:
     kind = str(getattr(job, "type", "") or "")
     return {
         "id": getattr(job, "id", None), "name": job.name,
-        "systemData": {"createdAt": created.isoformat() if hasattr(created, "isoformat")
+        "systemData": {"createdAt": created.isoformat() if isinstance(created, date)
                        else created},
         "properties": {
             "jobType": {"pipeline": "Pipeline", "command": "Command"}.get(kind, kind or None),

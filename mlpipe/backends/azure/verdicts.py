@@ -47,6 +47,19 @@ def _steps(uses: list[tuple[StepSpec, ComponentSpec]]) -> str:
     return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
 
+#: How to make each kind of missing workspace asset exist.
+_REGISTER = {
+    "environment": "register it (`az ml environment create --file env.yml`) or name a version "
+                   "that exists (`az ml environment list`)",
+    "component": "register it (`az ml component create`) or name a version that exists (`az ml "
+                 "component list`)",
+    "data": "register the data asset version (`az ml data create`), or pass --input "
+            "NAME=azureml:NAME:VERSION of one that exists",
+    "model": "register the model version (`az ml model create`), or pass --input "
+             "NAME=azureml:NAME:VERSION of one that exists (`az ml model list`)",
+}
+
+
 def judge(needs: Needs, found: dict[tuple[str, Any], Any]
           ) -> tuple[list[Diagnostic], dict[str, str]]:
     """The diagnostics of one pre-flight and the references it resolved."""
@@ -56,42 +69,24 @@ def judge(needs: Needs, found: dict[tuple[str, Any], Any]
         out += _compute(name, uses, found[("compute", name)])
     if needs.serverless:
         out += _serverless(needs, found[("sizes", None)], found[("usages", None)])
-    for key, uses in needs.environments.items():
-        env = found[("environment", key)]
-        step, comp = uses[0]
-        if env is None:
-            out.append(_missing("environment", key, f"steps {_steps(uses)}", _where(step, comp),
-                                "register it (`az ml environment create --file env.yml`) or "
-                                "name a version that exists (`az ml environment list`)"))
-            continue
-        out += _resolved("environment", key, env, resolved, _where(step, comp))
-        out += _contents(key, env, uses)
-    for key, uses in needs.components.items():
-        component = found[("component", key)]
-        step, comp = uses[0]
-        if component is None:
-            out.append(_missing("component", key, f"steps {_steps(uses)}", _where(step, comp),
-                                "register it (`az ml component create`) or name a version that "
-                                "exists (`az ml component list`)"))
-            continue
-        out += _resolved("component", key, component, resolved, _where(step, comp))
-    for key, uses in needs.data.items():
-        data = found[("data", key)]
-        if data is None:
-            out.append(_missing("data asset", key, ", ".join(uses), {},
-                                "register the data asset version (`az ml data create`), or pass "
-                                "--input NAME=azureml:NAME:VERSION of one that exists"))
-            continue
-        out += _resolved("data asset", key, data, resolved, {})
-    for key, uses in needs.models.items():
-        model = found[("model", key)]
-        if model is None:
-            out.append(_missing("model", key, ", ".join(uses), {},
-                                "register the model version (`az ml model create`), or pass "
-                                "--input NAME=azureml:NAME:VERSION of one that exists (`az ml "
-                                "model list`)"))
-            continue
-        out += _resolved("model", key, model, resolved, {})
+    for kind, needed in (("environment", needs.environments), ("component", needs.components)):
+        for key, uses in needed.items():
+            asset = found[(kind, key)]
+            at = _where(*uses[0])
+            if asset is None:
+                out.append(_missing(kind, key, f"steps {_steps(uses)}", at, _REGISTER[kind]))
+                continue
+            out += _resolved(kind, key, asset, resolved, at)
+            if kind == "environment":
+                out += _contents(key, asset, uses)
+    for kind, label, named_by in (("data", "data asset", needs.data),
+                                  ("model", "model", needs.models)):
+        for key, uses in named_by.items():
+            asset = found[(kind, key)]
+            if asset is None:
+                out.append(_missing(label, key, ", ".join(uses), {}, _REGISTER[kind]))
+                continue
+            out += _resolved(label, key, asset, resolved, {})
     for text, named in needs.registry.items():
         first = named[0][1]
         out.append(Diagnostic.of(

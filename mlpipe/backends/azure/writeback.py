@@ -214,16 +214,12 @@ class _Writer:
     def component(self, doc: dict[str, Any], source: Path, rel: str, *,
                   inline_job: bool = False) -> None:
         """The local paths of a component document (or of an inline job's own fields)."""
-        for key in _PATH_FIELDS:
-            if key in doc:
-                doc[key] = self.path(doc[key], source, rel)
-        self.environment(doc, source, rel)
-        task = doc.get("task")
-        if isinstance(task, dict):
-            for key in _PATH_FIELDS:
-                if key in task:
-                    task[key] = self.path(task[key], source, rel)
-            self.environment(task, source, rel)
+        for holder in (doc, doc.get("task")):  # a parallel component's task has its own
+            if isinstance(holder, dict):
+                for key in _PATH_FIELDS:
+                    if key in holder:
+                        holder[key] = self.path(holder[key], source, rel)
+                self.environment(holder, source, rel)
         includes = doc.get("additional_includes")
         if isinstance(includes, list):
             doc["additional_includes"] = [self.path(i, source, rel) for i in includes]

@@ -59,7 +59,7 @@ def launch_distributed(job: StepJob, argv: list[str], env: dict[str, str],
         result = exc.result
         failed = f"step {job.node_id!r} did not coordinate: {exc.message}"
         seen = {"launch": "coordination", "coordination": [
-            d.to_json() for d in result.coordination.findings]}
+            d.to_json() for d in exc.report.findings]}
     except LaunchRefused as exc:  # nothing started: the launch layer says why, and the fix
         result = None
         failed = f"{exc.message}; {exc.hint}"

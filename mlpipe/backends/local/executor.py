@@ -366,7 +366,7 @@ class _Run:
             self.stale[node.id] = decision.stale
             self.progress.note(f"{node.id!r} is not reused: {decision.stale}")
         topology = step.declared
-        if step.launched is not None:
+        if step.launched is not None and topology is not None:
             self.progress.note(f"{node.id!r} is scaled down here (--local-scale): declared "
                                f"{topology['world_size']} process(es), launching "
                                f"{step.launched['world_size']}")

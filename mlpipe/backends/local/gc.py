@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -139,10 +140,10 @@ def _last_used(kept: Retained, digest: str, entry: str) -> datetime | None:
         return None
 
 
-def _entries(root: Path):
+def _entries(root: Path) -> Iterator[tuple[str, str, bool]]:
     """``(digest, entry folder, leftover)`` for each entry of the artifact root
-    (``<algo>/<2 hex>/<hex>``); ``leftover`` for a staging folder a crash left. Paths stay
-    strings: 10,000 ``Path`` objects would cost more than the walk."""
+    (``<algo>/<2 hex>/<hex>``); ``leftover`` (digest ``""``) for a staging folder a crash
+    left. Paths stay strings: 10,000 ``Path`` objects would cost more than the walk."""
     try:
         algos = [e for e in os.scandir(root) if e.is_dir(follow_symlinks=False)
                  and not e.name.startswith(".")]
@@ -155,7 +156,7 @@ def _entries(root: Path):
             with os.scandir(prefix.path) as it:
                 for entry in it:
                     if entry.name.startswith("."):
-                        yield None, entry.path, True
+                        yield "", entry.path, True
                     elif entry.name.startswith(prefix.name):
                         yield f"{algo.name}:{entry.name}", entry.path, False
 

@@ -28,6 +28,22 @@ from mlpipe.spec import (
 )
 
 
+def _on_this_machine(what: str, path: str, download: str) -> None:
+    """Refuse a path that names no file or folder on this machine (``what`` names the input in
+    the message; ``download`` is the hint for a cloud reference).
+
+    Raises:
+        UsageError: ``path`` is a cloud reference, or nothing exists there.
+    """
+    remote = cloud_reference(path)
+    if remote is not None:
+        raise UsageError(f"{what}: {path} is {remote}, not a file or folder on this machine",
+                         hint=download)
+    if not os.path.exists(path):
+        raise UsageError(f"{what}: no such file or folder: {path}",
+                         hint="give the path of an existing file or folder")
+
+
 def split_assignments(pairs: tuple[str, ...] | list[str], option: str) -> dict[str, str]:
     """``["a=1", "b=x"]`` -> ``{"a": "1", "b": "x"}``; a pair without ``=`` is an error."""
     out: dict[str, str] = {}
@@ -104,14 +120,9 @@ def resolve(spec: PipelineSpec, inputs: dict[str, str], params: dict[str, Any]
         declared = _declared(spec, name, InputRole.ARTIFACT, f"--secret {name}=ENV_VAR"
                              if (d := spec.input(name)) is not None and d.secret
                              else f"--param {name}={path}")
-        remote = cloud_reference(path)
-        if remote is not None:
-            raise UsageError(f"input {name!r}: {path} is {remote}, not a file or folder on this "
-                             f"machine", hint=f"run it on Azure ML with --target azure, or "
-                                              f"download a copy and pass --input {name}=PATH")
-        if not os.path.exists(path):
-            raise UsageError(f"input {name!r}: no such file or folder: {path}",
-                             hint="give the path of an existing file or folder")
+        _on_this_machine(f"input {name!r}", path, f"run it on Azure ML with --target azure, "
+                                                  f"or download a copy and pass --input "
+                                                  f"{name}=PATH")
         readable(f"input {name!r}", path, declared.kind)
         paths[name] = os.path.abspath(path)
     values: dict[str, Any] = {}
@@ -216,14 +227,7 @@ def literal_paths(graph: Graph, overrides: dict[str, str]) -> dict[tuple[str, st
                              f"not a path written in the pipeline",
                              hint="--input STEP.PORT replaces a path written in the pipeline; "
                                   "give a pipeline input as --input NAME=PATH")
-        remote = cloud_reference(path)
-        if remote is not None:
-            raise UsageError(f"--input {key}: {path} is {remote}, not a file or folder on "
-                             f"this machine", hint=f"download a copy and pass --input "
-                                                   f"{key}=PATH")
-        if not os.path.exists(path):
-            raise UsageError(f"--input {key}: no such file or folder: {path}",
-                             hint="give the path of an existing file or folder")
+        _on_this_machine(f"--input {key}", path, f"download a copy and pass --input {key}=PATH")
     found: dict[tuple[str, str], str] = {}
     for node in graph.step_nodes():
         for port in node.component.inputs:

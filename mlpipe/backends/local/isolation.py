@@ -76,7 +76,7 @@ class Interpreter:
         None when ``--isolate`` would build it)."""
         inside = None if declared is None else self.environment is not None
         note = None
-        if inside is False:
+        if declared is not None and not inside:
             how = why_not or "submit --isolate builds it here from its conda file"
             note = (f"ran on mlpipe's own interpreter, not in its declared environment "
                     f"{_label(declared)!r} ({how})")
@@ -452,13 +452,14 @@ def plan(components: dict[str, ComponentSpec], *, isolate: bool, root: Path,
     for sid, comp in components.items():
         _, _, digest, _ = environment_identity(
             comp.environment, comp.location.file if comp.location else None)
-        if comp.environment is not None and not comp.environment.conda_file:
+        env, conda_file = comp.environment, conda_file_of(comp)
+        assert env is not None and conda_file is not None  # else _why_not(comp) said why
+        if not env.conda_file:
             # a registered environment the project declares: built from its conda file's text
-            conda = conda_file_of(comp)
-            digest = digest_of({"environment": digest, "conda": conda.read_text(
-                encoding="utf-8") if conda is not None else None})
+            digest = digest_of({"environment": digest,
+                                "conda": conda_file.read_text(encoding="utf-8")})
         if digest not in built:
-            built[digest] = build(comp.environment, conda_file_of(comp), digest, root, note)
+            built[digest] = build(env, conda_file, digest, root, note)
         found.isolated[sid] = built[digest]
     return found
 

@@ -45,7 +45,7 @@ def scaled_components(graph: Graph, scale: dict[str, tuple[int, int] | str]
         if declared_topology(comp) is None:
             raise UsageError(f"--local-scale names step {sid!r}, which is not distributed",
                              hint="scale only steps that declare a distribution or instances")
-        if size == "fit":
+        if isinstance(size, str):  # "fit"
             instances, per_node = fit_scale(comp)
             if (instances, per_node) == (comp.instances, processes_per_node(comp)):
                 continue  # it fits as declared

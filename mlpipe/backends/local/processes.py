@@ -61,7 +61,7 @@ class Processes:
         with self._lock:
             self._procs.add(proc)
             stopping = self.stopping
-        if stopping:  # started while the run was being stopped
+        if stopping and proc.pid is not None:  # started while the run was being stopped
             _signal_group(proc.pid, signal.SIGTERM)
 
     def discard(self, proc: Any) -> None:

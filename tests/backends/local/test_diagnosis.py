@@ -14,6 +14,7 @@ import pytest
 from executor_project import Project
 from mlpipe.evidence.reader import Reader
 from mlpipe.runtime.record import schema
+from timing import limit
 
 pytestmark = pytest.mark.slow
 
@@ -102,7 +103,7 @@ def test_a_rank_that_never_joins_fails_the_launch_layer_in_bounded_time(proj, le
                     env_extra={"MLPIPE_RENDEZVOUS_TIMEOUT_S": "15"}, timeout=90)
     took = time.monotonic() - started
     assert done.returncode == 1, done.stderr
-    assert took < 60
+    assert took < limit(60)
     assert re.search(r"rank 1 of 2 did not join the rendezvous at 127\.0\.0\.1:\d+ within 15 s",
                      done.stderr)
     rid = _run_id(done)
@@ -149,7 +150,7 @@ def test_logs_follow_a_running_step_to_its_end(proj, tmp_path):
         time.sleep(1.0)
         assert follower.poll() is None   # the step still runs: it keeps following
         gate.write_text("")
-        out, err = follower.communicate(timeout=60)
+        out, err = follower.communicate(timeout=limit(60))
         assert follower.returncode == 0, err
         assert out == "line before the gate\nline after the gate\n"
         assert run.wait(60) == 0

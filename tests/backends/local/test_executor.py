@@ -12,6 +12,7 @@ from bundle_project import GATED
 from executor_project import Project
 from mlpipe.evidence import models as m
 from mlpipe.evidence.store import Store
+from timing import limit
 
 pytestmark = pytest.mark.slow
 
@@ -192,7 +193,7 @@ def test_ctrl_c_mid_step_stops_the_step_and_records_the_run_interrupted(proj, tm
     gate = tmp_path / "gate"
     proc, step_pid = _start_held_run(proj, gate)
     proc.send_signal(signal.SIGINT)
-    _out, err = proc.communicate(timeout=60)
+    _out, err = proc.communicate(timeout=limit(60))
     assert proc.returncode != 0
     said = re.search(r"^error: interrupted; run (r-[0-9a-f]+) is recorded as interrupted$", err,
                      re.M)
@@ -209,7 +210,7 @@ def test_eight_concurrent_submits_on_one_store(tmp_path, store_url):
     procs = [proj.popen("submit", "chain.py", "--input", "left=left.txt", "--input",
                         "right=right.txt", "--param", f"factor={n % 3 + 2}",
                         "--max-parallel", "2") for n in range(8)]
-    outs = [p.communicate(timeout=300) for p in procs]
+    outs = [p.communicate(timeout=limit(300)) for p in procs]
     for p, (_out, err) in zip(procs, outs):
         assert p.returncode == (1 if GATED.search(err) else 0), err
         assert "locked" not in err

@@ -15,6 +15,7 @@ import pytest
 
 from mlpipe.backends.local.inputs import readable
 from mlpipe.errors import UsageError
+from timing import limit
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "hostile" / "ports.py"
 
@@ -30,7 +31,7 @@ def submit(project: Path, target: str, *args: str) -> subprocess.CompletedProces
     env = {k: v for k, v in os.environ.items() if k not in ("MLPIPE_STORE_URL", "MLPIPE_HOME")}
     return subprocess.run([sys.executable, "-m", "mlpipe.cli", "submit", f"ports.py:{target}",
                            *args], cwd=project, env=env, capture_output=True, text=True,
-                          timeout=60)
+                          timeout=limit(60))
 
 
 def refused(result: subprocess.CompletedProcess, first: str, hint: str, project: Path) -> None:
@@ -147,7 +148,7 @@ def test_a_zero_byte_store_file_is_an_empty_store(project):
     (project / "evidence" / "store.sqlite").write_bytes(b"")
     env = {k: v for k, v in os.environ.items() if k not in ("MLPIPE_STORE_URL", "MLPIPE_HOME")}
     listed = subprocess.run([sys.executable, "-m", "mlpipe.cli", "runs"], cwd=project, env=env,
-                            capture_output=True, text=True, timeout=60)
+                            capture_output=True, text=True, timeout=limit(60))
     assert (listed.returncode, listed.stdout.strip()) == (0, "no runs recorded yet")
     ran = submit(project, "scaled", "--input", "src=five.txt")
     assert ran.returncode == 0, ran.stderr
@@ -162,7 +163,7 @@ def test_a_link_inside_an_output_is_stored_as_the_file_it_names(project):
     env = {k: v for k, v in os.environ.items() if k not in ("MLPIPE_STORE_URL", "MLPIPE_HOME")}
     ran = subprocess.run([sys.executable, "-m", "mlpipe.cli", "submit", "links.py", "--input",
                           "src=five.txt", "--param", "how=inside"], cwd=project, env=env,
-                         capture_output=True, text=True, timeout=60)
+                         capture_output=True, text=True, timeout=limit(60))
     assert ran.returncode == 0, ran.stderr
     stored = [p for p in (project / "evidence" / "artifacts").rglob("*") if p.name == "b.txt"]
     assert len(stored) == 1
@@ -184,7 +185,7 @@ def test_a_link_out_of_an_output_or_a_special_file_fails_the_step(project, how, 
     env = {k: v for k, v in os.environ.items() if k not in ("MLPIPE_STORE_URL", "MLPIPE_HOME")}
     ran = subprocess.run([sys.executable, "-m", "mlpipe.cli", "submit", "links.py", "--input",
                           "src=five.txt", "--param", f"how={how}"], cwd=project, env=env,
-                         capture_output=True, text=True, timeout=60)
+                         capture_output=True, text=True, timeout=limit(60))
     assert ran.returncode == 1
     assert re.search(rf"^error: run r-[0-9a-f]+ failed: step 'make': output 'out' "
                      rf"{re.escape(said)}$", ran.stderr, re.M), ran.stderr

@@ -14,6 +14,7 @@ import pytest
 
 from executor_project import Project
 from mlpipe.backends.local.progress import Progress, last_line, log_tails
+from timing import limit
 
 pytestmark = pytest.mark.slow
 
@@ -56,7 +57,7 @@ def test_a_terminal_gets_a_live_view(tmp_path):
         if not chunk:
             break
         seen += chunk
-    assert child.wait(timeout=60) == 0, seen.decode(errors="replace")
+    assert child.wait(timeout=limit(60)) == 0, seen.decode(errors="replace")
     os.close(leader)
     text = seen.decode(errors="replace")
     assert "long_ranks" in text and re.search(r"rank 1: rank 1 epoch \d", text), text

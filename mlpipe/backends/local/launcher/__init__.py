@@ -44,6 +44,7 @@ class CoordinationFailed(DistributedError):
         self.result = result
         report = result.coordination
         assert report is not None  # raised only for a coordination report that failed
+        self.report = report
         super().__init__(
             report.failure_text(),
             hint="see the step's coordination records; a distributed step must divide its "

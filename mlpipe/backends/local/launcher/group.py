@@ -120,7 +120,7 @@ class ProcessGroup:
                         "the rank's log above shows why it failed", "exited")
             if all(self.procs[i].returncode == 0 for i in workers):
                 return None
-            if not rendezvous_done and now - last_probe > 0.2:
+            if not rendezvous_done and port is not None and now - last_probe > 0.2:
                 last_probe = now
                 rendezvous_done = self._probe_rendezvous(port)
             elapsed = now - started

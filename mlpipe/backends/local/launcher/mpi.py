@@ -60,6 +60,7 @@ def run_mpi(argv: list[str], layout: Plan, base: dict[str, str], cwd: str | Path
             per_rank[int(m.group(1))].append(_MPI_TAG.sub("", line))
     for rank, lines in per_rank.items():
         (logs / f"rank-{rank}.log").write_text("\n".join(lines) + "\n")
+    rank: int | None = None
     if failure is None and code != 0:
         m = re.search(r"Process name: \[\[\d+,\d+\],(\d+)\]", text)
         m2 = re.search(r"Exit code:\s*(-?\d+)", text)
