@@ -67,7 +67,7 @@ READ = [*CLI, "mlpipe.evidence", "mlpipe.evidence.storage", "mlpipe.evidence.sto
         "mlpipe.evidence.records.views", "mlpipe.evidence.reports",
         "mlpipe.evidence.reports.terminal", "mlpipe.digests"]
 #: A sealed bundle's findings are judged and rendered against the table of codes.
-FINDINGS = ["mlpipe.codes", "mlpipe.diagnostics", "mlpipe.evidence.records",
+FINDINGS = ["mlpipe.codes", "mlpipe.codes.*", "mlpipe.diagnostics", "mlpipe.evidence.records",
             "mlpipe.evidence.records.findings", "mlpipe.evidence.records.populations"]
 #: The mlpipe modules each read command may import (fnmatch patterns).
 MAY_IMPORT: dict[str, list[str]] = {
