@@ -22,6 +22,13 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "graph": ("mlpipe.graph", "mlpipe.drawing"),
     "checks": ("mlpipe.checks",),
     "runtime": ("mlpipe.runtime",),
+    # the evidence store's sub-packages, bottom to top; "evidence" is the package's face
+    "evidence.storage": ("mlpipe.evidence.storage",),
+    "evidence.signatures": ("mlpipe.evidence.signatures",),
+    "evidence.records": ("mlpipe.evidence.records",),
+    "evidence.bundles": ("mlpipe.evidence.bundles",),
+    "evidence.qualification": ("mlpipe.evidence.qualification",),
+    "evidence.reports": ("mlpipe.evidence.reports",),
     "evidence": ("mlpipe.evidence",),
     "backends.local": ("mlpipe.backends.local",),
     "backends.azure": ("mlpipe.backends.azure",),
@@ -31,7 +38,10 @@ LAYERS: dict[str, tuple[str, ...]] = {
 }
 
 _BELOW_DSL = {"base", "contracts", "spec"}
-_BELOW_BACKENDS = _BELOW_DSL | {"dsl", "graph", "checks", "runtime", "evidence"}
+#: The evidence sub-packages, bottom to top: each may import those before it.
+EVIDENCE = ("evidence.storage", "evidence.signatures", "evidence.records", "evidence.bundles",
+            "evidence.qualification", "evidence.reports", "evidence")
+_BELOW_BACKENDS = _BELOW_DSL | {"dsl", "graph", "checks", "runtime", *EVIDENCE}
 
 #: Layer -> the other layers it may import (its own is always allowed).
 MAY_IMPORT: dict[str, set[str]] = {
@@ -43,8 +53,9 @@ MAY_IMPORT: dict[str, set[str]] = {
     "checks": _BELOW_DSL | {"dsl", "graph"},
     # inside a step: the declarations and the contracts it validates, nothing that compiles
     "runtime": _BELOW_DSL,
-    # the store, bundles and verification know no graph, no check and no backend
-    "evidence": _BELOW_DSL,
+    # the store, bundles and verification know no graph, no check and no backend; inside,
+    # storage < signatures < records < bundles < qualification < reports < the package's face
+    **{layer: _BELOW_DSL | set(EVIDENCE[:i]) for i, layer in enumerate(EVIDENCE)},
     # side by side, never importing each other
     "backends.local": _BELOW_BACKENDS,
     "backends.azure": _BELOW_BACKENDS,
@@ -158,5 +169,6 @@ def test_a_back_edge_is_reported_even_inside_a_function(tmp_path):
 def test_the_two_backends_never_import_each_other():
     assert "backends.azure" not in MAY_IMPORT["backends.local"]
     assert "backends.local" not in MAY_IMPORT["backends.azure"]
-    assert not MAY_IMPORT["evidence"] & {"backends.local", "backends.azure", "graph", "checks"}
+    for layer in EVIDENCE:
+        assert not MAY_IMPORT[layer] & {"backends.local", "backends.azure", "graph", "checks"}
     assert MAY_IMPORT["runtime"] <= {"base", "contracts", "spec"}

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,12 @@ from mlpipe.errors import UsageError
 from mlpipe.evidence.records.checkresults import stored_checks
 from mlpipe.evidence.records.findings import find, own_findings
 from mlpipe.evidence.storage import models as m
-from mlpipe.evidence.storage.roots import ArtifactRoots, configured
+from mlpipe.evidence.storage.located import (
+    artifact_path,
+    remote,
+    roots_or_configured,
+)
+from mlpipe.evidence.storage.roots import ArtifactRoots
 from mlpipe.version import __version__
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -63,18 +67,6 @@ def files_of(location: str) -> list[tuple[str, str]]:
     return sorted(found)
 
 
-def remote(location: str | None) -> bool:
-    """Whether ``location`` names storage elsewhere (a URI: ``azureml://...``, ``https://...``)
-    rather than a path on this machine.
-
-    Example:
-        >>> remote("azureml://datastores/workspaceblobstore/paths/azureml/j1/model/")
-        True
-    """
-    return bool(location) and _URI.match(location) is not None
-
-
-_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 #: Who took an artifact's content digest (the bundle's ``artifacts[].digest_by``).
 BY_MLPIPE, BY_STEP_RUNTIME = "mlpipe", "step-runtime"
 
@@ -91,7 +83,7 @@ def subject(model: m.Artifact, label: str, roots: ArtifactRoots | None = None
     Raises:
         UsageError: no root holds the model's files any more.
     """
-    here = model.location if remote(model.location) else _local(model, roots)
+    here = model.location if remote(model.location) else artifact_path(model, roots)
     if (here is None or not os.path.exists(here)) and model.files:
         return [{"name": f"{label}/{f['name']}",
                  "digest": {"sha256": f["sha256"], "blake3": f["blake3"]}}
@@ -99,39 +91,14 @@ def subject(model: m.Artifact, label: str, roots: ArtifactRoots | None = None
     if is_reference(model.digest) or (remote(model.location) and model.files is None):
         return []  # nothing here to hash, and no file digests recorded: unknown
     if here is None or not os.path.exists(here):
-        key = _roots(roots).key_for(model.location, model.digest)
-        where = model.location if key is None else _roots(roots).where(key)
+        key = roots_or_configured(roots).key_for(model.location, model.digest)
+        where = model.location if key is None else roots_or_configured(roots).where(key)
         raise UsageError(f"the model artifact {model.digest} is no longer at {where}, "
                          f"so its files cannot be named in a new bundle",
                          hint="restore the artifact store, or verify the sealed bundle with "
                               "`mlpipe evidence CANDIDATE --verify`")
     return [{"name": f"{label}/{rel}", "digest": file_digests(path)}
             for rel, path in files_of(here)]
-
-
-def model_path(candidate: m.CandidateRow, roots: ArtifactRoots | None = None) -> str | None:
-    """Where the candidate's model files are read here, or None (remote, only a reference, or
-    gone)."""
-    model = candidate.model
-    if remote(model.location) and not getattr(model, "key", None):
-        return None
-    if is_reference(model.digest):
-        return None
-    here = _local(model, roots)
-    return here if here is not None and os.path.exists(here) else None
-
-
-def _roots(roots: ArtifactRoots | None) -> ArtifactRoots:
-    return roots if roots is not None else configured()
-
-
-def _local(a: m.Artifact, roots: ArtifactRoots | None) -> str | None:
-    """Where an artifact's bytes are read here (``ArtifactRoots.local``)."""
-    key = getattr(a, "key", None)
-    if key:
-        found = _roots(roots).resolve(key, a.digest)
-        return None if found is None else str(found)
-    return _roots(roots).local(a.location, a.digest)
 
 
 def _artifact(a: m.Artifact) -> dict[str, Any]:
@@ -303,9 +270,15 @@ def _productions(s: Session, candidate: m.CandidateRow, roots: ArtifactRoots | N
             for run in runs]
 
 
-def _promotions(s: Session, candidate: m.CandidateRow) -> list[dict[str, Any]]:
-    from mlpipe.evidence.qualification.promotion import promotion_entry
+def promotion_entry(p: m.Promotion) -> dict[str, Any]:
+    """A recorded promotion as the bundle (and ``mlpipe trace``) names it."""
+    return {"registry": p.registry_kind, "target": p.target, "name": p.name, "version": p.version,
+            "alias": p.alias, "uri": p.uri, "bundle": p.bundle_digest, "model": p.model_digest,
+            "by": p.promoted_by, "promoted_at": p.promoted_at.isoformat(),
+            "tags": dict(sorted(p.tags.items()))}
 
+
+def _promotions(s: Session, candidate: m.CandidateRow) -> list[dict[str, Any]]:
     return [promotion_entry(p) for p in s.scalars(
         select(m.Promotion).where(m.Promotion.candidate_id == candidate.id)
         .order_by(m.Promotion.promoted_at, m.Promotion.id))]
@@ -335,7 +308,7 @@ def _predicate(s: Session, candidate: m.CandidateRow, run: m.Run,
     report = None
     if evaluation is not None:
         here = (None if remote(evaluation.location) or is_reference(evaluation.digest)
-                else _local(evaluation, roots))
+                else artifact_path(evaluation, roots))
         report = {"digest": evaluation.digest, "location": evaluation.location,
                   **_report(here)}
     checks = stored_checks(s, run.id)
@@ -419,5 +392,5 @@ def build(s: Session, candidate: m.CandidateRow, *, hash_model: bool = True,
             "predicateType": PREDICATE_TYPE, "predicate": predicate}
 
 
-__all__ = ["PREDICATE_TYPE", "STATEMENT_TYPE", "build", "file_digests", "files_of",
-           "find_candidate", "model_path", "remote", "subject"]
+__all__ = ["PREDICATE_TYPE", "STATEMENT_TYPE", "build", "decision_entry", "file_digests",
+           "files_of", "find_candidate", "promotion_entry", "subject"]

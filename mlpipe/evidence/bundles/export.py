@@ -40,9 +40,10 @@ def export(url: str, ref: str, folder: str | os.PathLike[str]) -> Exported:
         >>> sorted(export(url, "c-3f9a", "out/c-3f9a").files)[:2]
         ['bundle.dsse.json', 'bundle.json']
     """
-    from mlpipe.evidence.bundles.bundle import find_candidate, model_path
+    from mlpipe.evidence.bundles.bundle import find_candidate
     from mlpipe.evidence.bundles.seal import seal
     from mlpipe.evidence.signatures.signing import bundle_envelopes, decisions_of, model_signature
+    from mlpipe.evidence.storage.located import model_path
     from mlpipe.evidence.storage.store import Store
 
     target = Path(folder)

@@ -34,11 +34,12 @@ from mlpipe.diagnostics import Code
 from mlpipe.digests import digest_bytes, is_reference, sha256_file
 from mlpipe.digests.snapshot import snapshot
 from mlpipe.errors import StoreError
-from mlpipe.evidence.bundles.bundle import build, remote
+from mlpipe.evidence.bundles.bundle import build
 from mlpipe.evidence.bundles.compare import differences
 from mlpipe.evidence.bundles.seal import chain, load_sealed, unsealed
 from mlpipe.evidence.signatures.trust import Trust
 from mlpipe.evidence.storage import models as m
+from mlpipe.evidence.storage.located import remote
 from mlpipe.evidence.storage.roots import ArtifactRoots, configured, input_key
 
 #: ``fetch(statement, artifact)``: the local path of a remote artifact's bytes, brought here

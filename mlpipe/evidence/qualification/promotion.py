@@ -107,7 +107,8 @@ def gate(url: str, ref: str, policy: Policy | None = None) -> Gate:
         >>> gate(url, "c-3f9a").cited
         'sha256:...'
     """
-    from mlpipe.evidence.bundles.bundle import find_candidate, model_path
+    from mlpipe.evidence.bundles.bundle import find_candidate
+    from mlpipe.evidence.storage.located import model_path
     from mlpipe.evidence.storage.store import Store
 
     store = Store.open(url, create=False)
@@ -362,13 +363,5 @@ def record(url: str, g: Gate, reg: Registered, *, by: str | None = None,
         store.close()
 
 
-def promotion_entry(p: Any) -> dict[str, Any]:
-    """A recorded promotion as the bundle names it."""
-    return {"registry": p.registry_kind, "target": p.target, "name": p.name, "version": p.version,
-            "alias": p.alias, "uri": p.uri, "bundle": p.bundle_digest, "model": p.model_digest,
-            "by": p.promoted_by, "promoted_at": p.promoted_at.isoformat(),
-            "tags": dict(sorted(p.tags.items()))}
-
-
 __all__ = ["TAG_PREFIX", "Gate", "Promoted", "PromotionRefused", "Registered", "gate",
-           "lineage", "promotion_entry", "record", "signature_bytes"]
+           "lineage", "record", "signature_bytes"]

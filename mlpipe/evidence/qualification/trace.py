@@ -161,7 +161,7 @@ def trace(url: str, ref: str, fetch: Fetch) -> Traced:
         'c-3f9a0c1b22'
     """
     from mlpipe.digests import output_digests
-    from mlpipe.evidence.qualification.promotion import promotion_entry
+    from mlpipe.evidence.bundles.bundle import promotion_entry
     from mlpipe.evidence.storage import models as m
     from mlpipe.evidence.storage.store import Store
 

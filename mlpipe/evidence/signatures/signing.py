@@ -109,7 +109,7 @@ def sign_model_once(s: Session, candidate: m.CandidateRow, key: Signer, now: dat
     """Sign the candidate's model with OpenSSF Model Signing, once, when ``key`` is a configured
     key file (not the local first-use identity, not a Key Vault key: the library signs with a
     key file) and the model's files are here; the bundle then names the signature."""
-    from mlpipe.evidence.bundles.bundle import model_path
+    from mlpipe.evidence.storage.located import model_path
 
     path = getattr(key, "path", None)
     if path is None or getattr(key, "local_identity", False) or model_signature(
