@@ -1,22 +1,49 @@
 """The records the read commands answer with: runs, step runs, candidates and what they hold,
 with ``models``' attribute names, read from plain SQL by ``reader.Reader``.
 
-Plain dataclasses; their related records are read through the ``Reader`` on first use. Imports
-neither SQLAlchemy nor ``models`` (docs/performance.md: a command that reads stays light).
+Plain dataclasses; their related records are read through the ``Reader`` (``Related``) on
+first use. Imports neither SQLAlchemy nor ``models`` (docs/performance.md: a command that
+reads stays light).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from mlpipe.evidence.records.reader import Reader
+from typing import Any, Protocol
 
 #: Statuses, as in ``models`` (which this module must not import).
 RUNNING, SUCCEEDED, FAILED, INTERRUPTED = "running", "succeeded", "failed", "interrupted"
 EXECUTED, REUSED, SKIPPED = "executed", "reused", "skipped"
+
+
+class Related(Protocol):
+    """What a record reads its related records through on first use: ``reader.Reader``
+    (named here by its methods, so that the reader may import this module)."""
+
+    def get_run(self, run_id: str) -> Run | None:
+        """The run ``run_id``."""
+        ...
+
+    def run_inputs(self, run_id: str) -> list[RunInput]:
+        """A run's named inputs."""
+        ...
+
+    def code_revision(self, revision_id: int) -> CodeRevision | None:
+        """A recorded code revision."""
+        ...
+
+    def step_run(self, step_run_id: str) -> StepRun | None:
+        """The step run ``step_run_id``."""
+        ...
+
+    def step_artifacts(self, step_run_ids: list[str]) -> dict[str, list[StepArtifact]]:
+        """The artifacts of each step run."""
+        ...
+
+    def step_metrics(self, step_run_ids: list[str]) -> dict[str, list[Metric]]:
+        """The metrics of each step run."""
+        ...
 
 
 @dataclass(eq=False)
@@ -112,7 +139,7 @@ class Run:
     code_revision_id: int | None
     options: dict[str, Any]
     message: str | None
-    reader: Reader = field(repr=False)
+    reader: Related = field(repr=False)
 
     @cached_property
     def inputs(self) -> list[RunInput]:
@@ -149,7 +176,7 @@ class StepRun:
     message: str | None
     component: Component
     environment: Environment | None
-    reader: Reader = field(repr=False)
+    reader: Related = field(repr=False)
     #: the interpreter that ran it (``models.StepRun.interpreter``), None where none did
     interpreter: dict[str, Any] | None = None
 
@@ -207,5 +234,5 @@ class Candidate:
 
 
 __all__ = ["EXECUTED", "FAILED", "INTERRUPTED", "REUSED", "RUNNING", "SKIPPED", "SUCCEEDED",
-           "Artifact", "Candidate", "CodeRevision", "Component", "Environment", "Metric", "Run",
-           "RunInput", "Snapshot", "StepArtifact", "StepRun"]
+           "Artifact", "Candidate", "CodeRevision", "Component", "Environment", "Metric",
+           "Related", "Run", "RunInput", "Snapshot", "StepArtifact", "StepRun"]

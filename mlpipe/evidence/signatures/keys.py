@@ -2,9 +2,9 @@
 the key that signs, naming a public key by its key id, and checking a signature.
 
 Knows no store and no envelope (``dsse`` does); which key signs is configuration's
-(``config.locate().signing_key``); a Key Vault key signs in the vault (``keyvault``). ECDSA
-P-256 because it is the one curve all three consumers take: DSSE verifiers, OpenSSF Model
-Signing (EC keys only) and Azure Key Vault (``ES256``).
+(``config.locate().signing_key``, loaded by ``signing.signer_for``); a Key Vault key signs in
+the vault (``keyvault``). ECDSA P-256 because it is the one curve all three consumers take:
+DSSE verifiers, OpenSSF Model Signing (EC keys only) and Azure Key Vault (``ES256``).
 """
 from __future__ import annotations
 
@@ -315,25 +315,6 @@ def _ecdsa_sha256():  # -> ec.ECDSA
     return _VerifyingECDSA()
 
 
-def signer_for(spec: str | None, home: Path) -> Signer | None:
-    """The key ``spec`` names: a PEM file's path, a Key Vault key id (``https://...``, signing
-    in the vault), ``none`` (nothing signs), or None (nothing configured: this home's local
-    key, generated on first use).
-
-    Raises:
-        UsageError: the key cannot be loaded.
-    """
-    if spec is None:
-        return first_use_key(home)
-    if spec.strip().lower() == NO_KEY:
-        return None
-    if spec.startswith("https://"):
-        from mlpipe.evidence.signatures.keyvault import KeyVaultKey
-
-        return KeyVaultKey.open(spec)
-    return load_private(Path(spec).expanduser())
-
-
 __all__ = ["LOCAL_KEY", "NO_KEY", "LocalKey", "Signer", "first_use_key", "generate",
            "keyid_of", "load_private", "load_public", "normal_pem", "public_path",
-           "signer_for", "valid"]
+           "valid"]

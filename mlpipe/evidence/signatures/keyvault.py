@@ -2,7 +2,7 @@
 digest in the vault (the private key never leaves it); the public half is read once, for the
 key id and the envelopes' verifiers.
 
-Signs only; which key is configured is ``keys.signer_for``'s. Imported only when a key id
+Signs only; which key is configured is ``signing.signer_for``'s. Imported only when a key id
 (``https://VAULT.vault.azure.net/keys/NAME[/VERSION]``) is configured.
 """
 from __future__ import annotations

@@ -7,13 +7,14 @@ does) and builds no statement (``seal``, ``review`` and ``modelsig`` do).
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 
 from sqlalchemy.orm import Session
 
 from mlpipe.codes import BUNDLE_UNSIGNED
 from mlpipe.errors import MlpipeError
-from mlpipe.evidence.signatures import dsse
-from mlpipe.evidence.signatures.keys import Signer, signer_for
+from mlpipe.evidence.signatures import dsse, keys
+from mlpipe.evidence.signatures.keys import Signer
 from mlpipe.evidence.storage import models as m
 
 _CONFIGURED: dict[tuple[str | None, str], Signer | None] = {}
@@ -34,6 +35,25 @@ def configured_signer() -> Signer | None:
     if cache_key not in _CONFIGURED:
         _CONFIGURED[cache_key] = signer_for(where.signing_key, where.home)
     return _CONFIGURED[cache_key]
+
+
+def signer_for(spec: str | None, home: Path) -> Signer | None:
+    """The key ``spec`` names: a PEM file's path, a Key Vault key id (``https://...``, signing
+    in the vault), ``none`` (nothing signs), or None (nothing configured: this home's local
+    key, generated on first use).
+
+    Raises:
+        UsageError: the key cannot be loaded.
+    """
+    if spec is None:
+        return keys.first_use_key(home)
+    if spec.strip().lower() == keys.NO_KEY:
+        return None
+    if spec.startswith("https://"):
+        from mlpipe.evidence.signatures.keyvault import KeyVaultKey
+
+        return KeyVaultKey.open(spec)
+    return keys.load_private(Path(spec).expanduser())
 
 
 def sign_bundle(s: Session, digest: str, content: bytes, signer: Signer, now: datetime) -> None:
@@ -141,4 +161,4 @@ def model_signature(s: Session, candidate_id: str) -> m.ModelSignature | None:
 
 
 __all__ = ["Unsigned", "bundle_envelopes", "configured_signer", "decisions_of", "model_signature",
-           "sign_bundle", "sign_model_once", "stored_envelope", "submitters"]
+           "sign_bundle", "sign_model_once", "signer_for", "stored_envelope", "submitters"]

@@ -7,7 +7,8 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from sqlalchemy.exc import DBAPIError
 
@@ -15,8 +16,6 @@ from mlpipe.errors import StoreError
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
-
-    from mlpipe.evidence.storage.store import Store
 
 T = TypeVar("T")
 #: PostgreSQL's SQLSTATEs for "run the transaction again": serialization_failure,
@@ -47,7 +46,16 @@ def contended(store_url: str, why: str) -> StoreError:
                            "one again when it has finished")
 
 
-def transact(store: Store, work: Callable[[Session], T], *, tries: int = TRIES) -> T:
+class Sessions(Protocol):
+    """What ``transact`` runs work in: ``store.Store`` (named here by its one method, so that
+    the store may import this module)."""
+
+    def session(self) -> AbstractContextManager[Session]:
+        """A session whose work is committed on exit."""
+        ...
+
+
+def transact(store: Sessions, work: Callable[[Session], T], *, tries: int = TRIES) -> T:
     """``work`` run in one session and committed; run again (after a short, growing, jittered
     pause) when the database aborted it for contention.
 
@@ -70,4 +78,4 @@ def transact(store: Store, work: Callable[[Session], T], *, tries: int = TRIES) 
     raise AssertionError("unreachable")
 
 
-__all__ = ["RETRY_SQLSTATES", "TRIES", "contended", "is_contention", "transact"]
+__all__ = ["RETRY_SQLSTATES", "TRIES", "Sessions", "contended", "is_contention", "transact"]
