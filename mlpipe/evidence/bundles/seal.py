@@ -17,9 +17,12 @@ from sqlalchemy.orm import Session
 from mlpipe.codes import BUNDLE_CHAIN_MISSING
 from mlpipe.digests import canonical_json, digest_bytes
 from mlpipe.errors import MlpipeError, StoreError
-from mlpipe.evidence.bundles.bundle import build
+from mlpipe.evidence.bundles.bundle import build, find_candidate
+from mlpipe.evidence.bundles.compare import differences
+from mlpipe.evidence.records.fastpath import read_sealed
+from mlpipe.evidence.signatures.signing import configured_signer, sign_bundle, sign_model_once
 from mlpipe.evidence.storage import models as m
-from mlpipe.evidence.storage.store import utcnow
+from mlpipe.evidence.storage.store import Store, utcnow
 
 SCHEMA_PATH = Path(__file__).with_name("bundle.schema.json")
 #: Fields sealing adds to the predicate; everything else is rebuilt from the store.
@@ -161,7 +164,6 @@ def seal(s: Session, candidate: m.CandidateRow, *, now: datetime | None = None,
         >>> sealed.digest.startswith("sha256:")
         True
     """
-    from mlpipe.evidence.bundles.compare import differences
 
     # One bundle per state of the store, however many seal at once: the candidate's row is
     # locked (PostgreSQL: FOR UPDATE; SQLite: every session holds the write lock, BEGIN
@@ -169,7 +171,6 @@ def seal(s: Session, candidate: m.CandidateRow, *, now: datetime | None = None,
     s.execute(select(m.CandidateRow.id).where(m.CandidateRow.id == candidate.id)
               .with_for_update())
     before = latest(s, candidate.id)
-    from mlpipe.evidence.signatures.signing import configured_signer, sign_bundle, sign_model_once
 
     key = configured_signer() if signer is CONFIGURED else signer
     if signer is CONFIGURED and key is not None:
@@ -225,9 +226,6 @@ def sealed_bundle(url: str, ref: str, *, rebuild: bool = False,
         >>> sealed_bundle(locate().url, "c-3f9a").digest[:7]
         'sha256:'
     """
-    from mlpipe.evidence.bundles.bundle import find_candidate
-    from mlpipe.evidence.records.fastpath import read_sealed
-    from mlpipe.evidence.storage.store import Store
 
     if not rebuild:
         found = read_sealed(url, ref)

@@ -34,13 +34,21 @@ from mlpipe.diagnostics import Code
 from mlpipe.digests import digest_bytes, is_reference, sha256_file
 from mlpipe.digests.snapshot import snapshot
 from mlpipe.errors import StoreError
-from mlpipe.evidence.bundles.bundle import build
+from mlpipe.evidence.bundles.bundle import build, find_candidate
 from mlpipe.evidence.bundles.compare import differences
 from mlpipe.evidence.bundles.seal import chain, load_sealed, unsealed
-from mlpipe.evidence.signatures.trust import Trust
+from mlpipe.evidence.signatures.modelsig import check, signature_keyid
+from mlpipe.evidence.signatures.signing import (
+    bundle_envelopes,
+    decisions_of,
+    model_signature,
+    submitters,
+)
+from mlpipe.evidence.signatures.trust import SEAL, Trust, judge_bundles, judge_decisions
 from mlpipe.evidence.storage import models as m
 from mlpipe.evidence.storage.located import remote
 from mlpipe.evidence.storage.roots import ArtifactRoots, configured, input_key
+from mlpipe.evidence.storage.store import Store
 
 #: ``fetch(statement, artifact)``: the local path of a remote artifact's bytes, brought here
 #: (None when its storage has nothing there); raises for what stops every download
@@ -279,9 +287,6 @@ def _check_decisions(candidate: m.CandidateRow, rows: list[m.BundleRow],
 
 def _check_trust(s: Session, candidate: m.CandidateRow, rows: list[m.BundleRow],
                  decisions: list[dict[str, Any]], trust: Trust, out: Verification) -> None:
-    from mlpipe.evidence.signatures.signing import bundle_envelopes, submitters
-    from mlpipe.evidence.signatures.trust import judge_bundles, judge_decisions
-
     out.trust = trust.cited()
     envelopes = bundle_envelopes(s, [r.digest for r in rows])
     out.findings += judge_bundles(trust, [(r.digest, bytes(r.content), envelopes.get(r.digest))
@@ -315,7 +320,6 @@ def verify(s: Session, candidate: m.CandidateRow, *, fetch: Fetch | None = None,
     if not rows:
         _chain_missing(s, candidate, out)
         return out
-    from mlpipe.evidence.signatures.signing import decisions_of
 
     statement = _check_chain(rows, out)
     decisions = decisions_of(s, candidate.id)   # read once: cited, and judged under trust
@@ -408,9 +412,6 @@ def _check_model_signature(s: Session, candidate: m.CandidateRow, statement: dic
                            trust: Trust, out: Verification) -> None:
     """The model signature the sealed bundle names: stored, by a key that may seal, and its
     signed manifest the model's files as re-hashed here (MP738, MP739)."""
-    from mlpipe.evidence.signatures.modelsig import check, signature_keyid
-    from mlpipe.evidence.signatures.signing import model_signature
-    from mlpipe.evidence.signatures.trust import SEAL
 
     named = statement["predicate"].get("model_signature")
     if named is None:
@@ -494,8 +495,6 @@ def verify_bundle(url: str, ref: str, *, fetch: Fetch | None = None,
         UsageError: no candidate, or more than one, matches ``ref``.
         StoreError: the store cannot be opened.
     """
-    from mlpipe.evidence.bundles.bundle import find_candidate
-    from mlpipe.evidence.storage.store import Store
 
     store = Store.open(url, create=False)
     try:

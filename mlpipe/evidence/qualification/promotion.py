@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -23,11 +23,17 @@ from mlpipe.codes import (
 )
 from mlpipe.digests import digest_of
 from mlpipe.errors import MlpipeError, StoreError, UsageError
-from mlpipe.evidence.qualification.policy import Policy
-
-if TYPE_CHECKING:
-    from mlpipe.evidence.qualification.claims import Claim
-    from mlpipe.evidence.storage import models as m
+from mlpipe.evidence.bundles.bundle import build, decision_entry, find_candidate
+from mlpipe.evidence.bundles.compare import differences
+from mlpipe.evidence.bundles.seal import canonical, load_sealed, seal
+from mlpipe.evidence.bundles.verify import verify_bundle
+from mlpipe.evidence.qualification.claims import Claim, drop
+from mlpipe.evidence.qualification.policy import Policy, judge, load_policy
+from mlpipe.evidence.signatures.signing import model_signature
+from mlpipe.evidence.storage import models as m
+from mlpipe.evidence.storage.contention import transact
+from mlpipe.evidence.storage.located import model_path
+from mlpipe.evidence.storage.store import Store, utcnow
 
 #: Where the lineage tags live in a registry: every key starts with this.
 TAG_PREFIX = "mlpipe."
@@ -107,9 +113,6 @@ def gate(url: str, ref: str, policy: Policy | None = None) -> Gate:
         >>> gate(url, "c-3f9a").cited
         'sha256:...'
     """
-    from mlpipe.evidence.bundles.bundle import find_candidate
-    from mlpipe.evidence.storage.located import model_path
-    from mlpipe.evidence.storage.store import Store
 
     store = Store.open(url, create=False)
     try:
@@ -135,8 +138,6 @@ def gate(url: str, ref: str, policy: Policy | None = None) -> Gate:
 
 def _accepted_decision(s: Session, cid: str) -> tuple[m.Decision, dict[str, Any]]:
     """The candidate's newest decision and its bundle entry, when it accepts (MP750, MP751)."""
-    from mlpipe.evidence.bundles.bundle import decision_entry
-    from mlpipe.evidence.storage import models as m
 
     decisions = list(s.scalars(select(m.Decision).where(m.Decision.candidate_id == cid)
                                .order_by(m.Decision.decided_at, m.Decision.id)))
@@ -161,10 +162,6 @@ def _still_current(s: Session, cand: m.CandidateRow, last: m.Decision
                    ) -> tuple[m.BundleRow, dict[str, Any]]:
     """The sealed bundle the accepted decision cites, and its statement, when the store and the
     model's files still say what it says (MP752)."""
-    from mlpipe.evidence.bundles.bundle import build
-    from mlpipe.evidence.bundles.compare import differences
-    from mlpipe.evidence.bundles.seal import canonical, load_sealed
-    from mlpipe.evidence.storage import models as m
 
     cid = cand.id
     row = s.get(m.BundleRow, last.bundle_digest)
@@ -194,8 +191,6 @@ def _still_current(s: Session, cand: m.CandidateRow, last: m.Decision
 
 def signature_bytes(url: str, candidate: str) -> bytes | None:
     """The candidate's stored model signature (OpenSSF Model Signing), or None: unsigned."""
-    from mlpipe.evidence.signatures.signing import model_signature
-    from mlpipe.evidence.storage.store import Store
 
     store = Store.open(url, create=False)
     try:
@@ -207,8 +202,6 @@ def signature_bytes(url: str, candidate: str) -> bytes | None:
 
 
 def _cited_policy(cid: str, entry: dict[str, Any], given: Policy | None) -> Policy:
-    from mlpipe.evidence.qualification.policy import load_policy
-
     cited = entry.get("policy")
     if cited is None:
         raise PromotionRefused(
@@ -239,12 +232,8 @@ def _cited_policy(cid: str, entry: dict[str, Any], given: Policy | None) -> Poli
 
 
 def _judge(url: str, g: Gate) -> None:
-    from mlpipe.evidence.qualification.policy import judge
-
     verification = None
     if g.policy.verify is not None:
-        from mlpipe.evidence.bundles.verify import verify_bundle
-
         verification = verify_bundle(url, g.candidate).to_dict()
     q = judge(g.policy, g.statement, g.cited, verification)
     if not q.passed:
@@ -323,11 +312,6 @@ def record(url: str, g: Gate, reg: Registered, *, by: str | None = None,
     Raises:
         StoreError: the registry version is recorded as another candidate's promotion.
     """
-    from mlpipe.evidence.bundles.seal import seal
-    from mlpipe.evidence.qualification.claims import drop
-    from mlpipe.evidence.storage import models as m
-    from mlpipe.evidence.storage.contention import transact
-    from mlpipe.evidence.storage.store import Store, utcnow
 
     def work(s: Session) -> Promoted:
         # the candidate's row first (as review and seal lock it), then the promotion's row
