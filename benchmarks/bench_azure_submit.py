@@ -87,7 +87,7 @@ def measure(n: int, folder: Path, loopback: dict) -> dict:
     from mlpipe.backends.azure.service import MLClientService
     from mlpipe.backends.azure.submit import submit_to_azure
     from mlpipe.backends.azure.workspace import Workspace
-    from mlpipe.evidence.store import Store
+    from mlpipe.evidence.storage.store import Store
     from mlpipe.loader import load_spec
 
     (folder / f"benchflow{n}.py").write_text(textwrap.dedent(PIPELINE.format(n=n)))

@@ -104,8 +104,8 @@ def _fill(url: str, step_runs: int) -> None:
     """Bulk-insert ``step_runs`` step runs of 4-step runs, with their rows around them."""
     from sqlalchemy import insert
 
-    from mlpipe.evidence import models as m
-    from mlpipe.evidence.store import Store
+    from mlpipe.evidence.storage import models as m
+    from mlpipe.evidence.storage.store import Store
 
     store = Store.open(url)
     t0 = datetime(2026, 1, 1)

@@ -243,14 +243,14 @@ def bench_snapshot(root: Path, big_mib: int, small: int, repeat: int, goals: Goa
 def bench_queries(root: Path, n_steps: int, goals: Goals) -> None:
     from sqlalchemy import insert
 
-    from mlpipe.evidence import models as m
-    from mlpipe.evidence.queries import (
+    from mlpipe.evidence.records.queries import (
         candidate_story,
         candidates_on_snapshot,
         pipeline_runs,
         runs_reusing,
     )
-    from mlpipe.evidence.store import Store, utcnow
+    from mlpipe.evidence.storage import models as m
+    from mlpipe.evidence.storage.store import Store, utcnow
 
     store = Store.open(f"sqlite:///{root / 'q.sqlite'}")
     per_run = 10

@@ -26,7 +26,7 @@ from goals import Goals
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mlpipe.digests.snapshot import StatCache, snapshot
-from mlpipe.evidence.roots import ArtifactRoots, FolderRoot, key_of
+from mlpipe.evidence.storage.roots import ArtifactRoots, FolderRoot, key_of
 
 
 def _artifact(folder: Path, files: int) -> None:

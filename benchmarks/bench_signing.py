@@ -64,7 +64,7 @@ def main() -> None:
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     from bundle_project import BundleProject
 
-    from mlpipe.evidence import keys
+    from mlpipe.evidence.signatures import keys
 
     with tempfile.TemporaryDirectory() as tmp:
         projects = {}

@@ -162,29 +162,3 @@ def render_text(diagnostics: list[Diagnostic]) -> str:
 
 def render_json(diagnostics: list[Diagnostic]) -> str:
     return json.dumps([d.to_json() for d in sorted(diagnostics, key=sort_key)], indent=2)
-
-
-def explain(code_or_name: str) -> str:
-    """The documentation of one published code (``mlpipe check --explain``): its heading,
-    severity and summary, then its docs/checks.md section (What / Why / Example / Fix).
-
-    Raises:
-        KeyError: no published code has that code or name.
-
-    Example:
-        >>> print(explain("MP301"))  # doctest: +ELLIPSIS
-        MP301 artifact-kind-mismatch (error)
-        ...
-    """
-    from importlib.resources import files
-
-    from mlpipe.codes import CODES, named  # the table imports this module: asked at call time
-
-    wanted = code_or_name.strip()
-    entry = CODES.get(wanted.upper()) or named(wanted.lower())
-    text = files("mlpipe").joinpath("codes.md").read_text(encoding="utf-8")
-    found = re.search(rf"^## {entry.code} {re.escape(entry.name)}\n(.*?)(?=^## |\Z)", text,
-                      re.S | re.M)
-    body = found.group(1).strip() if found else "(no documentation: see docs/checks.md)"
-    return (f"{entry.code} {entry.name} ({entry.severity.value})\n{entry.summary}\n\n"
-            f"{body}\n")

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CEILING_FILE = ROOT / ".duplicates-ceiling"
 PACKAGE = "mlpipe"
 #: A migration is history (a landed revision is never edited): its pairs are not counted.
-MIGRATIONS = "evidence/migrations/"
+MIGRATIONS = "evidence/storage/migrations/"
 _ROW = re.compile(r"^D\d+ (?P<a>\S+):\d+-\d+ ~ (?P<b>\S+):\d+-\d+")
 
 

@@ -68,7 +68,7 @@ class BundleProject:
         bundle = json.loads(done.stdout)
         # the findings gate: exit 1 exactly when the bundle carries an error-severity finding
         # (compile-time, run-time or evidence: findings.every_finding)
-        from mlpipe.evidence.findings import every_finding
+        from mlpipe.evidence.records.findings import every_finding
 
         errors = [f for f in every_finding(bundle["predicate"]) if f["severity"] == "error"]
         assert done.returncode == (1 if errors else 0), done.stderr

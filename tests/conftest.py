@@ -77,7 +77,7 @@ def azureml_project(tmp_path_factory):
 def _not_under_ci(monkeypatch):
     """The suite records no CI provenance, whichever CI runs it (tests that want some set the
     variables themselves)."""
-    from mlpipe.evidence.ci import PROVIDERS
+    from mlpipe.evidence.storage.ci import PROVIDERS
 
     for flag, _ in PROVIDERS:
         monkeypatch.delenv(flag, raising=False)

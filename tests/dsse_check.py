@@ -1,10 +1,10 @@
 """Checking mlpipe's DSSE envelopes with securesystemslib, an implementation independent of
-mlpipe's own (``mlpipe.evidence.dsse``), as a GRC tool or a deployment gate would."""
+mlpipe's own (``mlpipe.evidence.signatures.dsse``), as a GRC tool or a deployment gate would."""
 from __future__ import annotations
 
 import json
 
-from mlpipe.evidence import keys
+from mlpipe.evidence.signatures import keys
 
 
 def sslib_verify(envelope: bytes, public_pem: bytes) -> bytes:

@@ -63,7 +63,7 @@ def test_warnings_alone_exit_0():
     ("fixtures/checks/mp301.py:bad", "error", 1),    # one error
 ])
 def test_fail_on_is_the_rule_submit_gates_on(target, fail_on, code):
-    from mlpipe.evidence.gate import FAILING
+    from mlpipe.evidence.qualification.gate import FAILING
 
     result = run(["check", target, "--fail-on", fail_on, "--format", "json"], cwd=TESTS)
     severities = {d["severity"] for d in json.loads(result.output)}

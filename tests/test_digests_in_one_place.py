@@ -31,7 +31,7 @@ ALLOWED: dict[str, str] = {
     "secret.py": "an HMAC-SHA256 keyed by the store's secret key over a secret's value "
                  "(secret:hmac-sha256:): a keyed hash that stands for a secret, no content "
                  "digest; it must never be computable without the key",
-    "evidence/keyvault.py": "the ES256 pre-hash: Key Vault's sign() takes the SHA-256 of the "
+    "evidence/signatures/keyvault.py": "the ES256 pre-hash: Key Vault's sign() takes the SHA-256 of the "
                             "message, not the message, so it is part of the signature "
                             "algorithm (as cryptography hashes inside sign() for a local key), "
                             "no content digest mlpipe stores or compares",

@@ -87,10 +87,10 @@ def _modules() -> set[str]:
     """Every module under mlpipe/ as the map names it: a package by its folder (``evidence/``),
     a module by its file; Alembic's revision scripts are one entry."""
     package = ROOT / "mlpipe"
-    found = {"evidence/migrations/versions/"}
+    found = {"evidence/storage/migrations/versions/"}
     for path in package.rglob("*.py"):
         rel = path.relative_to(package)
-        if rel.parts[:3] == ("evidence", "migrations", "versions"):
+        if rel.parts[:4] == ("evidence", "storage", "migrations", "versions"):
             continue
         if path.name == "__init__.py":
             found.add("__init__.py" if rel.parent == pathlib.Path(".") else f"{rel.parent}/")

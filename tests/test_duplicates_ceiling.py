@@ -23,8 +23,8 @@ FIRST_CEILING = 48
 OUTPUT = """\
 5 pairs of places (234 files read), each sharing runs of 6 or more identical or same-shape lines
 D1 codes/pipelines.py:69-81 ~ codes/pipelines.py:200-223 shape (+53 more runs)
-D2 evidence/migrations/versions/0001_a.py:195-205 ~ evidence/migrations/versions/0001_a.py:208-218 shape
-D3 evidence/migrations/versions/0002_x.py:1-9 ~ evidence/store.py:10-18
+D2 evidence/storage/migrations/versions/0001_a.py:195-205 ~ evidence/storage/migrations/versions/0001_a.py:208-218 shape
+D3 evidence/storage/migrations/versions/0002_x.py:1-9 ~ evidence/storage/store.py:10-18
 D4 backends/azure/importer.py:57-66 ~ backends/azure/singlejob.py:28-37
 D5 spec.py:244-253 ~ spec.py:463-472 shape boilerplate
 left out: 7 runs of 6 lines that stand in more than 8 places each (too common to list)

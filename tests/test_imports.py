@@ -58,14 +58,17 @@ main()
 #: the errors its one handler renders.
 CLI = ["mlpipe", "mlpipe.version", "mlpipe.errors", "mlpipe.paths", "mlpipe.cli", "mlpipe.cli.*"]
 #: What reading the store takes: its location, the plain-SQL reader, the views of its rows.
-READ = [*CLI, "mlpipe.evidence", "mlpipe.evidence.config", "mlpipe.evidence.fastpath",
-        "mlpipe.evidence.liveness", "mlpipe.evidence.populations", "mlpipe.evidence.reader",
-        "mlpipe.evidence.read_*",
-        "mlpipe.evidence.sourcediff", "mlpipe.evidence.summaries", "mlpipe.evidence.terminal",
-        "mlpipe.evidence.views", "mlpipe.digests"]
+#: (The evidence sub-packages' ``__init__`` modules import nothing themselves.)
+READ = [*CLI, "mlpipe.evidence", "mlpipe.evidence.storage", "mlpipe.evidence.storage.config",
+        "mlpipe.evidence.storage.liveness", "mlpipe.evidence.records",
+        "mlpipe.evidence.records.fastpath", "mlpipe.evidence.records.populations",
+        "mlpipe.evidence.records.reader", "mlpipe.evidence.records.read_*",
+        "mlpipe.evidence.records.sourcediff", "mlpipe.evidence.records.summaries",
+        "mlpipe.evidence.records.views", "mlpipe.evidence.reports",
+        "mlpipe.evidence.reports.terminal", "mlpipe.digests"]
 #: A sealed bundle's findings are judged and rendered against the table of codes.
-FINDINGS = ["mlpipe.codes", "mlpipe.diagnostics", "mlpipe.evidence.findings",
-            "mlpipe.evidence.populations"]
+FINDINGS = ["mlpipe.codes", "mlpipe.codes.*", "mlpipe.diagnostics", "mlpipe.evidence.records",
+            "mlpipe.evidence.records.findings", "mlpipe.evidence.records.populations"]
 #: The mlpipe modules each read command may import (fnmatch patterns).
 MAY_IMPORT: dict[str, list[str]] = {
     "--version": CLI,
@@ -73,13 +76,16 @@ MAY_IMPORT: dict[str, list[str]] = {
     "runs": READ,
     "show": READ,
     "diff": READ,
-    "logs": [*READ, "mlpipe.evidence.logs"],
+    "logs": [*READ, "mlpipe.evidence.records.logs"],
     # the trust policy only when one is configured (the SIGNED column judges by it)
-    "candidates": [*READ, *FINDINGS, "mlpipe.evidence.trust", "mlpipe.evidence.keys",
-                   "mlpipe.evidence.dsse"],
-    "evidence": [*CLI, "mlpipe.evidence", "mlpipe.evidence.config", "mlpipe.evidence.fastpath",
-                 "mlpipe.digests", *FINDINGS, "mlpipe.evidence.render", "mlpipe.evidence.ci",
-                 "mlpipe.evidence.terminal", "mlpipe.evidence.tiers"],
+    "candidates": [*READ, *FINDINGS, "mlpipe.evidence.signatures",
+                   "mlpipe.evidence.signatures.trust", "mlpipe.evidence.signatures.keys",
+                   "mlpipe.evidence.signatures.dsse"],
+    "evidence": [*CLI, "mlpipe.evidence", "mlpipe.evidence.storage",
+                 "mlpipe.evidence.storage.config", "mlpipe.evidence.records.fastpath",
+                 "mlpipe.digests", *FINDINGS, "mlpipe.evidence.reports",
+                 "mlpipe.evidence.reports.render", "mlpipe.evidence.storage.ci",
+                 "mlpipe.evidence.reports.terminal", "mlpipe.evidence.reports.tiers"],
 }
 #: Third-party packages no read command needs (nor the DSL, whose imports they would show).
 HEAVY = ("azure", "mlflow", "sqlalchemy", "alembic", "pandas", "numpy", "torch", "networkx",

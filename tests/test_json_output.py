@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from mlpipe.cli import azure as cli_azure
 from mlpipe.cli import main
-from mlpipe.evidence.ci import PROVIDERS
+from mlpipe.evidence.storage.ci import PROVIDERS
 
 RUN_KEYS = {"run_id", "pipeline", "pipeline_digest", "status", "target", "started_at",
             "finished_at", "duration_s", "job_name", "studio_url", "azure_status", "message",

@@ -245,7 +245,7 @@ def test_secret_options_say_what_is_wrong(tmp_path, monkeypatch):
 
 
 def test_the_store_key_is_made_once_whoever_asks_first(store_url):  # noqa: F811
-    from mlpipe.evidence.store import Store
+    from mlpipe.evidence.storage.store import Store
 
     stores = [Store.open(store_url) for _ in range(8)]
     keys: list[bytes] = []

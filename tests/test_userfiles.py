@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from mlpipe import userfiles
 from mlpipe.errors import UsageError
-from mlpipe.evidence.keys import generate, load_private
-from mlpipe.evidence.policy import load_policy
-from mlpipe.evidence.trust import load_trust
+from mlpipe.evidence.qualification.policy import load_policy
+from mlpipe.evidence.signatures.keys import generate, load_private
+from mlpipe.evidence.signatures.trust import load_trust
 
 SECONDS = 10
 PEAK_BYTES = 64 << 20

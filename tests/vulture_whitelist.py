@@ -18,10 +18,10 @@ _.component_version_id  # evidence/models, reader: a mapped column / the row's f
 _.environment_id  # evidence/models, reader: a mapped column / the row's field
 _.signed_at  # evidence/models: a mapped column (written by Alembic's schema, read by SQL)
 _.recorded_at  # evidence/models: a mapped column
-down_revision  # evidence/migrations/versions/*: Alembic reads the revision chain by name
-branch_labels  # evidence/migrations/versions/*: Alembic's revision header
-depends_on  # evidence/migrations/versions/*: Alembic's revision header
-downgrade  # evidence/migrations/versions/*: Alembic calls upgrade()/downgrade() by name
+down_revision  # evidence/storage/migrations/versions/*: Alembic reads the revision chain by name
+branch_labels  # evidence/storage/migrations/versions/*: Alembic's revision header
+depends_on  # evidence/storage/migrations/versions/*: Alembic's revision header
+downgrade  # evidence/storage/migrations/versions/*: Alembic calls upgrade()/downgrade() by name
 _.deterministic_signing  # evidence/keys: cryptography's ECDSA signature algorithm reads it
 _.predict  # components/serving: MLflow's PythonModel interface
 _.list_commands  # cli/base: click's Group calls it for --help and to resolve a command

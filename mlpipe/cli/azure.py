@@ -219,8 +219,8 @@ def submit_to_workspace(target: str, values: dict[str, str], *, experiment: str 
                 "workspace": run.workspace.arm_id, "candidate_id": None, "failed_steps": [],
                 "ci": run.ci}
     from mlpipe.cli.running import gate, gate_document, show_outcome
-    from mlpipe.evidence.config import locate
-    from mlpipe.evidence.gate import run_report
+    from mlpipe.evidence.qualification.gate import run_report
+    from mlpipe.evidence.storage.config import locate
 
     if not wait:
         click.echo(f"follow it with: mlpipe sync {run.run_id}  (submitted, not completed)",
@@ -288,8 +288,8 @@ def _fetch(store, run_id: str, job_name: str, service):
     and the outputs the run's plan needs downloaded (the evaluation report)."""
     from mlpipe.backends.azure.ingest import outputs_to_fetch
     from mlpipe.backends.azure.sync import sync_run
-    from mlpipe.evidence.config import locate
-    from mlpipe.evidence.queries import find_run
+    from mlpipe.evidence.records.queries import find_run
+    from mlpipe.evidence.storage.config import locate
 
     with store.session() as s:
         options = dict(find_run(s, run_id).options or {})

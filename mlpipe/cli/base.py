@@ -27,7 +27,7 @@ def fail(err: MlpipeError, exit_code: int | None = None) -> NoReturn:
     """Print ``err`` as one located message with its hint, and exit with its code (or
     ``exit_code``, for a command that gives the error another meaning). The configured store
     URL's password never reaches the terminal, whoever wrote the message."""
-    from mlpipe.evidence.config import locate, scrub
+    from mlpipe.evidence.storage.config import locate, scrub
 
     try:
         url = locate().url
@@ -120,8 +120,8 @@ def ignore_option(fn):
 def open_evidence_reader():
     """The configured evidence store, open for the commands that only read (``Reader``: plain
     SQL, no ORM); a store that does not exist is reported, not made."""
-    from mlpipe.evidence.config import locate
-    from mlpipe.evidence.reader import Reader
+    from mlpipe.evidence.records.reader import Reader
+    from mlpipe.evidence.storage.config import locate
 
     return Reader.open(locate().url)
 

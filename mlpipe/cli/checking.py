@@ -77,7 +77,7 @@ def check(target: str | None, fmt: str, select: str | None, ignore: str | None,
                           pipeline_place(graph.spec, target)), nl=False)
     else:
         click.echo(render_json(diagnostics) if fmt == "json" else render_text(diagnostics))
-    from mlpipe.evidence.gate import FAILING  # the --fail-on rule submit gates on too
+    from mlpipe.evidence.qualification.gate import FAILING  # the --fail-on rule submit gates on too
 
     failing = FAILING[fail_on]
     sys.exit(EXIT_PROBLEMS if any(d.severity.value in failing for d in diagnostics)
@@ -98,8 +98,8 @@ def _recorded_versions(graph) -> list:
     """MP805 from what the configured evidence store holds (nothing when there is none)."""
     from mlpipe.checks.versions import component_names, reused_versions
     from mlpipe.errors import MlpipeError
-    from mlpipe.evidence.config import locate
-    from mlpipe.evidence.versions import recorded_code_digests
+    from mlpipe.evidence.records.versions import recorded_code_digests
+    from mlpipe.evidence.storage.config import locate
 
     try:
         url = locate().url

@@ -23,14 +23,14 @@ from mlpipe.cli.keys import load_configured_trust, trust_option
 def candidates(limit: int, fmt: str, trust_file: str | None) -> None:
     """List model candidates, newest first; SIGNED says who signed each one's newest bundle
     (judged by the trust policy when there is one; `evidence C --verify --trust` checks it)."""
-    from mlpipe.evidence.summaries import candidates_document
-    from mlpipe.evidence.terminal import escape
-    from mlpipe.evidence.views import candidates_table
+    from mlpipe.evidence.records.summaries import candidates_document
+    from mlpipe.evidence.records.views import candidates_table
+    from mlpipe.evidence.reports.terminal import escape
 
     trust = load_configured_trust(trust_file)
     with open_evidence_reader() as s:
         rows = s.candidate_rows(limit=limit)
-    from mlpipe.evidence.views import signature_label, signature_state
+    from mlpipe.evidence.records.views import signature_label, signature_state
 
     local = _local_keyid()
     states = {c.id: signature_state(c.signer, c.findings is not None, trust, local)
@@ -48,8 +48,8 @@ def _local_keyid() -> str | None:
     """The key id of this home's first-use key, when it was generated (mlpipe wrote its
     ``.pub`` in normal form, so its sha256 is the id, without importing cryptography)."""
     from mlpipe.digests import sha256_file
-    from mlpipe.evidence.config import locate
-    from mlpipe.evidence.keys import LOCAL_KEY, public_path
+    from mlpipe.evidence.signatures.keys import LOCAL_KEY, public_path
+    from mlpipe.evidence.storage.config import locate
 
     try:
         return sha256_file(public_path(locate().home / LOCAL_KEY))
@@ -96,7 +96,7 @@ def evidence(candidate: str, fmt: str, verify: bool, fetch: bool, rebuild: bool,
     bundle (--rebuild seals a new one if the store changed; --verify checks everything here,
     and with --fetch also what lives only on Azure ML).
     """
-    from mlpipe.evidence.config import locate
+    from mlpipe.evidence.storage.config import locate
 
     if fmt == "model-card" and not verify:
         from mlpipe.cli.promotion import model_card
@@ -110,7 +110,7 @@ def evidence(candidate: str, fmt: str, verify: bool, fetch: bool, rebuild: bool,
         raise UsageError(f"{flag.split()[0]} applies to --verify only",
                          hint=f"run `mlpipe evidence {candidate} --verify {flag}`")
     if export_dir is not None:
-        from mlpipe.evidence.export import export
+        from mlpipe.evidence.bundles.export import export
 
         done = export(locate().url, candidate, export_dir)
         click.echo(f"wrote {len(done.files)} files to {done.folder}:")
@@ -121,8 +121,8 @@ def evidence(candidate: str, fmt: str, verify: bool, fetch: bool, rebuild: bool,
         import contextlib
         import json
 
-        from mlpipe.evidence.render import render_verification
-        from mlpipe.evidence.verify import verify_bundle
+        from mlpipe.evidence.bundles.verify import verify_bundle
+        from mlpipe.evidence.reports.render import render_verification
 
         with contextlib.ExitStack() as stack:
             fetcher = None
@@ -138,17 +138,17 @@ def evidence(candidate: str, fmt: str, verify: bool, fetch: bool, rebuild: bool,
         sys.exit(0 if result["ok"] else EXIT_PROBLEMS)
     url = locate().url
     if not rebuild and fmt != "dsse":
-        from mlpipe.evidence.fastpath import read_sealed
+        from mlpipe.evidence.records.fastpath import read_sealed
 
         found = read_sealed(url, candidate)  # a sealed bundle, without SQLAlchemy
         if found is not None:
             _gate(_show(fmt, *found, output))
             return
-    from mlpipe.evidence.seal import sealed_bundle
+    from mlpipe.evidence.bundles.seal import sealed_bundle
 
     sealed = sealed_bundle(url, candidate, rebuild=rebuild)
     if fmt == "dsse":
-        from mlpipe.evidence.signing import stored_envelope
+        from mlpipe.evidence.signatures.signing import stored_envelope
 
         _emit(stored_envelope(url, sealed.digest), output)
         return
@@ -178,8 +178,8 @@ def _show(fmt: str, digest: str, content: bytes, output: str | None) -> tuple[st
     schema was checked when it was sealed, and is checked again here only when the bytes
     cannot be read as a bundle (a digest recomputed over altered bytes), to say why."""
     from mlpipe.errors import StoreError
-    from mlpipe.evidence.fastpath import sealed_statement
-    from mlpipe.evidence.findings import every_finding
+    from mlpipe.evidence.records.fastpath import sealed_statement
+    from mlpipe.evidence.records.findings import every_finding
 
     try:
         statement = sealed_statement(digest, content)
@@ -193,7 +193,7 @@ def _show(fmt: str, digest: str, content: bytes, output: str | None) -> tuple[st
     except StoreError as err:  # altered bytes: a problem found, not a store out of reach
         fail(err, EXIT_PROBLEMS)
     except (KeyError, TypeError, AttributeError, IndexError, ValueError):
-        from mlpipe.evidence.seal import load_sealed
+        from mlpipe.evidence.bundles.seal import load_sealed
 
         try:
             load_sealed(digest, content)
@@ -205,10 +205,10 @@ def _show(fmt: str, digest: str, content: bytes, output: str | None) -> tuple[st
 
 
 def _render(fmt: str, statement: dict, digest: str) -> str:
-    from mlpipe.evidence.render import render_markdown, render_text
+    from mlpipe.evidence.reports.render import render_markdown, render_text
 
     if fmt == "html":
-        from mlpipe.evidence.html import render_html
+        from mlpipe.evidence.reports.html import render_html
         return render_html(statement, digest)
     return (render_markdown if fmt == "markdown" else render_text)(statement, digest)
 

@@ -1,6 +1,6 @@
 """Commands for signing keys: keys generate (a new ECDSA P-256 key pair) and keys show (a key's
-id and public half, by default the key that seals here). Parse, call ``mlpipe.evidence.keys``,
-render.
+id and public half, by default the key that seals here). Parse, call
+``mlpipe.evidence.signatures.keys``, render.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def keys() -> None:
 def keys_generate(path: str) -> None:
     """Write a new ECDSA P-256 private key to PATH (PEM, mode 0600) and its public half to
     PATH without .pem plus .pub. Never overwrites a key."""
-    from mlpipe.evidence.keys import generate, public_path
+    from mlpipe.evidence.signatures.keys import generate, public_path
 
     key = generate(path)
     click.echo(f"wrote private key {path} (mode 0600) and public key {public_path(path)}")
@@ -36,11 +36,11 @@ def keys_show(path: str | None) -> None:
     here (MLPIPE_SIGNING_KEY, [signing] key, else this home's local key)."""
 
     from mlpipe.errors import UsageError
-    from mlpipe.evidence.keys import keyid_of, load_private, normal_pem
+    from mlpipe.evidence.signatures.keys import keyid_of, load_private, normal_pem
 
     if path is None:
-        from mlpipe.evidence.config import locate
-        from mlpipe.evidence.signing import configured_signer
+        from mlpipe.evidence.signatures.signing import configured_signer
+        from mlpipe.evidence.storage.config import locate
 
         where = locate()
         key = configured_signer()
@@ -55,7 +55,7 @@ def keys_show(path: str | None) -> None:
         click.echo(key.public_pem.decode().rstrip())
         return
     if path.startswith("https://"):
-        from mlpipe.evidence.keyvault import KeyVaultKey
+        from mlpipe.evidence.signatures.keyvault import KeyVaultKey
 
         key = KeyVaultKey.open(path)
         click.echo(f"key id {key.keyid}")
@@ -88,11 +88,11 @@ def trust_option(fn):
 
 def load_configured_trust(trust_file: str | None):
     """The trust policy ``--trust`` names, else the configured one, else None."""
-    from mlpipe.evidence.config import locate
+    from mlpipe.evidence.storage.config import locate
 
     path = trust_file or locate().trust
     if path is None or path.strip().lower() == "none":
         return None
-    from mlpipe.evidence.trust import load_trust
+    from mlpipe.evidence.signatures.trust import load_trust
 
     return load_trust(path)

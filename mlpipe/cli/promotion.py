@@ -1,7 +1,7 @@
 """Commands that carry an accepted candidate to where models are deployed from: promote
 (register it into a model registry, gated on the recorded decision) and trace (from a
-registered model back to its candidate and evidence). Parse, call ``mlpipe.evidence.promotion``
-/ ``trace`` and the registry's module, render.
+registered model back to its candidate and evidence). Parse, call
+``mlpipe.evidence.qualification.promotion`` / ``trace`` and the registry's module, render.
 
 Exit codes: 0 promoted / traced; 1 promotion refused (MP750-MP753) / the registered bytes are
 not the candidate's (MP754, MP755) or its bundle does not verify; 2 usage.
@@ -46,10 +46,10 @@ def promote(candidate: str, registry: str, name: str, alias: str | None,
     candidate again gives the same version. The promotion is recorded and sealed into the
     candidate's next bundle; the model card and ML-BOM are attached to the version.
     """
-    from mlpipe.evidence.card import write_card
-    from mlpipe.evidence.config import locate
-    from mlpipe.evidence.mlflowregistry import tracking_uri as configured_uri
-    from mlpipe.evidence.promotion import gate, record, signature_bytes
+    from mlpipe.evidence.qualification.mlflowregistry import tracking_uri as configured_uri
+    from mlpipe.evidence.qualification.promotion import gate, record, signature_bytes
+    from mlpipe.evidence.reports.card import write_card
+    from mlpipe.evidence.storage.config import locate
 
     if registry == "azure" and alias is not None:
         from mlpipe.errors import UsageError
@@ -59,14 +59,14 @@ def promote(candidate: str, registry: str, name: str, alias: str | None,
                          "the version by its azureml:NAME:VERSION")
     policy = None
     if policy_file is not None:
-        from mlpipe.evidence.policy import load_policy
+        from mlpipe.evidence.qualification.policy import load_policy
 
         policy = load_policy(policy_file)
     url = locate().url
     passed = gate(url, candidate, policy)
     import tempfile
 
-    from mlpipe.evidence.claims import claimed
+    from mlpipe.evidence.qualification.claims import claimed
 
     service = _workspace_service(workspace) if registry == "azure" else None
     target = _target(service) if service is not None else configured_uri(tracking_uri)
@@ -123,7 +123,7 @@ def _register(service, target: str, name: str, passed, alias: str | None,
 
         return azure_models.register(service, name, passed.model_path, passed.tags,
                                      description=description)
-    from mlpipe.evidence.mlflowregistry import register
+    from mlpipe.evidence.qualification.mlflowregistry import register
 
     return register(target, name, passed.model_path, passed.tags, alias=alias,
                     attachments=attachments, description=description)
@@ -144,8 +144,8 @@ def _workspace_service(flags: dict[str, str | None]):
 def model_card(candidate: str, output: str | None) -> None:
     """``mlpipe evidence C --format model-card -o FILE.md``: the card and, beside it, the ML-BOM."""
     from mlpipe.errors import UsageError
-    from mlpipe.evidence.card import write_card
-    from mlpipe.evidence.config import locate
+    from mlpipe.evidence.reports.card import write_card
+    from mlpipe.evidence.storage.config import locate
 
     if output is None:
         raise UsageError("--format model-card writes two files (the Markdown card and its "
@@ -171,9 +171,9 @@ def trace(model: str, tracking_uri: str | None, fmt: str, **workspace: str | Non
     and promotion, and verify the bundle. Exit 1 when the bytes are not the promoted
     candidate's (MP754), no candidate has them (MP755), or the bundle does not verify."""
     from mlpipe.errors import UsageError
-    from mlpipe.evidence.config import locate
-    from mlpipe.evidence.trace import Fetched, render
-    from mlpipe.evidence.trace import trace as trace_model
+    from mlpipe.evidence.qualification.trace import Fetched, render
+    from mlpipe.evidence.qualification.trace import trace as trace_model
+    from mlpipe.evidence.storage.config import locate
 
     if model.startswith("azureml:"):
         from mlpipe.backends.azure import models as azure_models
@@ -185,8 +185,8 @@ def trace(model: str, tracking_uri: str | None, fmt: str, **workspace: str | Non
             return Fetched("azure", azure_models.target(service), name, version,
                            f"azureml:{name}:{version}", tags, folder)
     elif model.startswith("models:/"):
-        from mlpipe.evidence.mlflowregistry import fetch
-        from mlpipe.evidence.mlflowregistry import tracking_uri as configured_uri
+        from mlpipe.evidence.qualification.mlflowregistry import fetch
+        from mlpipe.evidence.qualification.mlflowregistry import tracking_uri as configured_uri
 
         uri = configured_uri(tracking_uri)
 

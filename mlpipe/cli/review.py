@@ -1,5 +1,6 @@
 """Commands for qualification reviewers that decide: qualify (judge a policy, decide nothing)
-and review (record a decision). Parse, call ``mlpipe.evidence.policy`` / ``review``, render.
+and review (record a decision). Parse, call ``mlpipe.evidence.qualification.policy`` /
+``review``, render.
 
 Exit codes: 0 the policy passed / the decision was recorded; 1 a criterion unmet / the decision
 refused (MP715 stale bundle, MP716 acceptance refused); 2 a bad policy file or usage.
@@ -33,15 +34,15 @@ def qualify(candidate: str, policy_file: str | None, why: str | None, by: str | 
     committed to before it ran): a pass/fail table per criterion. Records nothing; exit 1 when
     a criterion is unmet, when --policy is not the committed one and no --deviation says why,
     or (with a trust policy) when the candidate's evidence does not verify under it."""
-    from mlpipe.evidence.commitment import qualify as judge
-    from mlpipe.evidence.commitment import render_choice
-    from mlpipe.evidence.config import locate
-    from mlpipe.evidence.policy import load_policy, render_qualification
+    from mlpipe.evidence.qualification.commitment import qualify as judge
+    from mlpipe.evidence.qualification.commitment import render_choice
+    from mlpipe.evidence.qualification.policy import load_policy, render_qualification
+    from mlpipe.evidence.storage.config import locate
 
     policy = None if policy_file is None else load_policy(policy_file)
     trust = load_configured_trust(trust_file)
     if trust is not None:
-        from mlpipe.evidence.review import require_trusted
+        from mlpipe.evidence.qualification.review import require_trusted
 
         require_trusted(locate().url, candidate, trust)
     result, choice = judge(locate().url, candidate, policy, by=by, why=why)
@@ -91,8 +92,8 @@ def review(candidate: str, verdict: str | None, by: str | None, key_file: str | 
     identity submitted the run. The next bundle, sealed with the decision, records it.
     """
     from mlpipe.errors import UsageError
-    from mlpipe.evidence.config import locate
-    from mlpipe.evidence.review import record_decision
+    from mlpipe.evidence.qualification.review import record_decision
+    from mlpipe.evidence.storage.config import locate
 
     if verdict is None:
         raise UsageError("a decision is --accept or --reject; neither was given",
@@ -100,12 +101,12 @@ def review(candidate: str, verdict: str | None, by: str | None, key_file: str | 
                               f"--note TEXT`")
     policy = None
     if policy_file is not None:
-        from mlpipe.evidence.policy import load_policy
+        from mlpipe.evidence.qualification.policy import load_policy
 
         policy = load_policy(policy_file)
     key = None
     if key_file is not None:
-        from mlpipe.evidence.keys import load_private
+        from mlpipe.evidence.signatures.keys import load_private
 
         key = load_private(key_file)
     elif by is None:

@@ -72,7 +72,7 @@ def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...],
     ignored = code_set(ignore)
     commitment = None
     if policy_file is not None:
-        from mlpipe.evidence.commitment import commit
+        from mlpipe.evidence.qualification.commitment import commit
 
         commitment = commit(policy_file)   # a bad policy is refused before anything runs
     if run_target == "azure":
@@ -131,7 +131,7 @@ def _submit_local(target: str, inputs: dict[str, str], params: dict[str, Any], n
     from mlpipe.backends.local.executor import LocalExecutor
     from mlpipe.diagnostics import ChecksFailed, render_text
     from mlpipe.errors import StepFailed
-    from mlpipe.evidence.gate import run_report
+    from mlpipe.evidence.qualification.gate import run_report
     from mlpipe.graph import compile_pipeline
     from mlpipe.loader import load_spec
 
@@ -166,7 +166,7 @@ def _submit_local(target: str, inputs: dict[str, str], params: dict[str, Any], n
     if fmt == "json":
         import json
 
-        from mlpipe.evidence.ci import ci_provenance
+        from mlpipe.evidence.storage.ci import ci_provenance
 
         click.echo(json.dumps({
             "format": "mlpipe.submit/1", "run_id": result.run_id, "target": "local",
@@ -205,7 +205,7 @@ def show_outcome(report: Any, fmt: str, document: dict[str, Any], target: str) -
         click.echo(json.dumps(document, indent=2, sort_keys=True))
     elif fmt in ("github", "sarif"):
         from mlpipe.cli.checking import pipeline_place
-        from mlpipe.evidence.config import locate
+        from mlpipe.evidence.storage.config import locate
 
         show_codescan(report, fmt, locate().url, pipeline_place(None, target))
     else:
@@ -216,7 +216,7 @@ def show_codescan(report: Any, fmt: str, url: str, where: tuple[str, int]) -> No
     """The findings a run's candidate carries as GitHub annotations or a SARIF log (stdout),
     each compile-time one at the place its diagnostic gave (the run's stored checks)."""
     from mlpipe.cli.codescan import render
-    from mlpipe.evidence.gate import run_report
+    from mlpipe.evidence.qualification.gate import run_report
 
     known = {(d["code"], d["message"]): (d["file"], d.get("line"))
              for d in run_report(url, report.run, None).findings if d.get("file")}
@@ -225,8 +225,8 @@ def show_codescan(report: Any, fmt: str, url: str, where: tuple[str, int]) -> No
 
 def show_report(report: Any) -> None:
     """The findings a run's candidate carries, after its ids (stdout)."""
-    from mlpipe.evidence.findings import severities
-    from mlpipe.evidence.gate import finding_line
+    from mlpipe.evidence.qualification.gate import finding_line
+    from mlpipe.evidence.records.findings import severities
 
     if not report.findings:
         if report.candidate:
@@ -271,9 +271,9 @@ def _json(document: dict[str, Any]) -> None:
 @FORMAT
 def runs(pipeline: str | None, limit: int, fmt: str) -> None:
     """List recorded runs, newest first."""
-    from mlpipe.evidence.summaries import runs_document
-    from mlpipe.evidence.terminal import escape
-    from mlpipe.evidence.views import runs_table
+    from mlpipe.evidence.records.summaries import runs_document
+    from mlpipe.evidence.records.views import runs_table
+    from mlpipe.evidence.reports.terminal import escape
 
     with open_evidence_reader() as s:
         found = s.pipeline_runs(pipeline, limit=limit)
@@ -290,9 +290,9 @@ def runs(pipeline: str | None, limit: int, fmt: str) -> None:
 @FORMAT
 def show(run: str, why_step: str | None, fmt: str) -> None:
     """Show a run: its steps with status, reused-from and duration."""
-    from mlpipe.evidence.summaries import run_document
-    from mlpipe.evidence.terminal import escape
-    from mlpipe.evidence.views import get_run, show_run, why
+    from mlpipe.evidence.records.summaries import run_document
+    from mlpipe.evidence.records.views import get_run, show_run, why
+    from mlpipe.evidence.reports.terminal import escape
 
     if why_step and fmt == "json":
         raise UsageError("--why has no JSON form", hint="drop --format json, or --why")
@@ -314,9 +314,9 @@ def show(run: str, why_step: str | None, fmt: str) -> None:
 def logs(run: str, step: str, rank: int | None, follow: bool) -> None:
     """Print the log of STEP in RUN (a reused step: the log of the run it reused), or one
     rank's; --follow prints a running step's log as it is written."""
-    from mlpipe.evidence.logs import follow as follow_logs
-    from mlpipe.evidence.logs import read_all, step_logs
-    from mlpipe.evidence.views import get_run
+    from mlpipe.evidence.records.logs import follow as follow_logs
+    from mlpipe.evidence.records.logs import read_all, step_logs
+    from mlpipe.evidence.records.views import get_run
 
     with open_evidence_reader() as s:
         found = step_logs(s, get_run(s, run), step, rank)
@@ -338,9 +338,9 @@ def logs(run: str, step: str, rank: int | None, follow: bool) -> None:
 def diff(run_a: str, run_b: str, fmt: str) -> None:
     """What differs between two runs: code (a unified diff of the source), environment, data,
     parameters, reuse, metrics. Exit 0 when they do not differ, 1 when they do (as diff(1))."""
-    from mlpipe.evidence.summaries import diff_document
-    from mlpipe.evidence.terminal import escape
-    from mlpipe.evidence.views import diff_runs, get_run, run_differences, runs_differ
+    from mlpipe.evidence.records.summaries import diff_document
+    from mlpipe.evidence.records.views import diff_runs, get_run, run_differences, runs_differ
+    from mlpipe.evidence.reports.terminal import escape
 
     with open_evidence_reader() as s:
         a, b = get_run(s, run_a), get_run(s, run_b)
@@ -365,8 +365,8 @@ def store() -> None:
 def store_upgrade() -> None:
     """Bring the configured store's schema to this mlpipe's version."""
     from mlpipe.evidence import locate
-    from mlpipe.evidence.migrate import HEAD
-    from mlpipe.evidence.store import Store
+    from mlpipe.evidence.storage.migrate import HEAD
+    from mlpipe.evidence.storage.store import Store
 
     opened = Store.open(locate().url, auto_upgrade=True)
     click.echo(f"evidence store {opened.url} is at schema revision {HEAD}")
@@ -385,7 +385,7 @@ def gc(dry_run: bool, older_than: float | None, verbose: bool, fmt: str) -> None
     intermediate outputs its bundle cites) and what running runs use. Removes no store row:
     a step whose outputs were removed re-runs."""
     from mlpipe.backends.local.gc import collect, human
-    from mlpipe.evidence.config import locate
+    from mlpipe.evidence.storage.config import locate
 
     report = collect(locate(), older_than_days=older_than, dry_run=dry_run)
     if fmt == "json":

@@ -12,9 +12,9 @@ tests/test_rules.py hold all of that to account. Imports only diagnostics.
 """
 from __future__ import annotations
 
-from mlpipe.codes.book import CODES, named, publish, published  # noqa: F401  (its face)
+from mlpipe.codes.book import CODES, explain, named, publish, published  # noqa: F401  (its face)
 from mlpipe.codes.pipelines import *  # noqa: F403  (the table's first half, by name)
 from mlpipe.codes.records import *  # noqa: F403  (its second half)
-from mlpipe.diagnostics import Code, Severity, explain  # noqa: F401  (its documentation)
+from mlpipe.diagnostics import Code, Severity  # noqa: F401  (what it publishes)
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO

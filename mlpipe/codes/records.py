@@ -8,8 +8,8 @@ from mlpipe.diagnostics import Severity
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
-# --- MP660-MP679: evidence of what lives only on Azure ML (mlpipe.evidence.findings,
-#     mlpipe.evidence.verify)
+# --- MP660-MP679: evidence of what lives only on Azure ML (mlpipe.evidence.records.findings,
+#     mlpipe.evidence.bundles.verify)
 CONTENT_UNKNOWN = _code(
     "MP660", "content-unknown", ERROR,
     "The candidate's model or evaluation report has no content digest: only a reference to "
@@ -19,8 +19,8 @@ ARTIFACT_NOT_REHASHED = _code(
     "An artifact the bundle names lives only in remote storage (an Azure ML output) and was "
     "not downloaded and re-hashed by this verification.")
 
-# --- MP700-MP709: findings of the evidence bundle (mlpipe.evidence.findings); MP705-MP709:
-#     criteria of a qualification policy (mlpipe.evidence.policy)
+# --- MP700-MP709: findings of the evidence bundle (mlpipe.evidence.records.findings); MP705-MP709:
+#     criteria of a qualification policy (mlpipe.evidence.qualification.policy)
 CANDIDATE_NOT_EVALUATED = _code(
     "MP701", "candidate-not-evaluated", ERROR,
     "No evaluation step feeds the candidate (or the evaluation did not read its model).")
@@ -51,7 +51,7 @@ POLICY_VERIFICATION_FAILED = _code(
     "MP709", "policy-verification-failed", ERROR,
     "The qualification policy requires --verify to pass, and it did not.")
 
-# --- MP710-MP719: verification of a sealed bundle (mlpipe.evidence.verify); MP715-MP716, MP718:
+# --- MP710-MP719: verification of a sealed bundle (evidence.bundles.verify); MP715-MP716, MP718:
 #     recorded decisions (evidence.review, evidence.commitment); MP717: provenance (findings)
 ARTIFACT_CHANGED = _code(
     "MP711", "artifact-changed", ERROR,
@@ -76,12 +76,12 @@ CODE_NOT_COMMITTED = _code("MP717", "code-not-committed", WARNING, (
 POLICY_DEVIATION_UNRECORDED = _code("MP718", "policy-deviation-unrecorded", ERROR, (
     "A policy other than the one the run committed to, without a recorded deviation."))
 
-# --- MP720-MP729: the team store (mlpipe.evidence.verify, mlpipe.evidence.roots)
+# --- MP720-MP729: the team store (mlpipe.evidence.bundles.verify, mlpipe.evidence.storage.roots)
 BUNDLE_CHAIN_MISSING = _code(
     "MP720", "bundle-chain-missing", ERROR,
     "A candidate has no sealed bundle to verify against: never sealed, or its bundles removed.")
 
-# --- MP730-MP749: signatures and the trust policy (mlpipe.evidence.trust, mlpipe.evidence.signing)
+# --- MP730-MP749: signatures and the trust policy (evidence.signatures: trust, signing)
 BUNDLE_UNSIGNED = _code(
     "MP730", "bundle-unsigned", ERROR,
     "A sealed bundle has no DSSE envelope: it was sealed without a signing key.")
@@ -116,7 +116,7 @@ PROMOTION_UNRECORDED = _code("MP741", "promotion-unrecorded", ERROR, "A register
                              "is a candidate's model, but no promotion of it is recorded.")
 
 # --- MP750-MP769: promotion into a model registry and tracing back from it
-#     (mlpipe.evidence.promotion, mlpipe.evidence.trace)
+#     (mlpipe.evidence.qualification.promotion, mlpipe.evidence.qualification.trace)
 PROMOTION_WITHOUT_DECISION = _code(
     "MP750", "promotion-without-decision", ERROR,
     "A candidate is promoted into a model registry with no recorded decision on it.")
@@ -195,7 +195,7 @@ REGISTRY_ASSET_NOT_CHECKED = _code(
     "MP862", "registry-asset-not-checked", INFO, "A registry asset the job names is not checked.")
 COULD_NOT_CHECK = _code(
     "MP863", "could-not-check", INFO, "The workspace did not answer a pre-flight question.")
-# --- MP870-MP874: what a sync of an Azure ML run could not read (mlpipe.evidence.findings)
+# --- MP870-MP874: what a sync of an Azure ML run could not read (mlpipe.evidence.records.findings)
 STEP_FACTS_UNKNOWN = _code("MP870", "step-facts-unknown", WARNING, "A synced Azure ML step "
                            "left facts unknown: its step record, outputs or metrics.")
 # --- MP900-MP929: a failed step, diagnosed at the layer that failed (mlpipe.checks.diagnosis)

@@ -1,17 +1,17 @@
 """The evidence store: what ran, with which code, environment, data and parameters.
 
-Importing ``mlpipe.evidence.store`` (or ``Store``/``open_store`` from here) imports SQLAlchemy;
-``import mlpipe`` never does, and neither do ``config`` and ``fastpath`` (the fast read of a
-sealed bundle).
+Importing ``mlpipe.evidence.storage.store`` (or ``Store``/``open_store`` from here) imports
+SQLAlchemy; ``import mlpipe`` never does, and neither do ``storage.config`` and
+``records.fastpath`` (the fast read of a sealed bundle).
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mlpipe.evidence.config import StoreConfig, locate
+from mlpipe.evidence.storage.config import StoreConfig, locate
 
 if TYPE_CHECKING:
-    from mlpipe.evidence.store import Store
+    from mlpipe.evidence.storage.store import Store
 
 
 def open_store(start: str | None = None, *, create: bool = True) -> "Store":
@@ -21,8 +21,8 @@ def open_store(start: str | None = None, *, create: bool = True) -> "Store":
     The first time a project's home or SQLite store is made, the project's ``.gitignore`` gets
     an entry for them (``evidence.ignores``).
     """
-    from mlpipe.evidence import ignores
-    from mlpipe.evidence.store import Store
+    from mlpipe.evidence.storage import ignores
+    from mlpipe.evidence.storage.store import Store
 
     location = locate(start)
     first = create and ignores.first_run(location)
@@ -34,7 +34,7 @@ def open_store(start: str | None = None, *, create: bool = True) -> "Store":
 
 def __getattr__(name: str):
     if name == "Store":
-        from mlpipe.evidence.store import Store
+        from mlpipe.evidence.storage.store import Store
         return Store
     raise AttributeError(f"module 'mlpipe.evidence' has no attribute {name!r}")
 

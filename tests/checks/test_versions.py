@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mlpipe.evidence.versions import recorded_code_digests
+from mlpipe.evidence.records.versions import recorded_code_digests
 
 PIPE = '''from mlpipe import Output, component, pipeline
 

@@ -14,8 +14,8 @@ import pytest
 from azurite import azurite, new_container  # noqa: F401  (the fixture)
 from mlpipe.digests.snapshot import snapshot
 from mlpipe.errors import UsageError
-from mlpipe.evidence.blobroot import RECORD, BlobRoot
-from mlpipe.evidence.roots import ArtifactRoots, key_of, shared_root
+from mlpipe.evidence.storage.blobroot import RECORD, BlobRoot
+from mlpipe.evidence.storage.roots import ArtifactRoots, key_of, shared_root
 from store_urls import store_url_for
 from team_project import Home, statuses
 

@@ -62,9 +62,13 @@ def test_the_printed_json_is_the_sealed_bytes_and_hashes_to_the_digest(project):
 
 
 def test_schema_file_is_the_packaged_one_and_committed():
+    # the repository's evidence/bundle.schema.json is a link to the packaged schema: a new
+    # field is written into one file, never into a copy that can fall behind
     root = Path(__file__).parents[2]
-    assert (root / "evidence" / "bundle.schema.json").read_bytes() == (
-        root / "mlpipe" / "evidence" / "bundle.schema.json").read_bytes()
+    published = root / "evidence" / "bundle.schema.json"
+    assert published.is_symlink()
+    assert published.resolve() == (root / "mlpipe" / "evidence" / "bundles" /
+                                   "bundle.schema.json").resolve()
     import subprocess
     listed = subprocess.run(["git", "-C", str(root), "check-ignore", "-q",
                              "evidence/bundle.schema.json"])
@@ -335,8 +339,8 @@ try:
 except SystemExit as exit:
     assert not exit.code, exit.code
 heavy = sorted({m.split(".")[0] for m in sys.modules} & {"sqlalchemy", "alembic", "jsonschema"}
-               | {m for m in sys.modules if m.startswith(("mlpipe.evidence.models",
-                                                          "mlpipe.evidence.seal"))})
+               | {m for m in sys.modules if m.startswith(("mlpipe.evidence.storage.models",
+                                                          "mlpipe.evidence.bundles.seal"))})
 print(json.dumps(heavy), file=sys.stderr)
 """
 
@@ -379,8 +383,8 @@ def test_sealed_bytes_altered_are_refused_by_their_digest_in_every_format(sealed
 
 
 def test_the_fast_reader_knows_the_schema_head():
-    from mlpipe.evidence.fastpath import SCHEMA_HEAD
-    from mlpipe.evidence.migrate import HEAD
+    from mlpipe.evidence.records.fastpath import SCHEMA_HEAD
+    from mlpipe.evidence.storage.migrate import HEAD
     assert SCHEMA_HEAD == HEAD
 
 

@@ -24,7 +24,7 @@ def carded(tmp_path_factory):
 
 
 def test_the_card_lists_the_findings_candidates_and_the_page_show(carded):
-    from mlpipe.evidence.findings import every_finding
+    from mlpipe.evidence.records.findings import every_finding
 
     proj, cand = carded
     p = proj.bundle(cand)["predicate"]
@@ -49,8 +49,8 @@ def test_the_card_lists_the_findings_candidates_and_the_page_show(carded):
 
 
 def test_a_card_without_findings_says_so(tmp_path):
-    from mlpipe.evidence.card import markdown
-    from mlpipe.evidence.findings import every_finding
+    from mlpipe.evidence.records.findings import every_finding
+    from mlpipe.evidence.reports.card import markdown
 
     proj = BundleProject(tmp_path / "proj")
     cand = proj.submit()

@@ -2,7 +2,7 @@
 evidence`, carried in the bundle, and written into the Azure ML job's tags."""
 import pytest
 
-from mlpipe.evidence.ci import FIELDS, ci_provenance, ci_tags, describe
+from mlpipe.evidence.storage.ci import FIELDS, ci_provenance, ci_tags, describe
 
 GITHUB = {"GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": "acme/defects",
           "GITHUB_SHA": "1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b", "GITHUB_REF": "refs/heads/main",

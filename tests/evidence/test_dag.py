@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlpipe.evidence.dag import Drawing, Edge, Node, layout, read, svg
-from mlpipe.evidence.render import reuse_summary
+from mlpipe.evidence.reports.dag import Drawing, Edge, Node, layout, read, svg
+from mlpipe.evidence.reports.render import reuse_summary
 
 DOT = shutil.which("dot")
 
@@ -181,7 +181,7 @@ def _bezier_points(d: str) -> list[tuple[float, float]]:
 def test_dot_routes_no_edge_behind_a_box(d):
     from xml.etree import ElementTree
 
-    from mlpipe.evidence.dag import run_dot, to_dot
+    from mlpipe.evidence.reports.dag import run_dot, to_dot
 
     ns = {"s": "http://www.w3.org/2000/svg"}
     root = ElementTree.fromstring(run_dot(DOT, to_dot(d)))

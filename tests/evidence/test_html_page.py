@@ -11,7 +11,7 @@ from html.parser import HTMLParser
 import pytest
 
 from golden_files import GOLDEN
-from mlpipe.evidence.html import render_html, value_html
+from mlpipe.evidence.reports.html import render_html, value_html
 
 DIGEST = "sha256:" + "b" * 64
 EARLIER = "sha256:" + "a" * 64

@@ -21,12 +21,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlpipe.evidence.findings import every_finding, severities
-from mlpipe.evidence.gate import FAILING, failing
-from mlpipe.evidence.html import render_html
-from mlpipe.evidence.policy import judge, parse_policy
-from mlpipe.evidence.reader import _severities
-from mlpipe.evidence.seal import canonical
+from mlpipe.evidence.bundles.seal import canonical
+from mlpipe.evidence.qualification.gate import FAILING, failing
+from mlpipe.evidence.qualification.policy import judge, parse_policy
+from mlpipe.evidence.records.findings import every_finding, severities
+from mlpipe.evidence.records.reader import _severities
+from mlpipe.evidence.reports.html import render_html
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "evidence" / "identity.py"
 GOLDEN = Path(__file__).parents[1] / "golden" / "evidence" / "review.json"

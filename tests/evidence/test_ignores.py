@@ -9,7 +9,7 @@ import pytest
 
 from bundle_project import BundleProject
 from mlpipe.evidence import locate, open_store
-from mlpipe.evidence.ignores import HEADER, ensure_ignored
+from mlpipe.evidence.storage.ignores import HEADER, ensure_ignored
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

@@ -10,7 +10,7 @@ import pytest
 
 from dsse_check import sslib_verify
 from mlpipe.errors import UsageError
-from mlpipe.evidence import keys
+from mlpipe.evidence.signatures import keys
 
 
 @pytest.fixture
@@ -31,11 +31,11 @@ def vault(monkeypatch, tmp_path):
 def test_a_key_vault_key_seals_a_bundle_and_never_leaves_the_vault(vault, store_url, tmp_path,
                                                                   monkeypatch):
     from bundle_project import BundleProject
-    from mlpipe.evidence.bundle import find_candidate
-    from mlpipe.evidence.keyvault import KeyVaultKey
-    from mlpipe.evidence.seal import seal
-    from mlpipe.evidence.signing import bundle_envelopes
-    from mlpipe.evidence.store import Store
+    from mlpipe.evidence.bundles.bundle import find_candidate
+    from mlpipe.evidence.bundles.seal import seal
+    from mlpipe.evidence.signatures.keyvault import KeyVaultKey
+    from mlpipe.evidence.signatures.signing import bundle_envelopes
+    from mlpipe.evidence.storage.store import Store
 
     key_id = vault.create_key("ci-sealer")
     signer = KeyVaultKey.open(key_id, credential=vault.credential())
@@ -64,7 +64,7 @@ def test_a_key_vault_key_seals_a_bundle_and_never_leaves_the_vault(vault, store_
 
 
 def test_a_key_vault_key_that_cannot_be_used_is_one_line(vault):
-    from mlpipe.evidence.keyvault import KeyVaultKey
+    from mlpipe.evidence.signatures.keyvault import KeyVaultKey
 
     with pytest.raises(UsageError, match=r"cannot use the Key Vault key "
                                          r"https://mlpipe-test.vault.azure.net/keys/absent/1: "

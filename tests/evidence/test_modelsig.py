@@ -16,7 +16,7 @@ import pytest
 
 from bundle_project import BundleProject
 from dsse_check import sslib_verify
-from mlpipe.evidence import keys
+from mlpipe.evidence.signatures import keys
 
 pytestmark = pytest.mark.slow
 
@@ -100,7 +100,7 @@ def test_a_swapped_model_is_caught_by_its_signature(tmp_path):
     weights.chmod(0o644)
     weights.write_bytes(original + b"backdoor")
     # 1. its manifest updated: re-signed with the forger's key, stored as the model signature
-    from mlpipe.evidence.modelsig import sign_model
+    from mlpipe.evidence.signatures.modelsig import sign_model
 
     forged = sign_model(here, proj.root / "mallory.pem")
     _sql(proj, "UPDATE model_signatures SET signature = :sig", sig=forged)

@@ -25,7 +25,7 @@ KILLER = """
 import os, signal, sys
 owner_name, attr = sys.argv[1].rsplit(".", 1)
 if owner_name == "claims":
-    import mlpipe.evidence.claims as owner
+    import mlpipe.evidence.qualification.claims as owner
 else:
     from mlflow import MlflowClient as owner
 step = getattr(owner, attr)

@@ -95,7 +95,7 @@ def test_an_untracked_local_module_is_named_and_the_tree_is_not_called_clean(rep
 
 
 def test_file_states_against_head(repo, tmp_path):
-    from mlpipe.evidence.revision import file_states
+    from mlpipe.evidence.storage.revision import file_states
 
     (repo / "sub").mkdir()
     (repo / "sub" / "a.py").write_text("a = 1\n")
@@ -122,7 +122,7 @@ def test_file_states_against_head(repo, tmp_path):
 
 
 def test_pipeline_files_follow_local_imports(repo, monkeypatch):
-    from mlpipe.evidence.revision import pipeline_files
+    from mlpipe.evidence.storage.revision import pipeline_files
     from mlpipe.loader import load_spec
 
     monkeypatch.chdir(repo)

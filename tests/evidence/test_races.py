@@ -136,8 +136,8 @@ def test_contention_that_outlasts_the_retries_is_named_as_contention(tmp_path):
     import sqlalchemy as sa
 
     from mlpipe.errors import StoreError
-    from mlpipe.evidence.contention import TRIES, transact
-    from mlpipe.evidence.store import Store
+    from mlpipe.evidence.storage.contention import TRIES, transact
+    from mlpipe.evidence.storage.store import Store
 
     path = tmp_path / "store.sqlite"
     Store.open(f"sqlite:///{path}").close()   # the schema, at head
@@ -169,8 +169,8 @@ def test_a_live_promotion_claim_is_waited_for_and_a_dead_one_taken_over(sealed):
     import subprocess
     import sys
 
-    from mlpipe.evidence.claims import PromotionBusy, take
-    from mlpipe.evidence.store import Store
+    from mlpipe.evidence.qualification.claims import PromotionBusy, take
+    from mlpipe.evidence.storage.store import Store
 
     proj, cand = sealed
     store = Store.open(proj.store_url or f"sqlite:///{proj.root / 'evidence' / 'store.sqlite'}")
@@ -199,7 +199,7 @@ def test_concurrent_signed_reviews_record_one_decision_and_verify_under_trust(st
                                                                               tmp_path):
     """Signed decisions race as unsigned ones do (the issue's deadlocks were both kinds):
     one is recorded, the others are refused as stale, and the chain verifies under --trust."""
-    from mlpipe.evidence import keys
+    from mlpipe.evidence.signatures import keys
 
     proj = BundleProject(tmp_path / "proj", store_url)
     for name in ("ci", "dana", "sam"):

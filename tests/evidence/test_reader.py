@@ -1,4 +1,4 @@
-"""The read path of runs, show, diff and candidates (``mlpipe.evidence.reader``): plain SQL that
+"""The read path of runs, show, diff and candidates (``mlpipe.evidence.records.reader``): plain SQL that
 answers what the models answer, on SQLite and PostgreSQL, through an index every time, with
 neither SQLAlchemy nor the models imported for a SQLite store."""
 from __future__ import annotations
@@ -15,10 +15,10 @@ from sqlalchemy import text
 
 from evidence.test_store import _record
 from mlpipe.errors import StoreError, UsageError
-from mlpipe.evidence import models as m
-from mlpipe.evidence import queries
-from mlpipe.evidence.reader import Reader
-from mlpipe.evidence.store import Store
+from mlpipe.evidence.records import queries
+from mlpipe.evidence.records.reader import Reader
+from mlpipe.evidence.storage import models as m
+from mlpipe.evidence.storage.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -187,7 +187,7 @@ try:
 except SystemExit as exit:  # diff exits 1 when the runs differ (these two do), as diff(1)
     assert not exit.code or (sys.argv[1] == "diff" and exit.code == 1), exit.code
 heavy = sorted({m.split(".")[0] for m in sys.modules} & {"sqlalchemy", "alembic", "jsonschema"}
-               | {m for m in sys.modules if m.startswith("mlpipe.evidence.models")})
+               | {m for m in sys.modules if m.startswith("mlpipe.evidence.storage.models")})
 print(json.dumps(heavy), file=sys.stderr)
 """
 

@@ -1,4 +1,4 @@
-"""What retention keeps (``mlpipe.evidence.retention``), as a property over random stores:
+"""What retention keeps (``mlpipe.evidence.records.retention``), as a property over random stores:
 exactly the artifacts a candidate's run (unless its newest decision rejects it) or a running
 run consumed or produced, and its model, whatever runs share; each artifact's newest use."""
 from __future__ import annotations
@@ -10,10 +10,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mlpipe.evidence import models as m
-from mlpipe.evidence.reader import Reader
-from mlpipe.evidence.retention import retained
-from mlpipe.evidence.store import Store
+from mlpipe.evidence.records.reader import Reader
+from mlpipe.evidence.records.retention import retained
+from mlpipe.evidence.storage import models as m
+from mlpipe.evidence.storage.store import Store
 
 ARTIFACTS = 6
 _run = st.fixed_dictionaries({

@@ -207,7 +207,7 @@ def test_a_policy_that_requires_verify_fails_on_a_changed_model(tmp_path):
 ])
 def test_a_bad_policy_is_one_clear_message(text, message):
     from mlpipe.errors import UsageError
-    from mlpipe.evidence.policy import parse_policy
+    from mlpipe.evidence.qualification.policy import parse_policy
 
     with pytest.raises(UsageError, match=message):
         parse_policy(text, "policy.yml")
@@ -223,7 +223,7 @@ def test_a_bad_policy_file_exits_2_before_reading_the_store(tmp_path):
 
 
 def test_the_example_policy_is_valid():
-    from mlpipe.evidence.policy import load_policy
+    from mlpipe.evidence.qualification.policy import load_policy
 
     policy = load_policy(str(ROOT / "policies" / "defect-classifier.yml"))
     assert [(r.name, r.population) for r in policy.metrics] == [("accuracy", "test"),

@@ -16,7 +16,7 @@ import pytest
 
 from bundle_project import GATED
 from executor_project import Project
-from mlpipe.evidence.room import LOW_SPACE, want_of_room
+from mlpipe.evidence.storage.room import LOW_SPACE, want_of_room
 
 pytestmark = pytest.mark.slow
 

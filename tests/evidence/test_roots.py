@@ -1,4 +1,4 @@
-"""Artifact keys (mlpipe.evidence.roots): a key is the same on every machine, an absolute
+"""Artifact keys (mlpipe.evidence.storage.roots): a key is the same on every machine, an absolute
 location in anyone's root maps to it, and nothing else is taken for one."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mlpipe.evidence.roots import ArtifactRoots, FolderRoot, key_in, key_of
+from mlpipe.evidence.storage.roots import ArtifactRoots, FolderRoot, key_in, key_of
 
 hexes = st.text("0123456789abcdef", min_size=64, max_size=64)
 names = st.sampled_from(["data", "model", "report", "weights.bin", ".hidden"])

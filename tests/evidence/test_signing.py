@@ -17,7 +17,7 @@ import pytest
 from bundle_project import BundleProject
 from dsse_check import sslib_verify
 from mlpipe.errors import UsageError
-from mlpipe.evidence import keys
+from mlpipe.evidence.signatures import keys
 
 
 def _cli(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:

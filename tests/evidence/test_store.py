@@ -9,15 +9,15 @@ import pytest
 from sqlalchemy import text
 
 from mlpipe.errors import StoreError
-from mlpipe.evidence import models as m
-from mlpipe.evidence.migrate import HEAD, MIGRATIONS, current_revision
-from mlpipe.evidence.queries import (
+from mlpipe.evidence.records.queries import (
     candidate_story,
     candidates_on_snapshot,
     pipeline_runs,
     runs_reusing,
 )
-from mlpipe.evidence.store import Store
+from mlpipe.evidence.storage import models as m
+from mlpipe.evidence.storage.migrate import HEAD, MIGRATIONS, current_revision
+from mlpipe.evidence.storage.store import Store
 
 
 def test_schema_head_constant_matches_the_migrations():
@@ -150,7 +150,7 @@ def test_a_bad_url_is_one_clear_error():
 
 
 def test_store_url_from_env_and_config_file(tmp_path, monkeypatch):
-    from mlpipe.evidence.config import locate
+    from mlpipe.evidence.storage.config import locate
 
     monkeypatch.delenv("MLPIPE_STORE_URL", raising=False)
     monkeypatch.delenv("MLPIPE_HOME", raising=False)
@@ -217,7 +217,7 @@ def test_commands_that_only_read_do_not_create_a_missing_store(tmp_path, monkeyp
 
 def test_a_store_folder_that_cannot_be_made_is_one_clear_error(tmp_path):
     from mlpipe.errors import StoreError
-    from mlpipe.evidence.store import Store
+    from mlpipe.evidence.storage.store import Store
 
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
@@ -227,7 +227,7 @@ def test_a_store_folder_that_cannot_be_made_is_one_clear_error(tmp_path):
 
 
 def test_a_relative_sqlite_path_in_mlpipe_toml_is_relative_to_the_project(tmp_path, monkeypatch):
-    from mlpipe.evidence.config import locate
+    from mlpipe.evidence.storage.config import locate
 
     monkeypatch.delenv("MLPIPE_STORE_URL", raising=False)
     (tmp_path / "mlpipe.toml").write_text('[store]\nurl = "sqlite:///evidence/s.sqlite"\n')

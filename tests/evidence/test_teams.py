@@ -153,7 +153,7 @@ def _downgrade(engine, revision: str) -> None:
     from alembic import command
     from alembic.config import Config
 
-    from mlpipe.evidence.migrate import MIGRATIONS
+    from mlpipe.evidence.storage.migrate import MIGRATIONS
 
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from bundle_project import BundleProject
-from mlpipe.evidence.terminal import escape, shown
+from mlpipe.evidence.reports.terminal import escape, shown
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from bundle_project import PROMOTION_POLICY, BundleProject
-from mlpipe.evidence import tiers
+from mlpipe.evidence.reports import tiers
 
 pytestmark = pytest.mark.slow
 

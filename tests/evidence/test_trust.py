@@ -15,8 +15,8 @@ import pytest
 from bundle_project import BundleProject
 from dsse_check import sslib_verify
 from mlpipe.errors import UsageError
-from mlpipe.evidence import keys
-from mlpipe.evidence.trust import load_trust
+from mlpipe.evidence.signatures import keys
+from mlpipe.evidence.signatures.trust import load_trust
 
 pytestmark = pytest.mark.slow
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from mlpipe.errors import UsageError
-from mlpipe.evidence import dsse, keys
-from mlpipe.evidence.trust import cache_folder, judge_bundles, load_trust
+from mlpipe.evidence.signatures import dsse, keys
+from mlpipe.evidence.signatures.trust import cache_folder, judge_bundles, load_trust
 
 
 def _bundle(metric: float, review: str = "unreviewed", previous: str | None = None) -> bytes:

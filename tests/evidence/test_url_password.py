@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mlpipe.errors import StoreError
-from mlpipe.evidence.config import redact, scrub
-from mlpipe.evidence.store import Store
+from mlpipe.evidence.storage.config import redact, scrub
+from mlpipe.evidence.storage.store import Store
 
 SECRET = "S3CRETPW"
 

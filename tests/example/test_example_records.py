@@ -5,9 +5,9 @@ from sqlalchemy import select
 
 from components.synthetic import make_dataset
 from mlpipe.backends.local.executor import LocalExecutor
-from mlpipe.evidence import models as m
-from mlpipe.evidence.config import StoreConfig
-from mlpipe.evidence.store import Store
+from mlpipe.evidence.storage import models as m
+from mlpipe.evidence.storage.config import StoreConfig
+from mlpipe.evidence.storage.store import Store
 
 
 def _records(location, run_id):

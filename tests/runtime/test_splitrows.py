@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mlpipe.contracts import Column, TabularSchema
-from mlpipe.evidence.evaluatedrows import training_rows_evaluated
+from mlpipe.evidence.records.evaluatedrows import training_rows_evaluated
 from mlpipe.runtime.finish import Port, check_inputs
 from mlpipe.runtime.splitrows import split_rows
 

@@ -17,7 +17,7 @@ from mlpipe.errors import UsageError
 
 
 class OutputFetcher:
-    """A ``mlpipe.evidence.verify.Fetch``: downloads the Azure ML output a bundle's artifact
+    """A ``mlpipe.evidence.bundles.verify.Fetch``: downloads the Azure ML output a bundle's artifact
     is into ``folder`` (``folder/<job>/<port>``) and returns where its bytes are (the file of
     a ``uri_file`` output), or None when the job has nothing for that output any more.
 

@@ -30,9 +30,9 @@ from mlpipe.checks.reads import check_reads
 from mlpipe.digests.snapshot import snapshot
 from mlpipe.distribution import MetricPolicy, as_distribution
 from mlpipe.errors import UsageError
-from mlpipe.evidence import models as m
-from mlpipe.evidence.queries import find_run
-from mlpipe.evidence.store import Store, new_id, utcnow
+from mlpipe.evidence.records.queries import find_run
+from mlpipe.evidence.storage import models as m
+from mlpipe.evidence.storage.store import Store, new_id, utcnow
 from mlpipe.runtime import record as step_record
 from mlpipe.runtime import tracking
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mlpipe.errors import UsageError
-from mlpipe.evidence.promotion import TAG_PREFIX, Registered, promoted_version
+from mlpipe.evidence.qualification.promotion import TAG_PREFIX, Registered, promoted_version
 
 _AZUREML_URI = re.compile(r"^azureml:(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]*):(?P<version>\d+)$")
 

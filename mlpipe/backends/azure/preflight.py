@@ -14,42 +14,19 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from mlpipe.backends.azure.verdicts import Needs, judge
 from mlpipe.backends.azure.workspace import Workspace
 from mlpipe.diagnostics import Diagnostic
 from mlpipe.errors import AzureError
 from mlpipe.references import AssetReference, asset_reference, environment_reference
-from mlpipe.spec import ComponentSpec, InputRole, Literal, PipelineSpec, StepSpec
+from mlpipe.spec import InputRole, Literal, PipelineSpec
 
 #: Lookups in flight at once (each a distinct compute, environment, component or data asset).
 WORKERS = 8
-#: The first MLflow release the Azure ML tracking server rejected (azureml-examples PR #3888:
-#: training with MLflow >= 2.19 failed against it); a client that may resolve to it or later
-#: is MP860.
-MLFLOW_REJECTED_FROM = "2.19"
 _COMPONENT_REF = re.compile(r"a registered component \((?P<ref>[^)]*)\)")
-
-
-@dataclass(slots=True)
-class Needs:
-    """What a pipeline names in the workspace, each with the steps (or inputs) that name it."""
-
-    computes: dict[str, list[tuple[StepSpec, ComponentSpec]]] = field(default_factory=dict)
-    serverless: dict[str, list[tuple[StepSpec, ComponentSpec]]] = field(default_factory=dict)
-    environments: dict[tuple[str, str | None, str | None], list[tuple[StepSpec, ComponentSpec]]] \
-        = field(default_factory=dict)
-    components: dict[tuple[str, str | None, str | None], list[tuple[StepSpec, ComponentSpec]]] \
-        = field(default_factory=dict)
-    data: dict[tuple[str, str | None, str | None], list[str]] = field(default_factory=dict)
-    #: Registered models bound to a model input (``mlflow_model``, ``custom_model``, ...),
-    #: asked of the model registry, not the data assets.
-    models: dict[tuple[str, str | None, str | None], list[str]] = field(default_factory=dict)
-    #: Assets in a registry (``azureml://registries/...``), by their reference, with who names
-    #: each (a step and its component, or the input's words): not asked of the workspace,
-    #: where they do not live (MP862).
-    registry: dict[str, list[tuple[str, Any]]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -78,9 +55,6 @@ def registered(ref: Any) -> tuple[str, str | None, str | None] | None:
     return found.name, found.version, found.label
 
 
-def spelled(key: tuple[str, str | None, str | None]) -> str:
-    name, version, label = key
-    return f"azureml:{name}:{version}" if version else f"azureml:{name}@{label}"
 
 
 def needs_of(spec: PipelineSpec, inputs: Mapping[str, Any] | None = None,
@@ -186,12 +160,9 @@ def run_preflight(spec: PipelineSpec, workspace: Workspace, client: Any, *,
     failures = [a for a in found.values() if isinstance(a, AzureError)]
     if failures:
         raise failures[0]
-    from mlpipe.backends.azure import verdicts
-
-    diagnostics, resolved = verdicts.judge(needs, found)
+    diagnostics, resolved = judge(needs, found)
     return Preflight(diagnostics, resolved, ask.requests)
 
 
-__all__ = ["MLFLOW_REJECTED_FROM", "WORKERS", "Needs", "Preflight", "needs_of", "registered",
-           "run_preflight", "spelled"]
+__all__ = ["WORKERS", "Preflight", "needs_of", "registered", "run_preflight"]
 

@@ -18,10 +18,10 @@ from mlpipe.checks.diagnosis import wiring
 from mlpipe.digests import REFERENCE, reference_digest
 from mlpipe.digests.snapshot import snapshot
 from mlpipe.environments import environment_identity
-from mlpipe.evidence import models as m
-from mlpipe.evidence.config import project_root
-from mlpipe.evidence.revision import file_states, git_revision, pipeline_files
-from mlpipe.evidence.store import Store, utcnow
+from mlpipe.evidence.storage import models as m
+from mlpipe.evidence.storage.config import project_root
+from mlpipe.evidence.storage.revision import file_states, git_revision, pipeline_files
+from mlpipe.evidence.storage.store import Store, utcnow
 from mlpipe.graph import FromInput, FromStep, Graph
 from mlpipe.spec import InputRole, declared_topology, plain_value
 

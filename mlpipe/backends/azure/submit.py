@@ -19,8 +19,8 @@ from mlpipe.checks import check_pipeline
 from mlpipe.diagnostics import ChecksFailed, Diagnostic, has_errors
 from mlpipe.digests import canonical_json
 from mlpipe.errors import MlpipeError
-from mlpipe.evidence.ci import ci_provenance, ci_tags
-from mlpipe.evidence.store import Store, new_id
+from mlpipe.evidence.storage.ci import ci_provenance, ci_tags
+from mlpipe.evidence.storage.store import Store, new_id
 from mlpipe.graph import Graph
 from mlpipe.spec import PipelineSpec
 
@@ -100,7 +100,7 @@ def submit_to_azure(spec: PipelineSpec, workspace: Workspace, service: JobsServi
             created = parse_job(service.create(job, experiment))
         else:
             from mlpipe.backends.azure import record
-            from mlpipe.evidence.checkresults import record_checks
+            from mlpipe.evidence.records.checkresults import record_checks
 
             record.begin_azure_run(store, graph, run_id=run_id, workspace=workspace,
                                    experiment=experiment, inputs=inputs,

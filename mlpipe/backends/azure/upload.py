@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mlpipe.evidence.config import locate
+from mlpipe.evidence.storage.config import locate
 from mlpipe.modules import module_file
 from mlpipe.source import local_module_files
 from mlpipe.spec import ComponentSpec

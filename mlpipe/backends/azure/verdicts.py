@@ -9,10 +9,10 @@ is said to be unknown (MP861), never guessed, unless ``mlpipe environment`` buil
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from mlpipe.backends.azure.lookups import Unchecked, field_of
-from mlpipe.backends.azure.preflight import MLFLOW_REJECTED_FROM, Needs, spelled
 from mlpipe.backends.azure.runtime_env import RUNTIME_TAG
 from mlpipe.codes import (
     ASSET_VERSION_NOT_FOUND,
@@ -34,7 +34,36 @@ from mlpipe.environments import runtime_line, runtime_listing
 from mlpipe.references import asset_reference
 from mlpipe.spec import ComponentSpec, StepSpec
 
+#: The first MLflow release the Azure ML tracking server rejected (azureml-examples PR #3888:
+#: training with MLflow >= 2.19 failed against it); a client that may resolve to it or later
+#: is MP860.
+MLFLOW_REJECTED_FROM = "2.19"
 _PROBES = ("2.19.0", "2.19.1", "2.20.0", "2.21.3", "2.22.0", "3.0.0", "3.5.0", "99.0")
+
+
+@dataclass(slots=True)
+class Needs:
+    """What a pipeline names in the workspace, each with the steps (or inputs) that name it."""
+
+    computes: dict[str, list[tuple[StepSpec, ComponentSpec]]] = field(default_factory=dict)
+    serverless: dict[str, list[tuple[StepSpec, ComponentSpec]]] = field(default_factory=dict)
+    environments: dict[tuple[str, str | None, str | None], list[tuple[StepSpec, ComponentSpec]]] \
+        = field(default_factory=dict)
+    components: dict[tuple[str, str | None, str | None], list[tuple[StepSpec, ComponentSpec]]] \
+        = field(default_factory=dict)
+    data: dict[tuple[str, str | None, str | None], list[str]] = field(default_factory=dict)
+    #: Registered models bound to a model input (``mlflow_model``, ``custom_model``, ...),
+    #: asked of the model registry, not the data assets.
+    models: dict[tuple[str, str | None, str | None], list[str]] = field(default_factory=dict)
+    #: Assets in a registry (``azureml://registries/...``), by their reference, with who names
+    #: each (a step and its component, or the input's words): not asked of the workspace,
+    #: where they do not live (MP862).
+    registry: dict[str, list[tuple[str, Any]]] = field(default_factory=dict)
+
+
+def spelled(key: tuple[str, str | None, str | None]) -> str:
+    name, version, label = key
+    return f"azureml:{name}:{version}" if version else f"azureml:{name}@{label}"
 
 
 def _where(step: StepSpec, comp: ComponentSpec) -> dict[str, Any]:
@@ -336,4 +365,4 @@ def _mlflow(label: str, requirements: list[str], uses: list[tuple[StepSpec, Comp
     return out
 
 
-__all__ = ["judge"]
+__all__ = ["MLFLOW_REJECTED_FROM", "Needs", "judge", "spelled"]

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from mlpipe.digests.snapshot import ContentDigest, StatCache, snapshot
-from mlpipe.evidence.roots import remove_path
+from mlpipe.evidence.storage.roots import remove_path
 
 #: The lock file in the root: runs hold it shared, ``mlpipe gc`` exclusively.
 LOCK_NAME = ".lock"

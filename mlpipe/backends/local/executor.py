@@ -32,12 +32,12 @@ from mlpipe.checks.reads import check_reads
 from mlpipe.diagnostics import Diagnostic
 from mlpipe.digests.snapshot import StatCache
 from mlpipe.errors import StepFailed, UsageError
-from mlpipe.evidence import ignores
-from mlpipe.evidence import models as m
-from mlpipe.evidence.config import StoreConfig, locate
-from mlpipe.evidence.queries import running_run_ids
-from mlpipe.evidence.roots import ArtifactRoots, input_key, shared_root
-from mlpipe.evidence.store import Store, new_id
+from mlpipe.evidence.records.queries import running_run_ids
+from mlpipe.evidence.storage import ignores
+from mlpipe.evidence.storage import models as m
+from mlpipe.evidence.storage.config import StoreConfig, locate
+from mlpipe.evidence.storage.roots import ArtifactRoots, input_key, shared_root
+from mlpipe.evidence.storage.store import Store, new_id
 from mlpipe.graph import FromInput, FromStep, Graph, StepNode
 
 

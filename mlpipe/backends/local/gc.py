@@ -17,9 +17,9 @@ from pathlib import Path
 
 from mlpipe.backends.local.cas import ArtifactStore, StoreBusy
 from mlpipe.errors import UsageError
-from mlpipe.evidence.config import StoreConfig
-from mlpipe.evidence.reader import Reader
-from mlpipe.evidence.retention import Retained, retained
+from mlpipe.evidence.records.reader import Reader
+from mlpipe.evidence.records.retention import Retained, retained
+from mlpipe.evidence.storage.config import StoreConfig
 
 
 @dataclass(slots=True)

@@ -21,7 +21,7 @@ from mlpipe.backends.local.progress import Progress
 from mlpipe.checks import run_checks
 from mlpipe.diagnostics import ChecksFailed, Diagnostic, has_errors
 from mlpipe.errors import UsageError
-from mlpipe.evidence.config import StoreConfig
+from mlpipe.evidence.storage.config import StoreConfig
 from mlpipe.graph import FromInput, FromLiteral, Graph, StepNode
 from mlpipe.paths import display_path
 from mlpipe.spec import ComponentSpec, ParamType, declared_topology

@@ -13,10 +13,10 @@ from typing import Any
 
 from mlpipe.backends.local import cachekey
 from mlpipe.digests.snapshot import StatCache, snapshot
-from mlpipe.evidence import models as m
-from mlpipe.evidence.queries import Reusable, reusable_outputs
-from mlpipe.evidence.roots import ArtifactRoots, key_in
-from mlpipe.evidence.store import Store
+from mlpipe.evidence.records.queries import Reusable, reusable_outputs
+from mlpipe.evidence.storage import models as m
+from mlpipe.evidence.storage.roots import ArtifactRoots, key_in
+from mlpipe.evidence.storage.store import Store
 from mlpipe.spec import ComponentSpec
 
 

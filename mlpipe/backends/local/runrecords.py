@@ -17,11 +17,11 @@ from mlpipe.backends.local.stepjob import StepJob, StepOutcome
 from mlpipe.digests.snapshot import ContentDigest, StatCache, snapshot
 from mlpipe.environments import environment_identity
 from mlpipe.errors import UsageError
-from mlpipe.evidence import models as m
-from mlpipe.evidence.checkresults import record_checks, summary
-from mlpipe.evidence.config import project_root
-from mlpipe.evidence.revision import file_states, git_revision, pipeline_files
-from mlpipe.evidence.store import Store
+from mlpipe.evidence.records.checkresults import record_checks, summary
+from mlpipe.evidence.storage import models as m
+from mlpipe.evidence.storage.config import project_root
+from mlpipe.evidence.storage.revision import file_states, git_revision, pipeline_files
+from mlpipe.evidence.storage.store import Store
 from mlpipe.graph import FromInput, FromStep, StepNode
 from mlpipe.secret import Redactor, keyed_hash
 

@@ -19,8 +19,8 @@ def test_an_azure_run_records_the_policy_it_committed_to(azureml, monkeypatch, t
 
     from mlpipe.cli import azure as cli_azure
     from mlpipe.cli import main
-    from mlpipe.evidence import models as m
     from mlpipe.evidence import open_store
+    from mlpipe.evidence.storage import models as m
 
     azureml.add_environment("good-env", "1", conda_file=GOOD)
     azureml.add_environment("defect-cpu", "5", conda_file=GOOD)

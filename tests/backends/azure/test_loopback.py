@@ -10,8 +10,8 @@ from sqlalchemy import select
 
 from mlpipe.cli import azure as cli_azure
 from mlpipe.cli import main
-from mlpipe.evidence import models as m
-from mlpipe.evidence.store import Store
+from mlpipe.evidence.storage import models as m
+from mlpipe.evidence.storage.store import Store
 
 WORKSPACE = ["--workspace", "ws-defects", "--resource-group", "rg-ml", "--subscription",
              "00000000-0000-0000-0000-000000000000"]

@@ -34,11 +34,11 @@ from mlpipe.backends.local.executor import LocalExecutor
 from mlpipe.backends.local.launcher import launch
 from mlpipe.backends.local.script import render_command
 from mlpipe.errors import LaunchFailed, StepFailed
-from mlpipe.evidence import models as m
-from mlpipe.evidence.bundle import build
-from mlpipe.evidence.config import StoreConfig
-from mlpipe.evidence.roots import ArtifactRoots
-from mlpipe.evidence.store import Store
+from mlpipe.evidence.bundles.bundle import build
+from mlpipe.evidence.storage import models as m
+from mlpipe.evidence.storage.config import StoreConfig
+from mlpipe.evidence.storage.roots import ArtifactRoots
+from mlpipe.evidence.storage.store import Store
 from mlpipe.graph import FromInput, FromLiteral, FromStep, compile_pipeline
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -341,8 +341,8 @@ def test_submit_runs_the_preflight_first_and_records_what_latest_named(workspace
     assert json.loads(tags["mlpipe.resolved"]) == {
         "azureml:defect-cpu@latest": "azureml:defect-cpu:5"}
     run_id = re.search(r"submitted run (\S+)", done.output).group(1)
-    from mlpipe.evidence import models as m
     from mlpipe.evidence import open_store
+    from mlpipe.evidence.storage import models as m
 
     store = open_store()
     with store.session() as s:

@@ -33,7 +33,7 @@ def cli(cwd: Path, *args: str, env: dict[str, str] | None = None
 def test_an_azure_ai_ml_pipelines_candidate_reaches_review_promotion_and_trace(
         tmp_path, mlflow_server):  # noqa: F811
     pytest.importorskip("torch")
-    from mlpipe.evidence import keys
+    from mlpipe.evidence.signatures import keys
 
     project = tmp_path / "team"
     project.mkdir()

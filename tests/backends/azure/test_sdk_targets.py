@@ -303,7 +303,7 @@ def test_a_run_records_the_users_files_never_the_job_written_in_the_cache(tmp_pa
     run's code revision lists the Python files (and code folders), so the evidence never says
     a file mlpipe wrote is "outside" the commit (a false MP717)."""
     from mlpipe.backends.azure.validate import quiet_azure_ai_ml
-    from mlpipe.evidence.revision import pipeline_files
+    from mlpipe.evidence.storage.revision import pipeline_files
     from mlpipe.loader import load_spec
 
     quiet_azure_ai_ml()

@@ -20,10 +20,10 @@ from mlpipe.backends.azure.sync import sync_run
 from mlpipe.cli import azure as cli_azure
 from mlpipe.cli import main
 from mlpipe.errors import AzureError, UsageError
-from mlpipe.evidence import models as m
-from mlpipe.evidence.reader import Reader
-from mlpipe.evidence.store import Store
-from mlpipe.evidence.views import diff_runs, show_run
+from mlpipe.evidence.records.reader import Reader
+from mlpipe.evidence.records.views import diff_runs, show_run
+from mlpipe.evidence.storage import models as m
+from mlpipe.evidence.storage.store import Store
 from mlpipe.loader import load_spec
 from store_urls import store_url  # noqa: F401  (the SQLite + PostgreSQL fixture)
 

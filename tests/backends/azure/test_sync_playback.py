@@ -27,8 +27,8 @@ from backends.azure import recorded
 from backends.azure.azure_helpers import stage
 from mlpipe.cli import azure as cli_azure
 from mlpipe.cli import main
-from mlpipe.evidence import models as m
-from mlpipe.evidence.store import Store
+from mlpipe.evidence.storage import models as m
+from mlpipe.evidence.storage.store import Store
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 
 from executor_project import Project
-from mlpipe.evidence.reader import Reader
+from mlpipe.evidence.records.reader import Reader
 from mlpipe.runtime.record import schema
 from timing import limit
 

@@ -10,8 +10,8 @@ import pytest
 
 from bundle_project import GATED
 from executor_project import Project
-from mlpipe.evidence import models as m
-from mlpipe.evidence.store import Store
+from mlpipe.evidence.storage import models as m
+from mlpipe.evidence.storage.store import Store
 from timing import limit
 
 pytestmark = pytest.mark.slow

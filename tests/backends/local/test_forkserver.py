@@ -99,7 +99,7 @@ def test_a_module_that_starts_threads_at_import_is_not_forked_from(server, tmp_p
 
 def _run_probes(tmp_path, monkeypatch, **options):
     from mlpipe.backends.local.executor import LocalExecutor
-    from mlpipe.evidence.config import locate
+    from mlpipe.evidence.storage.config import locate
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(FIXTURES))
@@ -118,8 +118,8 @@ def _run_probes(tmp_path, monkeypatch, **options):
 
 
 def _output(tmp_path: Path, result, step: str) -> str:
-    from mlpipe.evidence import models as m
-    from mlpipe.evidence.store import Store
+    from mlpipe.evidence.storage import models as m
+    from mlpipe.evidence.storage.store import Store
 
     store = Store.open(f"sqlite:///{tmp_path / 'evidence' / 'store.sqlite'}")
     try:

@@ -8,8 +8,8 @@ import re
 import pytest
 
 from executor_project import Project
-from mlpipe.evidence import models as m
-from mlpipe.evidence.store import Store
+from mlpipe.evidence.storage import models as m
+from mlpipe.evidence.storage.store import Store
 
 pytestmark = pytest.mark.slow
 LEFT = ("left=left.txt",)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from executor_project import Project
-from mlpipe.evidence import models as m
-from mlpipe.evidence.store import Store
+from mlpipe.evidence.storage import models as m
+from mlpipe.evidence.storage.store import Store
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,7 @@ from fixtures.checks import mp202, mp301
 from mlpipe.backends.local.executor import LocalExecutor
 from mlpipe.codes import UNREADABLE_BINDING_EXPRESSION
 from mlpipe.diagnostics import ChecksFailed, Diagnostic
-from mlpipe.evidence.config import StoreConfig
+from mlpipe.evidence.storage.config import StoreConfig
 from mlpipe.graph import compile_pipeline
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from mlpipe.backends.local.script import ScriptError, render_command, render_value
-from mlpipe.evidence import models as m
-from mlpipe.evidence.store import Store
+from mlpipe.evidence.storage import models as m
+from mlpipe.evidence.storage.store import Store
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "fixtures" / "azure" / "scripts"
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from mlpipe.evidence import models as m
-from mlpipe.evidence.store import Store
+from mlpipe.evidence.storage import models as m
+from mlpipe.evidence.storage.store import Store
 
 JOB = Path(__file__).resolve().parents[2] / "fixtures" / "azure" / "job" / "train_ddp.yml"
 

@@ -13,8 +13,8 @@ import pytest
 
 from mlpipe.backends.local.inputs import literal_paths, resolve, split_step_inputs
 from mlpipe.errors import UsageError
-from mlpipe.evidence import models as m
-from mlpipe.evidence.store import Store
+from mlpipe.evidence.storage import models as m
+from mlpipe.evidence.storage.store import Store
 from mlpipe.graph import compile_pipeline
 from mlpipe.loader import load_spec
 
