@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mlpipe.checks import ranktrace
 from mlpipe.checks.metriccounts import padded_population, unweighted_means
 from mlpipe.codes import (
     COORDINATION_UNRECORDED,
@@ -311,6 +312,7 @@ def check_coordination(step_dir: str | Path | list[dict[str, Any]], *, world_siz
     findings += metric_findings
     findings += unweighted_means(records, world_size, where)
     findings += padded_population(records, world_size, where)
+    findings += ranktrace.judge(records, world_size, where, ids_recorded=bool(population or seen))
     return CoordinationReport(
         world_size=world_size, recorded_ranks=tuple(sorted(records)),
         consumed={r: len(ids) for r, ids in consumed.items()}, population=len(population),

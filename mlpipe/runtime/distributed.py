@@ -212,9 +212,12 @@ def all_reduce_metric(name: str, value: float, *, op: str = "mean",
     if part is not None:
         # this rank's own value and part: what a plain mean of unequal parts hides (MP534)
         consumed = part.data.get("consumed") or []
+        # else what this rank's last DistributedSampler pass dealt it (the rank-level trace)
+        from mlpipe.runtime.ranktrace import population as dealt
+
         part.add_reduction({"name": name, "op": op, "world_size": size, "value": result,
                             "rank": rank(), "at": step_record.now(), "local": float(value),
-                            "examples": len(consumed) if consumed else None,
+                            "examples": len(consumed) if consumed else dealt(),
                             "population": population})
     if rank() == 0:
         log_metric(name, result, scope="global", population=population, reduced_over=size)

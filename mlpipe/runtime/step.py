@@ -20,7 +20,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlpipe import localimport
-from mlpipe.runtime import children, finish, loaders, metrics, observe, record, tracking
+from mlpipe.runtime import (
+    children,
+    finish,
+    loaders,
+    metrics,
+    observe,
+    ranktrace,
+    record,
+    tracking,
+    watchdog,
+)
 from mlpipe.runtime.masking import OutputMask
 from mlpipe.secret import Redactor, take_from_environment
 
@@ -234,6 +244,7 @@ class _Body:
     observer: observe.Observer | None = None
     failure: dict[str, Any] | None = None
     fed: dict[str, Any] | None = None
+    traced: dict[str, Any] = field(default_factory=lambda: {"trace": None})
     code: int = 0
 
 
@@ -254,7 +265,7 @@ def _execute(request: dict[str, Any], secrets: dict[str, Any], redact: Redactor)
         "the step failed before its body ran")
     part.update(status="failed" if body.failure else "succeeded", failure=body.failure,
                 finished_at=record.now(), inputs=body.inputs_checked, tracking=state, **seen,
-                **(body.fed or {}))
+                **(body.fed or {}), **body.traced)
     record.merge_children(part)
     part.flush()
     if rank != 0 or part.data["role"] != "worker":
@@ -308,9 +319,15 @@ def _call(request: dict[str, Any], secrets: dict[str, Any], part: record.RankPar
         body.observer.start()
     if body.observer is not None:
         loaders.start()
+    trace = ranktrace.start() if part is not None else None
+    dog = watchdog.start(trace)
     try:
         _ran(fn(**kwargs))
     finally:
+        if dog is not None:
+            dog.stop()
+        if trace is not None:
+            body.traced = ranktrace.stop()
         if body.observer is not None:
             body.observer.stop()
             body.fed = loaders.stop()
