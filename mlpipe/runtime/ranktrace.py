@@ -427,12 +427,13 @@ _FINDER = _Finder()
 _AUDIT = False
 
 
-def start() -> Trace | None:
-    """Begin tracing this rank (a new step: what was traced is forgotten); None when off."""
-    global _TRACE, _AUDIT
+def install() -> None:
+    """Put the hooks in place (inert until ``start``): on the traced modules already imported,
+    and on the others as they are imported, so that names the component's module binds at its
+    import (``from torch.distributed import all_reduce``) are the traced ones."""
+    global _AUDIT
     if not enabled():
-        return None
-    _TRACE = Trace()
+        return
     for name in MODULES:
         module = sys.modules.get(name)
         if module is not None:
@@ -445,6 +446,15 @@ def start() -> Trace | None:
     if not _AUDIT:
         sys.addaudithook(_audit)   # permanent; inert while no trace is active
         _AUDIT = True
+
+
+def start() -> Trace | None:
+    """Begin tracing this rank (a new step: what was traced is forgotten); None when off."""
+    global _TRACE
+    if not enabled():
+        return None
+    install()
+    _TRACE = Trace()
     return _TRACE
 
 
@@ -476,5 +486,6 @@ def population() -> int | None:
     return trace.population if trace is not None else None
 
 
-__all__ = ["COLLECTIVES", "MODULES", "TRACE_ENV", "Trace", "active", "enabled", "note_call",
+__all__ = ["COLLECTIVES", "MODULES", "TRACE_ENV", "Trace", "active", "enabled", "install",
+           "note_call",
            "population", "public", "site", "start", "stop"]

@@ -302,6 +302,8 @@ def _call(request: dict[str, Any], secrets: dict[str, Any], part: record.RankPar
     for entry in reversed(request.get("sys_path", [])):
         if entry not in sys.path:
             sys.path.insert(0, entry)
+    if part is not None:
+        ranktrace.install()   # before the component's module binds torch's names
     component = _resolve(request["function"])
     fn = getattr(component, "fn", component)
     body.outputs = _ports(component, "outputs")
