@@ -145,7 +145,8 @@ def _place(rec: dict[str, Any]) -> str:
     hang, waiting = trace.get("hang") or {}, trace.get("waiting") or {}
     op = hang.get("op") or waiting.get("op")
     if op:
-        return f"rank {rec['rank']} waits in {op} at {_short(hang.get('site') or waiting.get('site'))}"
+        site = hang.get("site") or waiting.get("site")
+        return f"rank {rec['rank']} waits in {op} at {_short(site)}"
     stack = [f for f in hang.get("stack") or [] if "/mlpipe/" not in f and "/torch/" not in f
              and "site-packages" not in f]
     if stack:

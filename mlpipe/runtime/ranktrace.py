@@ -105,8 +105,7 @@ _STDLIB = os.path.dirname(os.__file__) + os.sep
 
 
 def _library(name: str) -> bool:
-    return (_TORCH_MARK in name or "site-packages" in name or name.startswith(_STDLIB)
-            or name.startswith("<"))
+    return _TORCH_MARK in name or "site-packages" in name or name.startswith((_STDLIB, "<"))
 
 
 def _from_mlpipe(depth: int) -> bool:
