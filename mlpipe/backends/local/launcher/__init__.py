@@ -145,11 +145,8 @@ def launch(argv: Sequence[str], *, distribution: Distribution | None, instances:
     if layout.framework == "mpi":
         workers, envs = run_mpi(list(argv), layout, base, cwd, logs, timeout)
     else:
-        try:
-            workers, envs = ProcessGroup(list(argv), layout, base, cwd, logs).run(
-                timeout, rendezvous_timeout if layout.framework == "pytorch" else None)
-        except LaunchFailed as exc:
-            raise _traced(exc, base.get("MLPIPE_STEP_DIR"), layout.world, step) from None
+        workers, envs = _run_group(list(argv), layout, base, cwd, logs, timeout,
+                                   rendezvous_timeout, step)
     report = None
     step_dir = base.get("MLPIPE_STEP_DIR")
     if step_dir and layout.world > 1:
@@ -160,6 +157,17 @@ def launch(argv: Sequence[str], *, distribution: Distribution | None, instances:
     if require_coordination and report is not None and not report.ok:
         raise CoordinationFailed(result)
     return result
+
+
+def _run_group(argv: list[str], layout: Plan, base: dict[str, str], cwd: str | Path | None,
+               logs: Path, timeout: float | None, rendezvous_timeout: float | None,
+               step: str) -> tuple[tuple[Worker, ...], dict[int, dict[str, str]]]:
+    """Run the group; a failure carries what the ranks' traces show."""
+    try:
+        return ProcessGroup(argv, layout, base, cwd, logs).run(
+            timeout, rendezvous_timeout if layout.framework == "pytorch" else None)
+    except LaunchFailed as exc:
+        raise _traced(exc, base.get("MLPIPE_STEP_DIR"), layout.world, step) from None
 
 
 def _traced(exc: LaunchFailed, step_dir: str | None, world: int, step: str) -> LaunchFailed:
