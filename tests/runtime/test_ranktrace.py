@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow
 def _run(tmp_path: Path, body: str, *, timeout: float = 120, **env: str):
     pytest.importorskip("torch")
     out = tmp_path / "out"
-    out.mkdir()
+    out.mkdir(parents=True)
     request = {"function": f"bodies:{body}", "sys_path": [str(BODIES)], "inputs": {},
                "outputs": {}, "params": {"out": str(out)}}
     (tmp_path / "request.json").write_text(json.dumps(request))
@@ -55,6 +55,44 @@ def _codes(result) -> list[str]:
 ])
 def test_each_trace_fact_has_a_triggering_and_a_clean_body(tmp_path, body, codes):
     assert _codes(_run(tmp_path, body)) == codes
+
+
+@pytest.fixture
+def served(tmp_path):
+    """A file served over HTTP from this process (a real server on the loopback), and a tar
+    archive beside it."""
+    import functools
+    import http.server
+    import tarfile
+    import threading
+
+    root = tmp_path / "served"
+    root.mkdir()
+    (root / "data.txt").write_text("x" * 1000)
+    with tarfile.open(root / "data.tar", "w") as tar:
+        tar.add(root / "data.txt", arcname="data.txt")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield {"TRACE_URL": f"http://127.0.0.1:{server.server_address[1]}/data.txt",
+           "TRACE_ARCHIVE": str(root / "data.tar")}
+    server.shutdown()
+
+
+@pytest.mark.parametrize(("body", "codes"), [
+    ("every_rank_extracts", ["MP543"]),
+    ("local_rank0_extracts", []),
+    ("every_rank_downloads", ["MP543"]),
+    ("local_rank0_downloads", []),
+])
+def test_staging_by_every_rank_and_by_local_rank_0(tmp_path, served, body, codes):
+    result = _run(tmp_path / "run", body, **served)
+    assert _codes(result) == codes
+    if codes:
+        [found] = result.coordination.findings
+        kind = "extract" if "extract" in body else "download"
+        assert found.message.startswith("ranks 0, 1 each called ")
+        assert f"({kind}, at bodies.py:" in found.message
 
 
 def test_a_correct_ddp_steps_trace_says_what_each_rank_did(tmp_path):
