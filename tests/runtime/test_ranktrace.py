@@ -95,6 +95,17 @@ def test_staging_by_every_rank_and_by_local_rank_0(tmp_path, served, body, codes
         assert f"({kind}, at bodies.py:" in found.message
 
 
+@pytest.mark.parametrize(("body", "codes"), [("every_rank_logs", ["MP543"]),
+                                             ("rank0_logs", [])])
+def test_mlflow_logging_by_every_rank_and_by_rank_0(tmp_path, mlflow_server, body, codes):
+    result = _run(tmp_path, body, TRACE_MLFLOW=mlflow_server)
+    assert _codes(result) == codes
+    calls = {p["rank"]: [(c["kind"], c["call"], c["target"]) for c in p["trace"]["calls"]]
+             for p in record.rank_parts(tmp_path / "step")}
+    assert calls[0] == [("tracking", "mlflow.log_metric", "loss")]   # its HTTP is the call's
+    assert calls[1] == ([("tracking", "mlflow.log_metric", "loss")] if codes else [])
+
+
 def test_a_correct_ddp_steps_trace_says_what_each_rank_did(tmp_path):
     _run(tmp_path, "ddp")
     found = record.load_record(tmp_path / "step")
