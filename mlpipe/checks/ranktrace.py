@@ -190,13 +190,14 @@ def every_rank_work(records: dict[int, dict[str, Any]], world_size: int,
     traces = _traces(records)
     if world_size < 2 or len(traces) < world_size:
         return []
-    made: dict[tuple[str, str, str], dict[int, dict[str, Any]]] = {}
+    made: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
     for r, trace in traces.items():
         for entry in trace.get("calls") or []:
-            key = (str(entry.get("kind")), str(entry.get("call")), str(entry.get("target")))
+            # one target, whatever the call (shutil.unpack_archive extracts through tarfile)
+            key = (str(entry.get("kind")), str(entry.get("target")))
             made.setdefault(key, {}).setdefault(r, entry)
     findings = []
-    for (kind, call, target), ranks in sorted(made.items()):
+    for (kind, target), ranks in sorted(made.items()):
         if kind in _PER_NODE:
             nodes: dict[int, set[int]] = {}
             for r in traces:
@@ -208,6 +209,7 @@ def every_rank_work(records: dict[int, dict[str, Any]], world_size: int,
         elif len(ranks) < world_size:
             continue
         entry = ranks[min(ranks)]
+        call = entry.get("call")
         what = f"{call}({target!r})" if target else f"{call}()"
         findings.append(Diagnostic.of(
             EVERY_RANK_DOES_ONE_RANKS_WORK,

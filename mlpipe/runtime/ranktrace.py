@@ -4,8 +4,8 @@ of the step record (``trace``; docs/step-record.md, "The rank-level trace").
 
 Hooks are attributes replaced on modules the body uses (``torch.distributed``'s collectives,
 ``Tensor.to``, ``DistributedSampler.__iter__``, ``mlflow.log_*``, ``torch.save``, tarfile and
-zipfile extraction) once those modules are imported, plus two audit events (``http.client
-.connect``, ``shutil.unpack_archive``); never ``sys.settrace``. A CUDA device requested on a
+zipfile extraction, ``urllib.request.urlopen``, ``requests.Session.request``) once those
+modules are imported, plus the ``shutil.unpack_archive`` audit event; never ``sys.settrace``. A CUDA device requested on a
 machine without one is recorded and resolved to the CPU, so the small correctness run goes on.
 Must not import torch or mlflow itself; imports nothing above the runtime's record.
 """
@@ -291,6 +291,10 @@ def _note_sampler(trace: Trace, sampler: Any, indices: list[Any]) -> None:
 # --- tracking and storage ------------------------------------------------------------------
 
 def _target(kind: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    if kind == "download":   # urlopen(url | Request), Session.request(method, url)
+        url = args[1] if len(args) > 1 and isinstance(args[0], str) and \
+            isinstance(args[1], str) else (args[0] if args else kwargs.get("url", ""))
+        return str(getattr(url, "full_url", url))[:500]
     if kind == "checkpoint":
         where = args[1] if len(args) > 1 else kwargs.get("f")
         return os.path.abspath(os.fspath(where)) if isinstance(where, (str, os.PathLike)) \
@@ -337,13 +341,10 @@ def _storage(kind: str, call: str, original: Any, method: bool = False) -> Any:
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
-    if _TRACE is None or event not in ("http.client.connect", "shutil.unpack_archive"):
+    if _TRACE is None or event != "shutil.unpack_archive":
         return
     try:
-        if event == "http.client.connect":
-            note_call("download", "http", f"{args[1]}:{args[2]}", depth=2)
-        else:
-            note_call("extract", "shutil.unpack_archive", os.path.abspath(str(args[0])), depth=2)
+        note_call("extract", "shutil.unpack_archive", os.path.abspath(str(args[0])), depth=2)
     except Exception:
         pass
 
@@ -376,6 +377,11 @@ def _patch(name: str, module: Any) -> None:
             original = getattr(module, call, None)
             if original is not None:
                 setattr(module, call, _storage("tracking", f"mlflow.{call}", original))
+    elif name == "urllib.request":
+        module.urlopen = _storage("download", "urllib.request.urlopen", module.urlopen)
+    elif name == "requests.sessions":
+        cls = module.Session
+        cls.request = _storage("download", "requests", cls.request, True)
     elif name == "tarfile":
         cls = module.TarFile
         for call in ("extractall", "extract"):
@@ -388,7 +394,8 @@ def _patch(name: str, module: Any) -> None:
 
 #: The modules whose attributes the trace replaces, the order they must be patched in.
 MODULES = ("torch", "torch.distributed", "torch.nn.parallel.distributed",
-           "torch.utils.data.distributed", "mlflow", "tarfile", "zipfile")
+           "torch.utils.data.distributed", "mlflow", "tarfile", "zipfile", "urllib.request",
+           "requests.sessions")
 
 
 class _Finder(importlib.abc.MetaPathFinder):

@@ -100,8 +100,12 @@ def _call(kind, target, call="torch.save"):
     ((_call("checkpoint", "/o/m.pt"),) * 2, (0, 0), ["MP543"]),
     ((_call("checkpoint", "/o/m-0.pt"), _call("checkpoint", "/o/m-1.pt")), (0, 0), []),
     ((_call("checkpoint", "/o/m.pt"), []), (0, 0), []),
-    ((_call("download", "host:443", "http"),) * 2, (0, 0), ["MP543"]),
-    ((_call("download", "host:443", "http"),) * 2, (0, 1), []),   # per-node staging
+    ((_call("download", "https://h/d.tar", "requests"),) * 2, (0, 0), ["MP543"]),
+    ((_call("download", "https://h/d.tar", "requests"),) * 2, (0, 1), []),   # per node
+    ((_call("download", "https://h/0.tar", "requests"),             # each rank its own shard
+      _call("download", "https://h/1.tar", "requests")), (0, 0), []),
+    ((_call("extract", "/d.tar", "shutil.unpack_archive")           # one archive, two calls
+      + _call("extract", "/d.tar", "tarfile.extractall"),) * 2, (0, 0), ["MP543"]),
     ((_call("tracking", "loss", "mlflow.log_metric"),) * 2, (0, 0), ["MP543"]),
 ])
 def test_one_ranks_work_done_by_every_rank(calls, nodes, codes):
