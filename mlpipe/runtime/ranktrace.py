@@ -5,8 +5,9 @@ of the step record (``trace``; docs/step-record.md, "The rank-level trace").
 Hooks are attributes replaced on modules the body uses (``torch.distributed``'s collectives,
 ``Tensor.to``, ``DistributedSampler.__iter__``, ``mlflow.log_*``, ``torch.save``, tarfile and
 zipfile extraction, ``urllib.request.urlopen``, ``requests.Session.request``) once those
-modules are imported, plus the ``shutil.unpack_archive`` audit event; never ``sys.settrace``. A CUDA device requested on a
-machine without one is recorded and resolved to the CPU, so the small correctness run goes on.
+modules are imported, plus the ``shutil.unpack_archive`` audit event; never ``sys.settrace``.
+A CUDA device requested on a machine without one is recorded and resolved to the CPU, so the
+small correctness run goes on.
 Must not import torch or mlflow itself; imports nothing above the runtime's record.
 """
 from __future__ import annotations
