@@ -124,6 +124,7 @@ def preload() -> None:
     digests.preload()  # the output digests' blake3
 
     observe.preload()
+    ranktrace.install()   # before the fork server imports the run's component modules
 
 
 def _ran(result: Any) -> None:
