@@ -141,3 +141,7 @@ def test_records_cut_short_are_judged_without_raising():
                         "samplers": [{"indices": [None]}], "hang": {"why": 3}}},
              {"rank": 1, "role": "worker", "status": "failed", "trace": "junk"}]
     judge({p["rank"]: p for p in parts}, 2, {})
+    odd = [_part(r, "running", hang={"why": "waited past the limit", "waited_s": None},
+                 collectives=[{"op": "barrier", "count": "x"}],
+                 samplers=[{"indices": ["a"], "site": 3, "dataset_size": "y"}]) for r in (0, 1)]
+    assert judge({p["rank"]: p for p in odd}, 2, {}) == []
