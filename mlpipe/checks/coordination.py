@@ -31,7 +31,8 @@ from mlpipe.distribution import Distribution
 class CoordinationReport:
     """What the records of one distributed step show.
 
-    ``findings`` are diagnostics (codes MP520-MP527, MP534); ``ok`` is False when any is an error.
+    ``findings`` are diagnostics (codes MP520-MP527, MP534, MP540-MP543: ``checks.ranktrace``);
+    ``ok`` is False when any is an error.
     ``to_dict()`` is what the evidence store keeps.
     """
 

@@ -166,7 +166,10 @@ def _ddp_init(original: Any) -> Any:
 # --- devices -------------------------------------------------------------------------------
 
 def _cuda_request(device: Any) -> str | None:
-    """``cuda:N`` (or ``cuda``) when ``device`` names a CUDA device, else None."""
+    """``cuda:N`` (or ``cuda``) when ``device`` names a CUDA device, else None (an index alone,
+    ``.to(local_rank)``, names a CUDA device)."""
+    if isinstance(device, int) and not isinstance(device, bool):
+        return f"cuda:{device}"
     if isinstance(device, str):
         return device if device.startswith("cuda") else None
     kind = getattr(device, "type", None)
