@@ -51,6 +51,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "bench_sdk": ["--quick"],
     "bench_launcher": ["--quick"],
     "bench_rehearse": ["--quick"],
+    "bench_trace": ["--quick"],
     # make test-fast, once (its whole form, five runs of make test, is `make bench-suite`)
     "bench_suite": ["--quick"],
 }

@@ -33,7 +33,8 @@ def _codes(cell: str) -> list[str]:
 def kind(code: str) -> str:
     """When a code is reported: check, run or evidence (from its family)."""
     n = int(code[2:])
-    if 520 <= n <= 527 or 560 <= n <= 569 or n == 804 or 900 <= n <= 959:  # MP56x: rehearse
+    if (520 <= n <= 527 or 540 <= n <= 549 or 560 <= n <= 569  # MP54x: the trace; MP56x: rehearse
+            or n == 804 or 900 <= n <= 959):
         return "run"
     if 660 <= n <= 679 or 700 <= n <= 799 or 870 <= n <= 874:  # MP870-: what a sync could not read
         return "evidence"

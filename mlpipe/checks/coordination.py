@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mlpipe.checks import ranktrace
 from mlpipe.checks.metriccounts import padded_population, unweighted_means
 from mlpipe.codes import (
     COORDINATION_UNRECORDED,
@@ -30,7 +31,8 @@ from mlpipe.distribution import Distribution
 class CoordinationReport:
     """What the records of one distributed step show.
 
-    ``findings`` are diagnostics (codes MP520-MP527, MP534); ``ok`` is False when any is an error.
+    ``findings`` are diagnostics (codes MP520-MP527, MP534, MP540-MP543: ``checks.ranktrace``);
+    ``ok`` is False when any is an error.
     ``to_dict()`` is what the evidence store keeps.
     """
 
@@ -311,6 +313,7 @@ def check_coordination(step_dir: str | Path | list[dict[str, Any]], *, world_siz
     findings += metric_findings
     findings += unweighted_means(records, world_size, where)
     findings += padded_population(records, world_size, where)
+    findings += ranktrace.judge(records, world_size, where, ids_recorded=bool(population or seen))
     return CoordinationReport(
         world_size=world_size, recorded_ranks=tuple(sorted(records)),
         consumed={r: len(ids) for r, ids in consumed.items()}, population=len(population),

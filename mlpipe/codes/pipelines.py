@@ -281,6 +281,24 @@ REHEARSAL_RUN_FAILED = _code(
     "MP565", "rehearsal-run-failed", ERROR,
     "A rehearsal run of the step failed, at world size 1 or at the topology.")
 
+# --- MP540-MP549: the rank-level trace of a distributed step, after it ran
+#     (mlpipe.checks.ranktrace)
+COLLECTIVE_MISMATCH = _code(
+    "MP540", "collective-mismatch", ERROR,
+    "The ranks of a step called a collective a different number of times (one rank called it "
+    "where the others did not).")
+RANKS_SHARE_A_DEVICE = _code(
+    "MP541", "ranks-share-a-device", ERROR,
+    "Two ranks on one node requested the same GPU.")
+RANK_HUNG_IN_COLLECTIVE = _code(
+    "MP542", "rank-hung-in-collective", ERROR,
+    "A rank waited in a collective far longer than the step's collectives took, and the step "
+    "did not finish.")
+EVERY_RANK_DOES_ONE_RANKS_WORK = _code(
+    "MP543", "every-rank-does-one-ranks-work", WARNING,
+    "Every rank made the same tracking or storage call (an MLflow run or metric, a download, "
+    "an extraction, a checkpoint to one path) that one rank should make.")
+
 # --- MP6xx: Azure ML YAML import (mlpipe.backends.azure.importer)
 UNREADABLE_BINDING_EXPRESSION = _code(
     "MP601", "unreadable-binding-expression", ERROR,

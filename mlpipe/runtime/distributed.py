@@ -167,6 +167,14 @@ def _wait_until_released(tensor: Any, timeout: float = 2.0) -> None:
         time.sleep(0.0005)
 
 
+def _population() -> int | None:
+    """The examples behind this rank's value when it recorded no ids: what its last
+    DataLoader pass read (a whole subset), else what its last DistributedSampler dealt it."""
+    from mlpipe.runtime import loaders, ranktrace
+
+    return loaders.last_population() or ranktrace.population()
+
+
 def all_reduce_metric(name: str, value: float, *, op: str = "mean",
                       population: str | None = None) -> float:
     """Combine one value from every rank and log the result once, as a global metric.
@@ -215,7 +223,7 @@ def all_reduce_metric(name: str, value: float, *, op: str = "mean",
         consumed = part.data.get("consumed") or []
         part.add_reduction({"name": name, "op": op, "world_size": size, "value": result,
                             "rank": rank(), "at": step_record.now(), "local": float(value),
-                            "examples": len(consumed) if consumed else None,
+                            "examples": len(consumed) if consumed else _population(),
                             "population": population})
     if rank() == 0:
         log_metric(name, result, scope="global", population=population, reduced_over=size)

@@ -24,6 +24,17 @@ _LOCK = threading.Lock()
 _SEEN: dict[int, dict[str, Any]] = {}
 _ACTIVE = False
 _PATCHED = False
+_LAST: list[dict[str, Any]] = []
+
+
+def last_population() -> int | None:
+    """How many examples one pass of the loader this rank iterated last reads, where its
+    sampler reads the whole (sub)set; None for a sampler that deals out parts, or none seen."""
+    entry = _LAST[0] if _LAST else None
+    if entry is None or not entry.get("whole"):
+        return None
+    size = entry.get("subset_size")
+    return size if isinstance(size, int) else entry.get("dataset_size")
 
 
 def _size(obj: Any) -> int | None:
@@ -114,6 +125,7 @@ def _note(loader: Any) -> None:
                 return
             entry = _SEEN[id(loader)] = _describe(loader)
         entry["passes"] += 1
+        _LAST[:] = [entry]
         if entry["process_group"] is None:
             entry["process_group"] = _process_group()
 
@@ -173,6 +185,7 @@ def start() -> None:
     global _ACTIVE
     with _LOCK:
         _SEEN.clear()
+        _LAST.clear()
         _ACTIVE = True
     module = sys.modules.get(_MODULE)
     if module is not None:
@@ -195,4 +208,4 @@ def stop() -> dict[str, Any]:
     return {"data_loaders": found}
 
 
-__all__ = ["MAX_LOADERS", "start", "stop"]
+__all__ = ["MAX_LOADERS", "last_population", "start", "stop"]

@@ -115,6 +115,7 @@ class RankPart:
             "marked_written": [], "reads_outside_inputs": None, "reads_inputs": None,
             "writes": None,
             "writes_elsewhere": None, "observation": None, "data_loaders": None,
+            "trace": None,
         }
         self._seen: dict[str, set[str]] = {"consumed": set(), "population": set(),
                                            "marked_written": set()}
@@ -329,6 +330,9 @@ def stored(found: dict[str, Any] | None) -> dict[str, Any] | None:
     ranks = []
     for part in found.get("ranks") or []:
         kept = {k: v for k, v in part.items() if k not in _BULKY}
+        if isinstance(kept.get("trace"), dict):   # the indices dealt: their count is kept
+            kept["trace"] = {**kept["trace"], "samplers": [
+                {**s, "indices": None} for s in kept["trace"].get("samplers") or []]}
         kept["metric_count"] = len(part.get("metrics") or [])
         kept["consumed_count"] = len(part.get("consumed") or [])
         kept["population_count"] = len(part.get("population") or [])

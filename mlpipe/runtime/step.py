@@ -20,7 +20,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlpipe import localimport
-from mlpipe.runtime import children, finish, loaders, metrics, observe, record, tracking
+from mlpipe.runtime import (
+    children,
+    finish,
+    loaders,
+    metrics,
+    observe,
+    ranktrace,
+    record,
+    tracking,
+    watchdog,
+)
 from mlpipe.runtime.masking import OutputMask
 from mlpipe.secret import Redactor, take_from_environment
 
@@ -114,6 +124,7 @@ def preload() -> None:
     digests.preload()  # the output digests' blake3
 
     observe.preload()
+    ranktrace.install()   # before the fork server imports the run's component modules
 
 
 def _ran(result: Any) -> None:
@@ -234,6 +245,7 @@ class _Body:
     observer: observe.Observer | None = None
     failure: dict[str, Any] | None = None
     fed: dict[str, Any] | None = None
+    traced: dict[str, Any] = field(default_factory=lambda: {"trace": None})
     code: int = 0
 
 
@@ -254,7 +266,7 @@ def _execute(request: dict[str, Any], secrets: dict[str, Any], redact: Redactor)
         "the step failed before its body ran")
     part.update(status="failed" if body.failure else "succeeded", failure=body.failure,
                 finished_at=record.now(), inputs=body.inputs_checked, tracking=state, **seen,
-                **(body.fed or {}))
+                **(body.fed or {}), **body.traced)
     record.merge_children(part)
     part.flush()
     if rank != 0 or part.data["role"] != "worker":
@@ -291,6 +303,8 @@ def _call(request: dict[str, Any], secrets: dict[str, Any], part: record.RankPar
     for entry in reversed(request.get("sys_path", [])):
         if entry not in sys.path:
             sys.path.insert(0, entry)
+    if part is not None:
+        ranktrace.install()   # before the component's module binds torch's names
     component = _resolve(request["function"])
     fn = getattr(component, "fn", component)
     body.outputs = _ports(component, "outputs")
@@ -308,9 +322,15 @@ def _call(request: dict[str, Any], secrets: dict[str, Any], part: record.RankPar
         body.observer.start()
     if body.observer is not None:
         loaders.start()
+    trace = ranktrace.start() if part is not None else None
+    dog = watchdog.start(trace)
     try:
         _ran(fn(**kwargs))
     finally:
+        if dog is not None:
+            dog.stop()
+        if trace is not None:
+            body.traced = ranktrace.stop()
         if body.observer is not None:
             body.observer.stop()
             body.fed = loaders.stop()

@@ -31,8 +31,9 @@ from mlpipe.backends.local.launcher.layout import (
 )
 from mlpipe.backends.local.launcher.mpi import run_mpi
 from mlpipe.checks.coordination import CoordinationReport, check_coordination
+from mlpipe.checks.ranktrace import trace_findings
 from mlpipe.distribution import Distribution
-from mlpipe.errors import DistributedError, LaunchRefused, UsageError
+from mlpipe.errors import DistributedError, LaunchFailed, LaunchRefused, UsageError
 from mlpipe.runtime.devices import BACKEND_VAR
 from mlpipe.runtime.distributed import WRITERS_VAR
 
@@ -145,8 +146,8 @@ def launch(argv: Sequence[str], *, distribution: Distribution | None, instances:
     if layout.framework == "mpi":
         workers, envs = run_mpi(list(argv), layout, base, cwd, logs, timeout)
     else:
-        workers, envs = ProcessGroup(list(argv), layout, base, cwd, logs).run(
-            timeout, rendezvous_timeout if layout.framework == "pytorch" else None)
+        workers, envs = _run_group(list(argv), layout, base, cwd, logs, timeout,
+                                   rendezvous_timeout, step)
     report = None
     step_dir = base.get("MLPIPE_STEP_DIR")
     if step_dir and layout.world > 1:
@@ -157,6 +158,29 @@ def launch(argv: Sequence[str], *, distribution: Distribution | None, instances:
     if require_coordination and report is not None and not report.ok:
         raise CoordinationFailed(result)
     return result
+
+
+def _run_group(argv: list[str], layout: Plan, base: dict[str, str], cwd: str | Path | None,
+               logs: Path, timeout: float | None, rendezvous_timeout: float | None,
+               step: str) -> tuple[tuple[Worker, ...], dict[int, dict[str, str]]]:
+    """Run the group; a failure carries what the ranks' traces show."""
+    try:
+        return ProcessGroup(argv, layout, base, cwd, logs).run(
+            timeout, rendezvous_timeout if layout.framework == "pytorch" else None)
+    except LaunchFailed as exc:
+        raise _traced(exc, base.get("MLPIPE_STEP_DIR"), layout.world, step) from None
+
+
+def _traced(exc: LaunchFailed, step_dir: str | None, world: int, step: str) -> LaunchFailed:
+    """``exc`` with what the ranks' traces show (a collective only some ranks called, where
+    each rank waited when the step hung), when the ranks left any."""
+    findings = trace_findings(step_dir, world, step=step) if step_dir and world > 1 else []
+    if not findings:
+        return exc
+    shown = "\n".join("  " + d.render().replace("\n", "\n  ") for d in findings)
+    return LaunchFailed(f"{exc.reason}; the ranks' traces show:\n{shown}", rank=exc.rank,
+                        returncode=exc.returncode, log_path=exc.log_path,
+                        log_tail=exc.log_tail, hint=exc.hint, kind=exc.kind)
 
 
 def _fit_gpus(layout: Plan, instances: int, base: dict[str, str], step: str) -> None:
