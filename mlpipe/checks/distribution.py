@@ -10,6 +10,8 @@ from collections.abc import Iterator
 
 from mlpipe.checks.body import body_facts
 from mlpipe.checks.fields import deepspeed_world_size
+from mlpipe.checks.frameworks import LAUNCHERS
+from mlpipe.checks.jobfields import stated_by_launchers
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_step, help_for
 from mlpipe.codes import (
@@ -43,8 +45,6 @@ from mlpipe.distribution import (
 )
 from mlpipe.graph import FromLiteral, Graph, StepNode
 
-LAUNCHERS = re.compile(r"(?<![\w.-])(torchrun|torch\.distributed\.(?:launch|run)|mpirun|mpiexec|"
-                       r"deepspeed|horovodrun|accelerate\s+launch)(?![\w-])")
 _WORLD_FLAG = re.compile(r"--world[-_]size[=\s]+(\d+)")
 _TF1 = re.compile(r"(tensorflow|tf)[-_:.]?1(\b|[._-])", re.I)
 
@@ -114,8 +114,7 @@ def _stated_world_sizes(node: StepNode) -> Iterator[tuple[str, int | float]]:
         implied = deepspeed_world_size(node, body_facts(c))
         if implied is not None:
             yield implied
-        from mlpipe.checks.jobfields import stated_by_launchers  # it reads frameworks, which
-        yield from stated_by_launchers(node)                       # imports this module
+        yield from stated_by_launchers(node)
 
 
 @check(WORLD_SIZE_MISMATCH)

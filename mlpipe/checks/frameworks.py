@@ -13,7 +13,6 @@ from collections.abc import Iterator
 
 from mlpipe import codes
 from mlpipe.checks.body import body_facts, uses_accelerator
-from mlpipe.checks.distribution import LAUNCHERS
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_step
 from mlpipe.compute import CATALOGUE
@@ -21,6 +20,10 @@ from mlpipe.diagnostics import Diagnostic
 from mlpipe.distribution import Mpi, PyTorch, TensorFlow
 from mlpipe.graph import Graph, StepNode
 
+#: A launcher started by a command: Azure ML (or the local launcher) already starts the ranks.
+LAUNCHERS = re.compile(
+    r"(?<![\w.-])(torchrun|torch\.distributed\.(?:launch|run)|mpirun|mpiexec|"
+    r"deepspeed|horovodrun|accelerate\s+launch)(?![\w-])")
 PYTORCH_VARS = ("MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "NODE_RANK", "WORLD_SIZE",
                 "LOCAL_WORLD_SIZE", "GROUP_RANK")
 MPI_VARS = re.compile(r"^(OMPI_COMM_WORLD_\w+|PMI_RANK|PMI_SIZE|PMIX_RANK)$")

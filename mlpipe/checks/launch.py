@@ -17,10 +17,9 @@ from collections.abc import Iterator
 
 from mlpipe import codes
 from mlpipe.checks.body import BodyFacts, names_used, step_facts
-from mlpipe.checks.distribution import LAUNCHERS
 from mlpipe.checks.envkeep import keeps_injected
 from mlpipe.checks.flows import call_at, every_rank_downloads, rank_guarded_collectives
-from mlpipe.checks.frameworks import MPI_VARS, PYTORCH_VARS, framework_of
+from mlpipe.checks.frameworks import LAUNCHERS, MPI_VARS, PYTORCH_VARS, framework_of
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_step
 from mlpipe.diagnostics import Diagnostic, Severity

@@ -260,7 +260,27 @@ INFINIBAND_DISABLED = _code(
 THREADS_EXCEED_CORES = _code(
     "MP539", "threads-exceed-cores", WARNING,
     "A job's OMP_NUM_THREADS times its processes per node exceeds the VM size's vCPUs.")
-# the differential rehearsal: the step at world size 1 against its topology (checks/rehearsal.py)
+
+# --- MP540-MP549: the rank-level trace of a distributed step, after it ran
+#     (mlpipe.checks.ranktrace)
+COLLECTIVE_MISMATCH = _code(
+    "MP540", "collective-mismatch", ERROR,
+    "The ranks of a step called a collective a different number of times (one rank called it "
+    "where the others did not).")
+RANKS_SHARE_A_DEVICE = _code(
+    "MP541", "ranks-share-a-device", ERROR,
+    "Two ranks on one node requested the same GPU.")
+RANK_HUNG_IN_COLLECTIVE = _code(
+    "MP542", "rank-hung-in-collective", ERROR,
+    "A rank waited in a collective far longer than the step's collectives took, and the step "
+    "did not finish.")
+EVERY_RANK_DOES_ONE_RANKS_WORK = _code(
+    "MP543", "every-rank-does-one-ranks-work", WARNING,
+    "Every rank made the same tracking or storage call (an MLflow run or metric, a download, "
+    "an extraction, a checkpoint to one path) that one rank should make.")
+
+# --- MP560-MP569: the differential rehearsal, the step at world size 1 against its topology
+#     (mlpipe.checks.rehearsal)
 REHEARSAL_EXAMPLES_DIFFER = _code(
     "MP560", "rehearsal-examples-differ", WARNING,
     "The ranks together train on more or fewer examples than one process does.")
@@ -280,24 +300,6 @@ REHEARSAL_PARAMETERS_DIFFER = _code(
 REHEARSAL_RUN_FAILED = _code(
     "MP565", "rehearsal-run-failed", ERROR,
     "A rehearsal run of the step failed, at world size 1 or at the topology.")
-
-# --- MP540-MP549: the rank-level trace of a distributed step, after it ran
-#     (mlpipe.checks.ranktrace)
-COLLECTIVE_MISMATCH = _code(
-    "MP540", "collective-mismatch", ERROR,
-    "The ranks of a step called a collective a different number of times (one rank called it "
-    "where the others did not).")
-RANKS_SHARE_A_DEVICE = _code(
-    "MP541", "ranks-share-a-device", ERROR,
-    "Two ranks on one node requested the same GPU.")
-RANK_HUNG_IN_COLLECTIVE = _code(
-    "MP542", "rank-hung-in-collective", ERROR,
-    "A rank waited in a collective far longer than the step's collectives took, and the step "
-    "did not finish.")
-EVERY_RANK_DOES_ONE_RANKS_WORK = _code(
-    "MP543", "every-rank-does-one-ranks-work", WARNING,
-    "Every rank made the same tracking or storage call (an MLflow run or metric, a download, "
-    "an extraction, a checkpoint to one path) that one rank should make.")
 
 # --- MP6xx: Azure ML YAML import (mlpipe.backends.azure.importer)
 UNREADABLE_BINDING_EXPRESSION = _code(

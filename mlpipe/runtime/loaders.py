@@ -10,11 +10,11 @@ iterating a sampler here could move a random generator the training relies on.
 """
 from __future__ import annotations
 
-import importlib.abc
-import importlib.util
 import sys
 import threading
 from typing import Any
+
+from mlpipe.runtime.afterimport import AfterImport
 
 _MODULE = "torch.utils.data.dataloader"
 #: Loaders one process keeps in its record (the first ones iterated).
@@ -149,35 +149,9 @@ def _patch(module: Any) -> None:
     _PATCHED = True
 
 
-class _Finder(importlib.abc.MetaPathFinder):
-    """Wraps the loader of ``torch.utils.data.dataloader`` so that it is patched as soon as it
-    has been executed, when the body imports torch only after the watching began."""
-
-    def __init__(self) -> None:
-        self.busy = False
-
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname != _MODULE or self.busy:
-            return None
-        self.busy = True
-        try:
-            spec = importlib.util.find_spec(fullname)
-        finally:
-            self.busy = False
-        loader = getattr(spec, "loader", None)
-        if loader is None or not hasattr(loader, "exec_module"):
-            return None
-        original = loader.exec_module
-
-        def exec_module(module: Any) -> None:
-            original(module)
-            _patch(module)
-
-        loader.exec_module = exec_module
-        return spec
-
-
-_FINDER = _Finder()
+#: Patches ``torch.utils.data.dataloader`` as soon as it has been executed, when the body
+#: imports torch only after the watching began.
+_FINDER = AfterImport(lambda name: name == _MODULE, lambda _name, module: _patch(module))
 
 
 def start() -> None:

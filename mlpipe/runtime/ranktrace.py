@@ -12,13 +12,13 @@ Must not import torch or mlflow itself; imports nothing above the runtime's reco
 """
 from __future__ import annotations
 
-import importlib.abc
-import importlib.util
 import os
 import sys
 import threading
 import time
 from typing import Any
+
+from mlpipe.runtime.afterimport import AfterImport
 
 #: Set to "0" to switch the trace off (the record then says ``trace`` is unknown: null).
 TRACE_ENV = "MLPIPE_TRACE"
@@ -402,38 +402,9 @@ MODULES = ("torch", "torch.distributed", "torch.nn.parallel.distributed",
            "requests.sessions")
 
 
-class _Finder(importlib.abc.MetaPathFinder):
-    """Patches a traced module as soon as it has been executed, when the body imports it
-    only after the trace began."""
-
-    def __init__(self) -> None:
-        self.busy = False
-
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname not in MODULES or fullname in _PATCHED or self.busy:
-            return None
-        self.busy = True
-        try:
-            spec = importlib.util.find_spec(fullname)
-        finally:
-            self.busy = False
-        loader = getattr(spec, "loader", None)
-        if loader is None or not hasattr(loader, "exec_module"):
-            return None
-        original = loader.exec_module
-
-        def exec_module(module: Any) -> None:
-            original(module)
-            try:
-                _patch(fullname, module)
-            except Exception:  # a library of another version: that part goes untraced
-                pass
-
-        loader.exec_module = exec_module
-        return spec
-
-
-_FINDER = _Finder()
+#: Patches a traced module as soon as it has been executed, when the body imports it only
+#: after the trace began.
+_FINDER = AfterImport(lambda name: name in MODULES and name not in _PATCHED, _patch)
 _AUDIT = False
 
 
