@@ -26,6 +26,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "backends.local": ("mlpipe.backends.local",),
     "backends.azure": ("mlpipe.backends.azure",),
     "loader": ("mlpipe.loader",),
+    "commands": ("mlpipe.commands",),
     "cli": ("mlpipe.cli",),
     "package": ("mlpipe", "mlpipe.backends"),
 }
@@ -50,6 +51,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "backends.azure": _BELOW_BACKENDS,
     # what a command points at: a Python file (the DSL) or Azure ML YAML (the Azure backend)
     "loader": _BELOW_BACKENDS | {"backends.azure"},
+    # one library call per command: the orchestration the CLI only renders
+    "commands": _BELOW_BACKENDS | {"backends.local", "backends.azure", "loader"},
     "cli": set(LAYERS) - {"cli", "package"},
     # the public surface re-exports the DSL and loads component YAML on first use
     "package": {"base", "contracts", "spec", "dsl", "backends.azure"},
