@@ -34,12 +34,9 @@ from mlpipe.backends.azure.job_bindings import (
     settle_sibling_kinds,
 )
 from mlpipe.backends.azure.job_settings import job_compute, with_job_settings
+from mlpipe.backends.azure.jobkinds import KINDS, REFUSED, job_kind_named
 from mlpipe.backends.azure.pipeline_inputs import read_pipeline_input
-from mlpipe.backends.azure.standalone import (
-    search_space_problems,
-    standalone_pipeline,
-    with_sampled,
-)
+from mlpipe.backends.azure.standalone import with_sampled
 from mlpipe.codes import (
     CODE_FOLDER_MISSING,
     JOB_TYPE_MISSPELLED,
@@ -65,9 +62,6 @@ from mlpipe.spec import (
     StepOutput,
     StepSpec,
 )
-
-#: Fields that name the component (or trial) a job runs, by job kind.
-_COMPONENT_FIELD = {"sweep": "trial"}
 
 
 @dataclass(slots=True)
@@ -115,12 +109,9 @@ def load_pipeline_yaml(path: str) -> ImportedPipeline:
             JOB_TYPE_MISSPELLED, f"{spelling}; mlpipe reads it as {kind}",
             hint=f"write type: {kind} (in lower case)", file=display_path(str(file)),
             line=doc.line_of("type") if isinstance(doc, yamlfile.Mapping) else None))
-    if kind == "command":
-        from mlpipe.backends.azure.singlejob import single_job_pipeline
-
-        spec = single_job_pipeline(doc, file, reader.problems)
-    elif kind in ("sweep", "automl"):
-        spec = standalone_pipeline(reader, doc, file)
+    entry = job_kind_named(kind)
+    if entry is not None and entry.standalone is not None:
+        spec = entry.standalone(reader, doc, file)
     else:
         spec = reader.pipeline(file, doc, stack=())
     reader.problems.raise_any()
@@ -290,9 +281,11 @@ class _Reader:
             self.problems.add(where, jobs, name, f"is {node!r}, not a job mapping", field=field)
             return None
         kind = str(node.get("type", "command"))
-        if kind not in vocabulary.JOB_KINDS:
-            self.problems.add(where, node, "type", f"job {name!r} has type {kind!r}, which is "
-                              f"not an Azure ML job type",
+        entry = job_kind_named(kind)
+        if entry is None:
+            self.problems.add(where, node, "type", f"job {name!r} has type {kind!r}, " + (
+                f"which mlpipe does not read: {REFUSED[kind]}" if kind in REFUSED else
+                "which is not an Azure ML job type"),
                               hint=f"use one of {', '.join(vocabulary.JOB_KINDS)}",
                               field=f"{field}.type")
             return None
@@ -306,8 +299,8 @@ class _Reader:
                              field, pending)
         if target is None:
             return None
-        if kind == "sweep" and isinstance(target, ComponentSpec):
-            self.diagnostics.extend(search_space_problems(name, node, target, where))
+        if entry.check is not None and isinstance(target, ComponentSpec):
+            self.diagnostics.extend(entry.check(name, node, target, where))
         if isinstance(target, ComponentSpec):
             target = with_job_settings(where, self.problems, node, kind, target,
                                        default_compute, field)
@@ -331,10 +324,9 @@ class _Reader:
                pending: dict[str, dict[str, tuple[str, str]]]
                ) -> ComponentSpec | PipelineSpec | None:
         """The component (or nested pipeline) a job runs."""
-        key = _COMPONENT_FIELD.get(kind, "component")
+        key = KINDS[kind].reference
         ref = node.get(key)
-        if kind in vocabulary.CONTROL_FLOW or kind in ("automl", "import") or (
-                ref is None and kind in ("parallel", "spark", "data_transfer")):
+        if KINDS[kind].implied(referenced=ref is not None):
             return self.implied(node, name, kind, path, inputs, output_types, given, pending,
                                 command=None)
         if ref is None:
@@ -438,7 +430,7 @@ class _Reader:
             code_digest=digest_of({"kind": kind, "job": _plain(node)}),
             display_name=node.get("display_name"), description=node.get("description"),
             kind=kind,
-            azure_only=None if kind in ("command", "pipeline")
+            azure_only=None if KINDS[kind].runs_here
             else vocabulary.JOB_KINDS.get(kind, f"a {kind} job"),
             location=Where(str(path)).location(node, "type" if "type" in node else "component"))
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from mlpipe.artifacts import AssetType
 from mlpipe.backends.azure import vocabulary
+from mlpipe.backends.azure.jobkinds import job_kind_named
 from mlpipe.spec import InputRole, ParamSpec, ParamType, PipelineInputSpec, PortSpec
 
 _EXPR = re.compile(r"^\$\{\{\s*(?P<body>[^}]*?)\s*\}\}$")
@@ -61,24 +62,37 @@ def given_inputs(node: Any, kind: str) -> list[tuple[Any, str, Given]]:
     declared = node.get("inputs") if isinstance(node.get("inputs"), dict) else {}
     for key in declared:
         found.append((declared, key, _given(key, declared[key])))
-    if kind == "automl":
-        for key in AUTOML_DATA:
-            if node.get(key) is not None:
-                found.append((node, key, _given(key, node[key])))
-    if kind in ("data_transfer", "import"):
-        for part in ("source", "sink"):
-            block = node.get(part)
-            if isinstance(block, dict):
-                for key in TRANSFER_FIELDS:
-                    if key in block and expression(block[key]) is not None:
-                        found.append((block, key, Given(f"{part}.{key}", block[key],
-                                                        block[key], "string")))
-    if kind in vocabulary.CONTROL_FLOW:
-        for key in ("condition", "items"):
-            if key in node:
-                found.append((node, key, Given(key, node[key], node[key],
-                                               "boolean" if key == "condition" else None)))
+    entry = job_kind_named(kind)
+    if entry is not None and entry.bound is not None:
+        found += entry.bound(node)
     return found
+
+
+def automl_data(node: Any) -> list[tuple[Any, str, Given]]:
+    """What an AutoML job binds beside its inputs: its training, validation and test data."""
+    return [(node, key, _given(key, node[key])) for key in AUTOML_DATA
+            if node.get(key) is not None]
+
+
+def transfer_ends(node: Any) -> list[tuple[Any, str, Given]]:
+    """What a data transfer or import job binds in its ``source`` and ``sink``: each field
+    given as an expression (``${{parent.inputs.X}}``), as ``source.path`` and the like."""
+    found: list[tuple[Any, str, Given]] = []
+    for part in ("source", "sink"):
+        block = node.get(part)
+        if isinstance(block, dict):
+            for key in TRANSFER_FIELDS:
+                if key in block and expression(block[key]) is not None:
+                    found.append((block, key, Given(f"{part}.{key}", block[key],
+                                                    block[key], "string")))
+    return found
+
+
+def control_values(node: Any) -> list[tuple[Any, str, Given]]:
+    """What a control-flow node binds: its ``condition`` (a boolean) and ``items``."""
+    return [(node, key, Given(key, node[key], node[key],
+                              "boolean" if key == "condition" else None))
+            for key in ("condition", "items") if key in node]
 
 
 def _given(key: str, raw: Any) -> Given:
