@@ -21,6 +21,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "dsl": ("mlpipe.dsl", "mlpipe.annotations", "mlpipe.signature", "mlpipe.tracing"),
     "graph": ("mlpipe.graph", "mlpipe.drawing"),
     "checks": ("mlpipe.checks",),
+    "judgements": ("mlpipe.judgements",),
     "runtime": ("mlpipe.runtime",),
     "evidence": ("mlpipe.evidence",),
     "backends.local": ("mlpipe.backends.local",),
@@ -32,7 +33,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
 }
 
 _BELOW_DSL = {"base", "contracts", "spec"}
-_BELOW_BACKENDS = _BELOW_DSL | {"dsl", "graph", "checks", "runtime", "evidence"}
+_BELOW_BACKENDS = _BELOW_DSL | {"dsl", "graph", "checks", "judgements", "runtime", "evidence"}
 
 #: Layer -> the other layers it may import (its own is always allowed).
 MAY_IMPORT: dict[str, set[str]] = {
@@ -42,6 +43,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "dsl": _BELOW_DSL,
     "graph": _BELOW_DSL | {"dsl"},
     "checks": _BELOW_DSL | {"dsl", "graph"},
+    # what a step did, judged after it ran: the graph it ran in, no check, backend or store
+    "judgements": _BELOW_DSL | {"dsl", "graph"},
     # inside a step: the declarations and the contracts it validates, nothing that compiles
     "runtime": _BELOW_DSL,
     # the store, bundles and verification know no graph, no check and no backend

@@ -200,7 +200,7 @@ GPU_SIZE_WITHOUT_ACCELERATOR_CODE = _code(
     "A single-process step on a GPU size imports no library that uses a GPU.")
 
 # --- MP520-MP529: how a distributed step's ranks coordinated, after it ran
-#     (mlpipe.checks.coordination)
+#     (mlpipe.judgements.coordination)
 COORDINATION_UNRECORDED = _code(
     "MP520", "coordination-unrecorded", WARNING,
     "Ranks of a distributed step left no coordination record, so coordination is unevidenced.")

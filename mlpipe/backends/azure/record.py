@@ -14,7 +14,6 @@ from sqlalchemy import update
 
 from mlpipe.backends.azure.sync import JobRecord
 from mlpipe.backends.azure.workspace import Workspace
-from mlpipe.checks.diagnosis import wiring
 from mlpipe.digests import REFERENCE, reference_digest
 from mlpipe.digests.snapshot import snapshot
 from mlpipe.environments import environment_identity
@@ -22,6 +21,7 @@ from mlpipe.evidence import models as m
 from mlpipe.evidence.runstart import start_run
 from mlpipe.evidence.store import Store, utcnow
 from mlpipe.graph import FromInput, FromStep, Graph
+from mlpipe.judgements.diagnosis import wiring
 from mlpipe.spec import InputRole, declared_topology, plain_value
 
 _PINNED_ASSET = re.compile(r"/data/[^/]+/versions/(?!latest/?$)[^/]+/?$")

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mlpipe.checks.metriccounts import padded_population, unweighted_means
 from mlpipe.codes import (
     COORDINATION_UNRECORDED,
     COVERAGE_GAP,
@@ -24,6 +23,7 @@ from mlpipe.codes import (
 )
 from mlpipe.diagnostics import Diagnostic, Severity
 from mlpipe.distribution import Distribution
+from mlpipe.judgements.metriccounts import padded_population, unweighted_means
 
 
 @dataclass(frozen=True)
