@@ -156,8 +156,8 @@ def refuse_check_errors(diagnostics: Sequence[Diagnostic], refused: str) -> None
     Example:
         >>> refuse_check_errors([], "run")   # nothing to refuse
     """
-    errors = sum(1 for d in diagnostics if d.severity is Severity.ERROR)
-    if errors:
+    if has_errors(diagnostics):
+        errors = sum(1 for d in diagnostics if d.severity is Severity.ERROR)
         message, hint = _REFUSALS[refused]
         raise ChecksFailed(list(diagnostics), message.format(errors=errors), hint=hint)
 
