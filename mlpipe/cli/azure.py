@@ -1,5 +1,5 @@
-"""Azure ML commands: compile (CLI v2 YAML), sync into the evidence store, and the Azure
-target of submit.
+"""Azure ML commands: compile (CLI v2 YAML), sync into the evidence store, and submit's
+Azure-only options; each calls its one ``mlpipe.commands`` entry and renders.
 
 azure-ai-ml is imported inside the commands. ``_credential`` is the one seam the tests replace:
 they hand the real ``MLClientService`` a static token credential for the loopback Azure ML
