@@ -53,7 +53,7 @@ def main() -> None:
     from components.defect_ddp import train_cnn
     from components.synthetic import make_dataset
     from mlpipe.backends.local.rehearsal import rehearse, run_once, scaled
-    from mlpipe.checks.rehearsal import judge
+    from mlpipe.judgements.rehearsal import judge
 
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     tmp = Path(tempfile.mkdtemp(prefix="bench-rehearse-"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import enum
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from mlpipe.errors import UsageError
@@ -126,6 +126,37 @@ class ChecksFailed(UsageError):
         self.diagnostics = list(diagnostics)
         errors = sum(1 for d in self.diagnostics if d.severity is Severity.ERROR)
         super().__init__(message or f"the pipeline has {errors} check error(s)", hint=hint)
+
+
+#: What a refusal on check errors says, by what was refused: the one place of its wording
+#: (``{errors}``: how many errors).
+_REFUSALS: dict[str, tuple[str, str | None]] = {
+    "run": ("the pipeline has check errors; nothing was run", None),
+    "submit": ("the pipeline has {errors} error(s); nothing was submitted",
+               "fix them (mlpipe check shows them) and submit again"),
+    "write": ("nothing written; fix the errors above first", None),
+}
+
+
+def refuse_check_errors(diagnostics: Sequence[Diagnostic], refused: str) -> None:
+    """The one refusal on check errors: ChecksFailed when ``diagnostics`` hold an error, so
+    nothing is run, submitted or written.
+
+    Args:
+        diagnostics: every diagnostic the run or export would go ahead with (ignored codes
+            already left out).
+        refused: ``run``, ``submit`` or ``write``: what is refused.
+
+    Raises:
+        ChecksFailed: an error among ``diagnostics``.
+
+    Example:
+        >>> refuse_check_errors([], "run")   # nothing to refuse
+    """
+    if has_errors(diagnostics):
+        errors = sum(1 for d in diagnostics if d.severity is Severity.ERROR)
+        message, hint = _REFUSALS[refused]
+        raise ChecksFailed(list(diagnostics), message.format(errors=errors), hint=hint)
 
 
 def sort_key(d: Diagnostic) -> tuple:

@@ -1,37 +1,25 @@
 """The checks: pure functions Graph -> diagnostics, grouped by family, run all at once.
 
-Importing this package registers every graph check family. Backends and the CLI call
-``check_pipeline``. The codes themselves are published in ``mlpipe.codes``; ``coordination``
-judges a distributed step's rank records after it ran (both backends call it), and ``reads``
-what a step read outside its declared inputs.
+Importing this package imports every module in it, so every family's ``@check`` functions
+are registered (``registry.load_families``): a new family is a new module, listed nowhere.
+Backends and the CLI call ``check_pipeline``. The codes themselves are published in
+``mlpipe.codes``; what is judged after a step ran lives in ``mlpipe.judgements``.
 """
 from __future__ import annotations
 
-from mlpipe.checks import (  # noqa: F401  (registration)
-    artifacts,
-    contracts,
-    credentials,
-    distribution,
-    environment,
-    evaluation,
-    fields,
-    frameworks,
-    importable,
-    jobfields,
-    jobs,
-    launch,
-    literals,
-    needs,
-    parameters,
-    placement,
-    reproducibility,
-    runnable,
-    structure,
+from mlpipe.checks.registry import (
+    CHECKS,
+    Check,
+    check,
+    load_families,
+    published_codes,
+    run_checks,
 )
-from mlpipe.checks.registry import CHECKS, Check, check, published_codes, run_checks
 from mlpipe.diagnostics import Diagnostic
 from mlpipe.graph import Graph, compile_pipeline
 from mlpipe.spec import PipelineSpec
+
+load_families()   # every module of this folder: a family registers itself with @check
 
 
 def check_pipeline(spec: PipelineSpec) -> tuple[Graph, list[Diagnostic]]:

@@ -1,6 +1,8 @@
 """The check registry: checks are pure functions Graph -> diagnostics, registered by code.
 
-The checker runs every check, collects everything, and never raises.
+A check exists only through its ``@check`` entry, and every module of ``mlpipe.checks`` is
+imported (``load_families``), so a family added to the folder runs without being listed
+anywhere. The checker runs every check, collects everything, and never raises.
 """
 from __future__ import annotations
 
@@ -31,6 +33,27 @@ def check(*codes: Code) -> Callable[[CheckFn], CheckFn]:
         CHECKS.append(Check(fn.__name__, codes, fn))
         return fn
     return register
+
+
+def load_families(package: str = "mlpipe.checks") -> list[str]:
+    """Import every module of ``package`` (its families register their checks as they are
+    imported), in name order so the checks run in one order everywhere.
+
+    Returns:
+        The modules imported.
+
+    Example:
+        >>> "mlpipe.checks.structure" in load_families()
+        True
+    """
+    import importlib
+    import pkgutil
+
+    path = importlib.import_module(package).__path__
+    names = sorted(f"{package}.{info.name}" for info in pkgutil.iter_modules(path))
+    for name in names:
+        importlib.import_module(name)
+    return names
 
 
 def run_checks(graph: Graph) -> list[Diagnostic]:

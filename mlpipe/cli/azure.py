@@ -1,5 +1,5 @@
-"""Azure ML commands: compile (CLI v2 YAML), sync into the evidence store, and the Azure
-target of submit.
+"""Azure ML commands: compile (CLI v2 YAML), sync into the evidence store, and submit's
+Azure-only options; each calls its one ``mlpipe.commands`` entry and renders.
 
 azure-ai-ml is imported inside the commands. ``_credential`` is the one seam the tests replace:
 they hand the real ``MLClientService`` a static token credential for the loopback Azure ML
@@ -9,19 +9,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sys
 from pathlib import Path
 
 import click
 
 from mlpipe.cli.base import (
-    EXIT_INTERRUPTED,
-    EXIT_PROBLEMS,
     TARGET,
     assignments,
     code_set,
     ignore_option,
-    load_graph,
     main,
     workspace_options,
 )
@@ -47,58 +43,26 @@ def compile_(target: str, out_dir: str, inputs: tuple[str, ...], default_compute
     A pipeline read from Azure ML YAML is written back as it was read: every field, relative
     paths rebased to the output folder.
     """
-    from mlpipe.backends.azure.export import export_pipeline
-    from mlpipe.backends.azure.export_checks import export_checks
-    from mlpipe.backends.azure.staging import write_staged
-    from mlpipe.backends.azure.validate import Validation
-    from mlpipe.checks.where import SDK_FOLDER
-    from mlpipe.diagnostics import Severity, has_errors, render_text
-    from mlpipe.errors import ExportError
-    from mlpipe.paths import display_path
+    from mlpipe.commands.compiling import compile_pipeline_yaml
+    from mlpipe.diagnostics import ChecksFailed, render_text
 
-    ignored = code_set(ignore)
-    given = assignments(inputs, "--input")
-    # azure-ai-ml is imported in a forked process while the pipeline is traced and written
-    validation = Validation.start() if validate else None
-    graph = None
     try:
-        graph, diagnostics = load_graph(target)
-        diagnostics = [d for d in [*diagnostics, *export_checks(graph.spec, inputs=given,
-                                                                 code_root=code_root)]
-                       if d.code not in ignored]
-        if has_errors(diagnostics):
-            click.echo(render_text(diagnostics), err=True)
-            click.echo("error: nothing written; fix the errors above first", err=True)
-            sys.exit(EXIT_PROBLEMS)
-        warnings = [d for d in diagnostics if d.severity is Severity.WARNING]
-        if warnings:
-            click.echo(render_text(warnings), err=True)
-        export = export_pipeline(graph.spec, out_dir=out_dir, inputs=given,
-                                 default_compute=default_compute, code_root=code_root,
-                                 check=False)  # checked and reported above
-        # written beside out_dir and validated there: a refused job leaves nothing behind
-        written = write_staged(export, out_dir, check=None if validation is None else (
-            lambda folder: validation.run(folder, export.job_file)))
-    except ExportError as err:
-        if graph is not None and graph.spec.origin is not None and err.file is not None \
-                and "azure-ai-ml" in err.message:
-            # the job file was written back as it was read: azure-ai-ml refuses what it says
-            err.hint = (f"azure-ai-ml refuses what {display_path(graph.spec.origin.file)} "
-                        f"says; fix it there (nothing was written)")
-            if SDK_FOLDER in Path(graph.spec.origin.file).parts and graph.spec.location:
-                # written by mlpipe from an azure-ai-ml Python pipeline: the user's file
-                err.hint = (f"azure-ai-ml refuses the job {display_path(graph.spec.location.file)}"
-                            f" builds; fix it there (nothing was written)")
+        compiled = compile_pipeline_yaml(target, out_dir, inputs=assignments(inputs, "--input"),
+                                         default_compute=default_compute,
+                                         code_root=code_root, validate=validate,
+                                         ignore=code_set(ignore))
+    except ChecksFailed as err:
+        click.echo(render_text(err.diagnostics), err=True)
         raise
-    finally:
-        if validation is not None:
-            validation.close()
+    if compiled.warnings:
+        click.echo(render_text(list(compiled.warnings)), err=True)
+    written = compiled.written
     components = len(written) - 1
     click.echo(f"wrote {written[0]}"
                + (f" and {components} component file(s) under {written[0].parent / 'components'}"
                   if components else "")
-               + (" (validated by azure-ai-ml)" if validate else ""))
-    for note in export.notes:
+               + (" (validated by azure-ai-ml)" if compiled.validated else ""))
+    for note in compiled.notes:
         click.echo(f"note: {note}")
     click.echo(f"submit with: az ml job create --file {written[0]}")
 
@@ -165,138 +129,6 @@ def workspace_preflight(spec, values: dict[str, str], *, default_compute: str | 
                          default_compute=default_compute)
 
 
-def submit_to_workspace(target: str, values: dict[str, str], *, experiment: str | None,
-                        default_compute: str | None, workspace_name: str | None,
-                        resource_group: str | None, subscription_id: str | None,
-                        config: str | None, wait: bool = False, poll_interval: float = 15.0,
-                        fmt: str = "text", ignore: set[str] | None = None,
-                        offline: bool = False, fail_on: str = "error",
-                        commitment: dict | None = None) -> None:
-    """``mlpipe submit --target azure``: check, pre-flight against the workspace (unless
-    ``offline``), record, submit; print the run, job and URL.
-    With ``wait``, follow the job until Azure ML ends it, sync it into the store, and exit 0
-    (completed) or 1 (failed or canceled, naming the steps). ``ignore``: codes not reported."""
-    from mlpipe.backends.azure.preflight import run_preflight
-    from mlpipe.backends.azure.service import MLClientService
-    from mlpipe.backends.azure.submit import ChecksFailed, submit_to_azure
-    from mlpipe.backends.azure.workspace import resolve_workspace
-    from mlpipe.diagnostics import render_text
-    from mlpipe.evidence import open_store
-    from mlpipe.loader import load_spec
-
-    store = None
-    try:
-        spec, found = load_spec(target)
-        workspace = resolve_workspace(subscription_id=subscription_id,
-                                      resource_group=resource_group,
-                                      workspace_name=workspace_name, config=config)
-        service = service_for(MLClientService, workspace)
-        preflight = None
-        if not offline:
-            preflight = run_preflight(spec, workspace, service.client, inputs=values,
-                                      default_compute=default_compute)
-            found = [*found, *preflight.diagnostics]
-        store = open_store()
-        run = submit_to_azure(spec, workspace, service, inputs=values, experiment=experiment,
-                              default_compute=default_compute, extra_diagnostics=found,
-                              store=store, ignore=ignore or (), preflight=preflight,
-                              commitment=commitment)
-    except ChecksFailed as err:
-        click.echo(render_text(err.diagnostics), err=True)
-        raise
-    finally:
-        if store is not None:
-            store.close()
-    out = sys.stdout if fmt == "text" else sys.stderr
-    click.echo(f"submitted run {run.run_id} as Azure ML job {run.job_name} ({run.status})",
-               file=out)
-    if run.studio_url:
-        click.echo(f"studio: {run.studio_url}", file=out)
-    document = {"format": "mlpipe.submit/1", "run_id": run.run_id, "target": "azure",
-                "pipeline": run.pipeline, "pipeline_digest": run.pipeline_digest,
-                "status": "submitted", "job_name": run.job_name, "studio_url": run.studio_url,
-                "azure_status": run.status, "experiment": run.experiment,
-                "workspace": run.workspace.arm_id, "candidate_id": None, "failed_steps": [],
-                "ci": run.ci}
-    from mlpipe.cli.running import gate, gate_document, show_outcome
-    from mlpipe.evidence.qualification.gate import run_report
-    from mlpipe.evidence.storage.config import locate
-
-    if not wait:
-        click.echo(f"follow it with: mlpipe sync {run.run_id}  (submitted, not completed)",
-                   file=out)
-        report = run_report(locate().url, run.run_id, None)  # its compile-time checks
-        document.update(gate_document(report, fail_on))
-        show_outcome(report, fmt, document, target)
-        gate(report, fail_on)
-        return
-    outcome, failed = _wait(run, service, poll_interval, out)
-    document.update(status=outcome.status, azure_status=outcome.azure_status,
-                    candidate_id=outcome.candidate_id,
-                    failed_steps=[f.to_dict() for f in failed])
-    report = run_report(locate().url, run.run_id, outcome.candidate_id)
-    document.update(gate_document(report, fail_on))
-    show_outcome(report, fmt, document, target)
-    if outcome.azure_status != "Completed":
-        sys.exit(EXIT_PROBLEMS)
-    gate(report, fail_on)
-
-
-def _wait(run, service, poll_interval: float, out):
-    """Follow the job, sync it, say how it ended; return the sync outcome and the failures."""
-    from mlpipe.backends.azure.follow import failures, follow
-    from mlpipe.backends.azure.ingest import record_sync
-    from mlpipe.cli.progress import progress_view
-    from mlpipe.errors import AzureError
-    from mlpipe.evidence import open_store
-
-    view = progress_view(out, title=f"run {run.run_id}")
-    try:
-        last = follow(run.job_name, service, interval=poll_interval, on_update=view)
-    except KeyboardInterrupt:
-        view.close()
-        click.echo(f"stopped waiting; Azure ML job {run.job_name} goes on: follow it with "
-                   f"mlpipe sync {run.run_id}", err=True)
-        sys.exit(EXIT_INTERRUPTED)
-    except AzureError as err:
-        view.close()
-        raise AzureError(f"{err.message}; Azure ML job {run.job_name} goes on",
-                         hint=f"follow it with `mlpipe sync {run.run_id}` once Azure ML is "
-                              f"reachable") from err
-    view.close()
-    store = open_store()
-    try:
-        outcome = record_sync(store, run.run_id, _fetch(store, run.run_id, run.job_name, service))
-    finally:
-        store.close()
-    failed = failures(last)
-    p = last.pipeline
-    click.echo(f"run {run.run_id} {outcome.status}  (Azure ML job {p.name}: {p.status})",
-               file=out)
-    for f in failed:
-        click.echo(f"  step {f.step} {f.status}: {f.message or 'no status message'}"
-                   + (f"\n    logs: {f.log_url}" if f.log_url else ""), file=out)
-    if p.status != "Completed" and not failed:
-        click.echo(f"  the pipeline job ended {p.status} with no failed step", file=out)
-    if outcome.candidate_id:
-        click.echo(f"candidate {outcome.candidate_id}", file=out)
-    return outcome, failed
-
-
-def _fetch(store, run_id: str, job_name: str, service):
-    """What ``sync`` records for run ``run_id``: its job, child jobs, metrics, step records,
-    and the outputs the run's plan needs downloaded (the evaluation report)."""
-    from mlpipe.backends.azure.ingest import outputs_to_fetch
-    from mlpipe.backends.azure.sync import sync_run
-    from mlpipe.evidence.records.queries import find_run
-    from mlpipe.evidence.storage.config import locate
-
-    with store.session() as s:
-        options = dict(find_run(s, run_id).options or {})
-    return sync_run(job_name, service, fetch=outputs_to_fetch(options),
-                    into=locate().home / "downloads" / run_id)
-
-
 @contextlib.contextmanager
 def output_fetcher():
     """``mlpipe evidence --verify --fetch``'s downloads: Azure ML outputs brought into a
@@ -321,14 +153,11 @@ def service_for(factory, workspace):
     return factory(workspace, credential=_credential())
 
 
-def _recorded_workspace(options: dict, flags: dict[str, str | None], config: str | None):
-    from mlpipe.backends.azure.workspace import Workspace, resolve_workspace
+def workspace_service(workspace):
+    """The live Azure ML service (``MLClientService``) of ``workspace``."""
+    from mlpipe.backends.azure.service import MLClientService
 
-    given = {k: v for k, v in flags.items() if v}
-    stored = options.get("workspace") or {}
-    if not given and config is None and all(stored.get(k) for k in flags):
-        return Workspace(**{k: stored[k] for k in flags}, source="the evidence store")
-    return resolve_workspace(**{**{k: stored.get(k) for k in flags}, **given}, config=config)
+    return service_for(MLClientService, workspace)
 
 
 @main.command()
@@ -343,22 +172,13 @@ def sync(run: str, fmt: str, workspace_name: str | None, resource_group: str | N
     RUN is an mlpipe run id (or a unique prefix), or the Azure ML job name it was submitted
     as. The workspace is the one the run was submitted to, unless flags name another.
     """
-    from mlpipe.backends.azure.ingest import find_azure_run, record_sync
-    from mlpipe.backends.azure.service import MLClientService
-    from mlpipe.evidence import open_store
+    from mlpipe.commands.azuresubmit import sync_recorded_run
 
-    flags = {"subscription_id": subscription_id, "resource_group": resource_group,
-             "workspace_name": workspace_name}
-    store = open_store()
-    try:
-        with store.session() as s:
-            found = find_azure_run(s, run)
-            run_id, job_name, options = found.id, found.options["job_name"], dict(found.options)
-        workspace = _recorded_workspace(options, flags, config)
-        synced = _fetch(store, run_id, job_name, service_for(MLClientService, workspace))
-        outcome = record_sync(store, run_id, synced)
-    finally:
-        store.close()
+    outcome, synced = sync_recorded_run(run, {"subscription_id": subscription_id,
+                                             "resource_group": resource_group,
+                                             "workspace_name": workspace_name}, config,
+                                       workspace_service)
+    run_id = outcome.run_id
     if fmt == "json":
         click.echo(json.dumps({"format": "mlpipe.sync/1", **synced.to_dict(), "run_id": run_id,
                                "recorded": {
@@ -382,13 +202,6 @@ def sync(run: str, fmt: str, workspace_name: str | None, resource_group: str | N
         click.echo(f"note: {note}")
     if outcome.candidate_id:
         click.echo(f"candidate {outcome.candidate_id}")
-
-
-#: submit's Azure-only options, by parameter name (with the value that means "not given").
-AZURE_FLAGS = {"experiment": "--experiment", "default_compute": "--compute",
-               "workspace_name": "--workspace", "resource_group": "--resource-group",
-               "subscription_id": "--subscription", "config": "--config", "wait": "--wait",
-               "poll_interval": "--poll-interval", "offline": "--offline"}
 
 
 def azure_options(fn):

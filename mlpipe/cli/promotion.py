@@ -1,7 +1,7 @@
 """Commands that carry an accepted candidate to where models are deployed from: promote
 (register it into a model registry, gated on the recorded decision) and trace (from a
 registered model back to its candidate and evidence). Parse, call
-``mlpipe.evidence.qualification.promotion`` / ``trace`` and the registry's module, render.
+``mlpipe.commands.promoting.promote`` / ``mlpipe.evidence.qualification.trace.trace``, render.
 
 Exit codes: 0 promoted / traced; 1 promotion refused (MP750-MP753) / the registered bytes are
 not the candidate's (MP754, MP755) or its bundle does not verify; 2 usage.
@@ -46,87 +46,28 @@ def promote(candidate: str, registry: str, name: str, alias: str | None,
     candidate again gives the same version. The promotion is recorded and sealed into the
     candidate's next bundle; the model card and ML-BOM are attached to the version.
     """
-    from mlpipe.evidence.qualification.mlflowregistry import tracking_uri as configured_uri
-    from mlpipe.evidence.qualification.promotion import gate, record, signature_bytes
-    from mlpipe.evidence.reports.card import write_card
-    from mlpipe.evidence.storage.config import locate
+    from mlpipe.commands.promoting import promote as promote_candidate
 
-    if registry == "azure" and alias is not None:
-        from mlpipe.errors import UsageError
-
-        raise UsageError("--alias is for an MLflow registry: an Azure ML workspace's model "
-                         "versions have no aliases", hint="promote without --alias; deploy "
-                         "the version by its azureml:NAME:VERSION")
-    policy = None
-    if policy_file is not None:
-        from mlpipe.evidence.qualification.policy import load_policy
-
-        policy = load_policy(policy_file)
-    url = locate().url
-    passed = gate(url, candidate, policy)
-    import tempfile
-
-    from mlpipe.evidence.qualification.claims import claimed
-
-    service = _workspace_service(workspace) if registry == "azure" else None
-    target = _target(service) if service is not None else configured_uri(tracking_uri)
-    # claimed before the registry is written: a concurrent promote of the candidate waits
-    # for this one, and one killed midway is taken over (its version found by its tags)
-    with claimed(url, passed.candidate, registry, target, name) as claim, \
-            tempfile.TemporaryDirectory(prefix="mlpipe-card-") as tmp:
-        card = write_card(url, passed.candidate, f"{tmp}/model-card.md")
-        attachments = {"model_card": str(card.markdown), "ml_bom": str(card.bom)}
-        signature = signature_bytes(url, passed.candidate)
-        if signature is not None:
-            from pathlib import Path
-
-            Path(tmp, "model.sig").write_bytes(signature)
-            attachments["model_signature"] = f"{tmp}/model.sig"
-        reg = _register(service, target, name, passed, alias, attachments,
-                        card.markdown.read_text(encoding="utf-8"))
-        done = record(url, passed, reg, by=by, claim=claim)
+    done = promote_candidate(candidate, name=name, registry=registry, alias=alias,
+                             policy_file=policy_file, tracking_uri=tracking_uri, by=by,
+                             workspace_service=lambda: _workspace_service(workspace))
     if fmt == "json":
         import json
 
-        click.echo(json.dumps({"candidate": done.candidate, "registry": reg.registry,
-                               "target": reg.target, "name": reg.name, "version": reg.version,
-                               "uri": reg.uri, "alias": reg.alias, "new": reg.new,
-                               "bundle": passed.cited, "decision": passed.decision_digest,
-                               "sealed": done.sealed, "tags": {**passed.tags,
-                                                               **reg.extra_tags}},
-                              indent=2, sort_keys=True))
+        click.echo(json.dumps(done.document(), indent=2, sort_keys=True))
         return
+    passed, reg = done.passed, done.registered
     verb = "registered" if reg.new else "already registered as"
-    click.echo(f"promoted {done.candidate}: {verb} {reg.uri}"
+    click.echo(f"promoted {done.done.candidate}: {verb} {reg.uri}"
                + (f" (alias {reg.alias})" if reg.alias else "") + f" at {reg.target}")
-    if claim.taken_from is not None:
-        click.echo(f"  took over the promotion {claim.taken_from} had begun and left: "
+    if done.taken_from is not None:
+        click.echo(f"  took over the promotion {done.taken_from} had begun and left: "
                    + ("it had not registered the model" if reg.new else
                       f"it registered {reg.uri} but did not record it; now recorded"))
     click.echo(f"  decision {passed.decision['verdict']} by {passed.decision['by']}, citing "
                f"bundle {passed.cited}; policy {passed.policy.name} {passed.policy.digest}")
-    click.echo(f"  sealed {done.sealed} with the promotion (mlpipe evidence {done.candidate})")
-
-
-def _target(service):
-    from mlpipe.backends.azure import models as azure_models
-
-    return azure_models.target(service)
-
-
-def _register(service, target: str, name: str, passed, alias: str | None,
-              attachments: dict[str, str], description: str):
-    """The model registered (or found registered) in the Azure ML workspace of ``service``,
-    or, without one, the MLflow registry at ``target``."""
-    if service is not None:
-        from mlpipe.backends.azure import models as azure_models
-
-        return azure_models.register(service, name, passed.model_path, passed.tags,
-                                     description=description)
-    from mlpipe.evidence.qualification.mlflowregistry import register
-
-    return register(target, name, passed.model_path, passed.tags, alias=alias,
-                    attachments=attachments, description=description)
+    click.echo(f"  sealed {done.done.sealed} with the promotion (mlpipe evidence "
+               f"{done.done.candidate})")
 
 
 def _workspace_service(flags: dict[str, str | None]):

@@ -1,6 +1,6 @@
 """``mlpipe rehearse``: a distributed step's differential rehearsal (parse, call, render).
 
-The runs are ``backends/local/rehearsal.py``'s, the judgement ``checks/rehearsal.py``'s.
+The runs are ``backends/local/rehearsal.py``'s, the judgement ``judgements/rehearsal.py``'s.
 """
 from __future__ import annotations
 
@@ -40,9 +40,9 @@ def rehearse(target: str, step_id: str, inputs: tuple[str, ...], params: tuple[s
     equal but these runs do not (MP560-MP565). Exit 1 when it reports anything."""
     from mlpipe.backends.local.options import local_scales
     from mlpipe.backends.local.rehearsal import rehearse as run_both
-    from mlpipe.checks.rehearsal import judge
     from mlpipe.errors import UsageError
     from mlpipe.graph import compile_pipeline
+    from mlpipe.judgements.rehearsal import judge
     from mlpipe.loader import load_spec
     from mlpipe.runtime.argv import coerce_param
 

@@ -5,12 +5,13 @@ SQLAlchemy (and the executor) are imported inside each command, so ``mlpipe --he
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Any
 
 import click
 
-from mlpipe.cli.azure import AZURE_FLAGS, azure_options, submit_to_workspace
+from mlpipe.cli.azure import azure_options
 from mlpipe.cli.base import (
     EXIT_INTERRUPTED,
     EXIT_PROBLEMS,
@@ -69,147 +70,101 @@ def submit(target: str, inputs: tuple[str, ...], params: tuple[str, ...],
     """Check a pipeline, run it (here, or on Azure ML), and record everything; then print
     the compile-time diagnostics it ran with and the findings its candidate's evidence will
     carry, and exit 1 when one is of --fail-on severity or worse."""
-    ignored = code_set(ignore)
-    commitment = None
-    if policy_file is not None:
-        from mlpipe.evidence.qualification.commitment import commit
-
-        commitment = commit(policy_file)   # a bad policy is refused before anything runs
-    if run_target == "azure":
-        from mlpipe.backends.azure import options
-
-        options.no_secrets_to_azure(bool(secrets))
-        _warn_credentials(assignments(params, "--param"), ignored=ignored)
-        azure["poll_interval"] = options.azure_poll_interval(
-            no_reuse=no_reuse, max_parallel=max_parallel, local_scale=bool(local_scale),
-            isolate=isolate, wait=bool(azure.get("wait")),
-            poll_interval=azure.get("poll_interval"))
-        azure["wait"] = bool(azure.get("wait"))
-        azure["offline"] = bool(azure.get("offline"))
-        submit_to_workspace(target, {**assignments(inputs, "--input"),
-                                     **assignments(params, "--param")}, fmt=fmt,
-                            ignore=ignored, fail_on=fail_on, commitment=commitment, **azure)
-        return
-    from mlpipe.backends.local import options as local
-    from mlpipe.secret import from_environment
-
-    local.check_local([AZURE_FLAGS[k] for k, v in azure.items() if v not in (None, False)])
-    given = local.local_params(assignments(params, "--param"),
-                                 from_environment(assignments(secrets, "--secret")))
-    _submit_local(target, assignments(inputs, "--input"), given, no_reuse, max_parallel,
-                  local.local_scales(assignments(local_scale, "--local-scale")), fmt, ignored,
-                  isolate, fail_on, commitment)
-
-
-def _warn_credentials(params: dict[str, Any], spec: Any = None, *,
-                      ignored: set[str] | frozenset[str] = frozenset()) -> None:
-    """The ``--param`` values recorded in clear that look like credentials (MP961), through
-    the diagnostics renderer; and a Param[Secret] given with --param (not recorded, but the
-    command line shows it). Nothing when ``--ignore`` names MP961."""
-    from mlpipe.checks.credentials import secrets_on_command_line, submitted_credentials
-    from mlpipe.codes import CREDENTIAL_IN_RECORDED_VALUE
-
-    if CREDENTIAL_IN_RECORDED_VALUE.code in ignored:
-        return
-
-    for name in secrets_on_command_line(params, spec):
-        click.echo(f"warning: --param {name} gives a secret on the command line, where "
-                   f"other users of this machine (ps) and your shell history see it\n"
-                   f"  help: pass it with --secret {name}=ENV_VAR", err=True)
-    for diagnostic in submitted_credentials(params, spec):
-        click.echo(diagnostic.render(), err=True)
-
-
-def _submit_local(target: str, inputs: dict[str, str], params: dict[str, Any], no_reuse: bool,
-                  max_parallel: int | None, scale: dict[str, tuple[int, int] | str],
-                  fmt: str = "text", ignored: set[str] | frozenset[str] = frozenset(),
-                  isolate: bool = False, fail_on: str = "error",
-                  commitment: dict[str, Any] | None = None) -> None:
-    import contextlib
     import signal
 
-    from mlpipe.backends.local.executor import LocalExecutor
+    from mlpipe.commands.request import Interrupted, SubmitHooks, SubmitRequest
+    from mlpipe.commands.submission import submit as submit_pipeline
     from mlpipe.diagnostics import ChecksFailed, render_text
     from mlpipe.errors import StepFailed
-    from mlpipe.evidence.qualification.gate import run_report
-    from mlpipe.graph import compile_pipeline
-    from mlpipe.loader import load_spec
+
+    request = SubmitRequest(
+        target, run_target, assignments(inputs, "--input"), assignments(params, "--param"),
+        assignments(secrets, "--secret"), no_reuse, max_parallel,
+        assignments(local_scale, "--local-scale"), isolate, frozenset(code_set(ignore)),
+        policy_file, azure)
+    out = sys.stdout if fmt == "text" or run_target == "local" else sys.stderr
+
+    def submitted(run: Any) -> None:
+        click.echo(f"submitted run {run.run_id} as Azure ML job {run.job_name} ({run.status})",
+                   file=out)
+        if run.studio_url:
+            click.echo(f"studio: {run.studio_url}", file=out)
+
+    def failed(report: Any) -> None:
+        with contextlib.redirect_stdout(sys.stderr):   # the failure is stderr's story
+            show_report(report)
+
+    def progress(run: Any) -> Any:
+        from mlpipe.cli.progress import progress_view
+
+        return progress_view(out, title=f"run {run.run_id}")
 
     def _stop(signum, _frame):
         raise KeyboardInterrupt(f"signal {signum}")
 
-    signal.signal(signal.SIGTERM, _stop)
-    executor = None
+    if run_target == "local":
+        signal.signal(signal.SIGTERM, _stop)
     try:
-        spec, found = load_spec(target)
-        _warn_credentials(params, spec, ignored=ignored)
-        graph = compile_pipeline(spec)
-        executor = LocalExecutor(max_parallel=max_parallel, reuse=not no_reuse,
-                                 local_scale=scale, isolate=isolate, commitment=commitment)
-        result = executor.submit(graph, inputs=inputs, params=params, diagnostics=found,
-                                 ignore=ignored)
+        done = submit_pipeline(request, hooks=SubmitHooks(
+            warn=lambda text: click.echo(text, err=True), submitted=submitted,
+            progress=progress, failed=failed), azure_service=_workspace_service)
     except ChecksFailed as err:
         click.echo(render_text(err.diagnostics), err=True)
         raise
-    except StepFailed:
-        if executor is not None and executor.run_id is not None:
-            with contextlib.redirect_stdout(sys.stderr):   # the failure is stderr's story
-                show_report(run_report(executor.location.url, executor.run_id, None))
+    except (StepFailed, Interrupted) as err:
+        if isinstance(err, Interrupted):
+            click.echo(("error: " if run_target == "local" else "") + err.message, err=True)
+            sys.exit(EXIT_INTERRUPTED)
         raise
-    except KeyboardInterrupt:
-        begun = executor.run_id if executor is not None else None
-        click.echo(f"error: interrupted; run {begun} is recorded as interrupted" if begun else
-                   "error: interrupted before a run was recorded; nothing was recorded",
-                   err=True)
-        sys.exit(EXIT_INTERRUPTED)
-    report = run_report(executor.location.url, result.run_id, result.candidate_id)
+    _show_submitted(done, fmt, fail_on, target, out)
+
+
+def _workspace_service(workspace: Any) -> Any:
+    from mlpipe.cli.azure import workspace_service
+
+    return workspace_service(workspace)
+
+
+def _show_submitted(done: Any, fmt: str, fail_on: str, target: str, out: Any) -> None:
+    """A submit's outcome in ``fmt``, then its exit: 1 when an Azure job did not complete
+    or a finding is of ``fail_on`` severity or worse."""
+    report = done.report
+    if done.azure is not None and done.waited is None:
+        click.echo(f"follow it with: mlpipe sync {done.run_id}  (submitted, not completed)",
+                   file=out)
+    waited = done.waited
+    if waited is not None:
+        click.echo(f"run {done.run_id} {done.status}  (Azure ML job {waited.job_name}: "
+                   f"{waited.job_status})", file=out)
+        for f in waited.failed:
+            click.echo(f"  step {f.step} {f.status}: {f.message or 'no status message'}"
+                       + (f"\n    logs: {f.log_url}" if f.log_url else ""), file=out)
+        if waited.job_status != "Completed" and not waited.failed:
+            click.echo(f"  the pipeline job ended {waited.job_status} with no failed step",
+                       file=out)
+        if done.candidate_id:
+            click.echo(f"candidate {done.candidate_id}", file=out)
     if fmt == "json":
         import json
 
-        from mlpipe.evidence.storage.ci import ci_provenance
-
-        click.echo(json.dumps({
-            "format": "mlpipe.submit/1", "run_id": result.run_id, "target": "local",
-            "pipeline": graph.spec.name, "pipeline_digest": graph.spec.digest,
-            "status": result.status, "job_name": None, "studio_url": None,
-            "azure_status": None, "experiment": None, "workspace": None,
-            "candidate_id": result.candidate_id, "failed_steps": [], "ci": ci_provenance(),
-            **gate_document(report, fail_on)}, indent=2, sort_keys=True))
+        click.echo(json.dumps(done.document(fail_on), indent=2, sort_keys=True))
     elif fmt in ("github", "sarif"):
         from mlpipe.cli.checking import pipeline_place
 
-        click.echo(f"run {result.run_id} {result.status}"
-                   + (f", candidate {result.candidate_id}" if result.candidate_id else ""),
-                   err=True)
-        show_codescan(report, fmt, executor.location.url, pipeline_place(graph.spec, target))
+        if done.azure is None:
+            click.echo(f"run {done.run_id} {done.status}"
+                       + (f", candidate {done.candidate_id}" if done.candidate_id else ""),
+                       err=True)
+        show_codescan(report, fmt, done.store_url, pipeline_place(done.spec, target))
     else:
-        click.echo(f"run {result.run_id} {result.status}")
-        if result.candidate_id:
-            click.echo(f"candidate {result.candidate_id}")
+        if done.azure is None:
+            click.echo(f"run {done.run_id} {done.status}")
+            if done.candidate_id:
+                click.echo(f"candidate {done.candidate_id}")
         show_report(report)
+    if waited is not None and waited.outcome.azure_status != "Completed":
+        sys.exit(EXIT_PROBLEMS)
     gate(report, fail_on)
-
-
-def gate_document(report: Any, fail_on: str) -> dict[str, Any]:
-    """The keys ``submit --format json`` adds for the findings (docs/json.md)."""
-    return {"findings": report.findings, "fail_on": fail_on,
-            "failing_findings": len(report.failing(fail_on))}
-
-
-def show_outcome(report: Any, fmt: str, document: dict[str, Any], target: str) -> None:
-    """An Azure submit's findings in ``fmt``: the JSON document, annotations or SARIF, or the
-    text report."""
-    if fmt == "json":
-        import json
-
-        click.echo(json.dumps(document, indent=2, sort_keys=True))
-    elif fmt in ("github", "sarif"):
-        from mlpipe.cli.checking import pipeline_place
-        from mlpipe.evidence.storage.config import locate
-
-        show_codescan(report, fmt, locate().url, pipeline_place(None, target))
-    else:
-        show_report(report)
 
 
 def show_codescan(report: Any, fmt: str, url: str, where: tuple[str, int]) -> None:

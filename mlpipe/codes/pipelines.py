@@ -204,7 +204,7 @@ GPU_SIZE_WITHOUT_ACCELERATOR_CODE = _code(
     "A single-process step on a GPU size imports no library that uses a GPU.")
 
 # --- MP520-MP529: how a distributed step's ranks coordinated, after it ran
-#     (mlpipe.checks.coordination)
+#     (mlpipe.judgements.coordination)
 COORDINATION_UNRECORDED = _code(
     "MP520", "coordination-unrecorded", WARNING,
     "Ranks of a distributed step left no coordination record, so coordination is unevidenced.")
@@ -262,7 +262,7 @@ THREADS_EXCEED_CORES = _code(
     "A job's OMP_NUM_THREADS times its processes per node exceeds the VM size's vCPUs.")
 
 # --- MP540-MP549: the rank-level trace of a distributed step, after it ran
-#     (mlpipe.checks.ranktrace)
+#     (mlpipe.judgements.ranktrace)
 COLLECTIVE_MISMATCH = _code(
     "MP540", "collective-mismatch", ERROR,
     "The ranks of a step called a collective a different number of times (one rank called it "
@@ -280,7 +280,7 @@ EVERY_RANK_DOES_ONE_RANKS_WORK = _code(
     "an extraction, a checkpoint to one path) that one rank should make.")
 
 # --- MP560-MP569: the differential rehearsal, the step at world size 1 against its topology
-#     (mlpipe.checks.rehearsal)
+#     (mlpipe.judgements.rehearsal)
 REHEARSAL_EXAMPLES_DIFFER = _code(
     "MP560", "rehearsal-examples-differ", WARNING,
     "The ranks together train on more or fewer examples than one process does.")

@@ -198,7 +198,7 @@ COULD_NOT_CHECK = _code(
 # --- MP870-MP874: what a sync of an Azure ML run could not read (mlpipe.evidence.records.findings)
 STEP_FACTS_UNKNOWN = _code("MP870", "step-facts-unknown", WARNING, "A synced Azure ML step "
                            "left facts unknown: its step record, outputs or metrics.")
-# --- MP900-MP929: a failed step, diagnosed at the layer that failed (mlpipe.checks.diagnosis)
+# --- MP900-MP929: a failed step, diagnosed at the layer that failed (mlpipe.judgements.diagnosis)
 #     MP900-MP904 contract and output completeness
 STEP_INPUT_REJECTED = _code(
     "MP900", "step-input-rejected", ERROR,
@@ -257,7 +257,7 @@ RUNTIME_FAILED = _code(
     "The step runtime of mlpipe itself failed around the step's body.")
 
 # --- MP930-MP939: what the screens say (issue 23)
-#     MP930 a failed step's contract mismatch that its wiring caused (mlpipe.checks.diagnosis)
+#     MP930 a failed step's contract mismatch that its wiring caused (mlpipe.judgements.diagnosis)
 CONTRACT_MISMATCH_FROM_WIRING = _code(
     "MP930", "contract-mismatch-from-wiring", ERROR,
     "A step's contract rejected what it was given because of its wiring: an evaluation's input "

@@ -39,7 +39,7 @@ def _no_false_alarms(records):
             assert part["writes_elsewhere"] == [], (step, part["writes_elsewhere"])
         assert found["step"]["hidden_inputs"] == [], step
         if len(found["ranks"]) > 1:   # none of the writer or copies checks fires on the example
-            from mlpipe.checks.coordination import check_coordination
+            from mlpipe.judgements.coordination import check_coordination
             report = check_coordination(found["ranks"], world_size=len(found["ranks"]),
                                         step_part=found["step"])
             assert report.findings == (), (step, [d.render() for d in report.findings])

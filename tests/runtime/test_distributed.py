@@ -3,9 +3,9 @@ import json
 
 import pytest
 
-from mlpipe.checks.coordination import check_coordination
 from mlpipe.distribution import PyTorch
 from mlpipe.errors import DistributedError
+from mlpipe.judgements.coordination import check_coordination
 from mlpipe.runtime import (
     all_reduce_metric,
     distributed,

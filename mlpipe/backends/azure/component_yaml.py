@@ -17,6 +17,7 @@ from typing import Any
 
 from mlpipe.artifacts import AssetType
 from mlpipe.backends.azure import vocabulary, yamlfile
+from mlpipe.backends.azure.jobkinds import KINDS
 from mlpipe.contracts.base import Contract, contract_label, contract_transport, is_contract
 from mlpipe.digests import digest_of, script_code_digest
 from mlpipe.distribution import FOREIGN_LAUNCH
@@ -37,7 +38,8 @@ from mlpipe.spec import (
 
 #: Azure ML component types ``load_component`` and the importer read, besides ``command``
 #: (which runs here) and ``pipeline`` (the importer's): they run only on Azure ML.
-AZURE_ONLY_COMPONENTS = ("parallel", "spark", "data_transfer", "import", "automl", "sweep")
+AZURE_ONLY_COMPONENTS = tuple(name for name, kind in KINDS.items()
+                              if kind.component_type and not kind.runs_here)
 _PRIMITIVE_OUTPUTS = ("boolean", "integer", "number", "string")
 
 

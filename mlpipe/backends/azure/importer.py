@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -34,7 +35,9 @@ from mlpipe.backends.azure.job_bindings import (
     settle_sibling_kinds,
 )
 from mlpipe.backends.azure.job_settings import job_compute, with_job_settings
+from mlpipe.backends.azure.jobkinds import KINDS, REFUSED, job_kind_named
 from mlpipe.backends.azure.pipeline_inputs import read_pipeline_input
+from mlpipe.backends.azure.singlejob import single_job_pipeline
 from mlpipe.backends.azure.standalone import (
     search_space_problems,
     standalone_pipeline,
@@ -66,9 +69,23 @@ from mlpipe.spec import (
     StepSpec,
 )
 
-#: Fields that name the component (or trial) a job runs, by job kind.
-_COMPONENT_FIELD = {"sweep": "trial"}
 _Target = TypeVar("_Target", bound=ComponentSpec | PipelineSpec)
+
+
+def _command_job(reader: Any, doc: Any, path: Path) -> PipelineSpec:
+    return single_job_pipeline(doc, path, reader.problems)
+
+
+#: How a job file holding one job of a kind at its top is read (the kinds the table marks
+#: ``standalone``): ``(reader, doc, path)`` -> PipelineSpec.
+STANDALONE_READERS: dict[str, Callable[[Any, Any, Path], PipelineSpec]] = {
+    "command": _command_job, "sweep": standalone_pipeline, "automl": standalone_pipeline,
+}
+#: The checks of one job of a kind in a pipeline (the kinds the table marks ``checked``):
+#: ``(name, node, component, where)`` -> diagnostics.
+KIND_CHECKS: dict[str, Callable[[str, Any, ComponentSpec, Any], Iterable[Diagnostic]]] = {
+    "sweep": search_space_problems,
+}
 
 
 @dataclass(slots=True)
@@ -116,12 +133,9 @@ def load_pipeline_yaml(path: str) -> ImportedPipeline:
             JOB_TYPE_MISSPELLED, f"{spelling}; mlpipe reads it as {kind}",
             hint=f"write type: {kind} (in lower case)", file=display_path(str(file)),
             line=doc.line_of("type") if isinstance(doc, yamlfile.Mapping) else None))
-    if kind == "command":
-        from mlpipe.backends.azure.singlejob import single_job_pipeline
-
-        spec = single_job_pipeline(doc, file, reader.problems)
-    elif kind in ("sweep", "automl"):
-        spec = standalone_pipeline(reader, doc, file)
+    entry = job_kind_named(kind)
+    if entry is not None and entry.standalone:
+        spec = STANDALONE_READERS[entry.name](reader, doc, file)
     else:
         spec = reader.pipeline(file, doc, stack=())
     reader.problems.raise_any()
@@ -292,9 +306,11 @@ class _Reader:
             self.problems.add(where, jobs, name, f"is {node!r}, not a job mapping", field=field)
             return None
         kind = str(node.get("type", "command"))
-        if kind not in vocabulary.JOB_KINDS:
-            self.problems.add(where, node, "type", f"job {name!r} has type {kind!r}, which is "
-                              f"not an Azure ML job type",
+        entry = job_kind_named(kind)
+        if entry is None:
+            self.problems.add(where, node, "type", f"job {name!r} has type {kind!r}, " + (
+                f"which mlpipe does not read: {REFUSED[kind]}" if kind in REFUSED else
+                "which is not an Azure ML job type"),
                               hint=f"use one of {', '.join(vocabulary.JOB_KINDS)}",
                               field=f"{field}.type")
             return None
@@ -308,8 +324,8 @@ class _Reader:
                              field, pending)
         if target is None:
             return None
-        if kind == "sweep" and isinstance(target, ComponentSpec):
-            self.diagnostics.extend(search_space_problems(name, node, target, where))
+        if entry.checked and isinstance(target, ComponentSpec):
+            self.diagnostics.extend(KIND_CHECKS[entry.name](name, node, target, where))
         if isinstance(target, ComponentSpec):
             target = with_job_settings(where, self.problems, node, kind, target,
                                        default_compute, field)
@@ -333,10 +349,9 @@ class _Reader:
                pending: dict[str, dict[str, tuple[str, str]]]
                ) -> ComponentSpec | PipelineSpec | None:
         """The component (or nested pipeline) a job runs."""
-        key = _COMPONENT_FIELD.get(kind, "component")
+        key = KINDS[kind].reference
         ref = node.get(key)
-        if kind in vocabulary.CONTROL_FLOW or kind in ("automl", "import") or (
-                ref is None and kind in ("parallel", "spark", "data_transfer")):
+        if KINDS[kind].implied(referenced=ref is not None):
             return self.implied(node, name, kind, path, inputs, output_types, given, pending,
                                 command=None)
         if ref is None:
@@ -439,7 +454,7 @@ class _Reader:
             code_digest=digest_of({"kind": kind, "job": _plain(node)}),
             display_name=node.get("display_name"), description=node.get("description"),
             kind=kind,
-            azure_only=None if kind in ("command", "pipeline")
+            azure_only=None if KINDS[kind].runs_here
             else vocabulary.JOB_KINDS.get(kind, f"a {kind} job"),
             location=Where(str(path)).location(node, "type" if "type" in node else "component"))
 

@@ -25,14 +25,14 @@ from mlpipe.backends.azure.sync import (
     job_time,
     unknown_facts,
 )
-from mlpipe.checks.coordination import check_coordination
-from mlpipe.checks.reads import check_reads
 from mlpipe.digests.snapshot import snapshot
 from mlpipe.distribution import MetricPolicy, as_distribution
 from mlpipe.errors import UsageError
 from mlpipe.evidence.records.queries import find_run
 from mlpipe.evidence.storage import models as m
 from mlpipe.evidence.storage.store import Store, new_id, utcnow
+from mlpipe.judgements.coordination import check_coordination
+from mlpipe.judgements.reads import check_reads
 from mlpipe.runtime import record as step_record
 from mlpipe.runtime import tracking
 
@@ -409,7 +409,7 @@ def _diagnosed(sid: str, message: str, record: dict[str, Any] | None,
                coordination: dict[str, Any] | None, planned_wiring: Any = None) -> dict[str, Any]:
     """The failed step's record with its diagnosis, judged as a local run's is (its logs are
     Azure ML's: the job's studio page, not a path here; its wiring the submitted plan's)."""
-    from mlpipe.checks.diagnosis import StepFailure, Wire, diagnose
+    from mlpipe.judgements.diagnosis import StepFailure, Wire, diagnose
 
     wires = tuple(w for v in (planned_wiring if isinstance(planned_wiring, list) else ())
                   if (w := Wire.read(v)) is not None)

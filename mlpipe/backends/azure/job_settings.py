@@ -15,6 +15,7 @@ from mlpipe.backends.azure.component_yaml import (
     read_environment,
     read_resources,
 )
+from mlpipe.backends.azure.jobkinds import job_kind_named
 from mlpipe.paths import lexical
 from mlpipe.spec import ComponentSpec, Compute
 
@@ -45,7 +46,7 @@ def with_job_settings(where: Where, problems: Problems, node: Any, kind: str,
         compute = Compute(compute.name if compute else None, sku)
     if compute != spec.compute:
         changes["compute"] = compute
-    launched = kind in ("command", "sweep") and spec.kind in ("command", "sweep")
+    launched = all(getattr(job_kind_named(k), "launched", False) for k in (kind, spec.kind))
     if launched and instances is not None and instances != spec.instances:
         changes["instances"] = instances
     if launched and node.get("distribution") is not None and node.get("component") is not None:

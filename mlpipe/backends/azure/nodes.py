@@ -8,11 +8,13 @@ azure-ai-ml.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from mlpipe.artifacts import AssetType
 from mlpipe.backends.azure import vocabulary
+from mlpipe.backends.azure.jobkinds import job_kind_named
 from mlpipe.spec import InputRole, ParamSpec, ParamType, PipelineInputSpec, PortSpec
 
 _EXPR = re.compile(r"^\$\{\{\s*(?P<body>[^}]*?)\s*\}\}$")
@@ -61,24 +63,37 @@ def given_inputs(node: Any, kind: str) -> list[tuple[Any, str, Given]]:
     declared = node.get("inputs") if isinstance(node.get("inputs"), dict) else {}
     for key in declared:
         found.append((declared, key, _given(key, declared[key])))
-    if kind == "automl":
-        for key in AUTOML_DATA:
-            if node.get(key) is not None:
-                found.append((node, key, _given(key, node[key])))
-    if kind in ("data_transfer", "import"):
-        for part in ("source", "sink"):
-            block = node.get(part)
-            if isinstance(block, dict):
-                for key in TRANSFER_FIELDS:
-                    if key in block and expression(block[key]) is not None:
-                        found.append((block, key, Given(f"{part}.{key}", block[key],
-                                                        block[key], "string")))
-    if kind in vocabulary.CONTROL_FLOW:
-        for key in ("condition", "items"):
-            if key in node:
-                found.append((node, key, Given(key, node[key], node[key],
-                                               "boolean" if key == "condition" else None)))
+    entry = job_kind_named(kind)
+    if entry is not None and entry.binds_more:
+        found += BOUND_VALUES[entry.name](node)
     return found
+
+
+def automl_data(node: Any) -> list[tuple[Any, str, Given]]:
+    """What an AutoML job binds beside its inputs: its training, validation and test data."""
+    return [(node, key, _given(key, node[key])) for key in AUTOML_DATA
+            if node.get(key) is not None]
+
+
+def transfer_ends(node: Any) -> list[tuple[Any, str, Given]]:
+    """What a data transfer or import job binds in its ``source`` and ``sink``: each field
+    given as an expression (``${{parent.inputs.X}}``), as ``source.path`` and the like."""
+    found: list[tuple[Any, str, Given]] = []
+    for part in ("source", "sink"):
+        block = node.get(part)
+        if isinstance(block, dict):
+            for key in TRANSFER_FIELDS:
+                if key in block and expression(block[key]) is not None:
+                    found.append((block, key, Given(f"{part}.{key}", block[key],
+                                                    block[key], "string")))
+    return found
+
+
+def control_values(node: Any) -> list[tuple[Any, str, Given]]:
+    """What a control-flow node binds: its ``condition`` (a boolean) and ``items``."""
+    return [(node, key, Given(key, node[key], node[key],
+                              "boolean" if key == "condition" else None))
+            for key in ("condition", "items") if key in node]
 
 
 def _given(key: str, raw: Any) -> Given:
@@ -151,6 +166,12 @@ def implied_interface(given: list[Given], node_outputs: Any, command: str | None
             iface.inputs[ref] = PortSpec(ref, AssetType.URI_FOLDER, optional=ref in optional)
     return iface
 
+
+#: What a job of each kind binds beyond ``inputs:`` (the kinds the table marks ``binds_more``).
+BOUND_VALUES: dict[str, Callable[[Any], list[tuple[Any, str, Given]]]] = {
+    "automl": automl_data, "data_transfer": transfer_ends, "import": transfer_ends,
+    "if_else": control_values, "do_while": control_values, "parallel_for": control_values,
+}
 
 __all__ = ["AUTOML_DATA", "PARENT_INPUT", "PARENT_OUTPUT", "SIBLING_JOB", "SIBLING_OUTPUT",
            "TRANSFER_FIELDS", "Given", "Interface", "expression", "given_inputs",

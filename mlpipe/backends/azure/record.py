@@ -14,15 +14,14 @@ from sqlalchemy import update
 
 from mlpipe.backends.azure.sync import JobRecord
 from mlpipe.backends.azure.workspace import Workspace
-from mlpipe.checks.diagnosis import wiring
 from mlpipe.digests import REFERENCE, reference_digest
 from mlpipe.digests.snapshot import snapshot
 from mlpipe.environments import environment_identity
 from mlpipe.evidence.storage import models as m
-from mlpipe.evidence.storage.config import project_root
-from mlpipe.evidence.storage.revision import file_states, git_revision, pipeline_files
+from mlpipe.evidence.storage.runstart import start_run
 from mlpipe.evidence.storage.store import Store, utcnow
 from mlpipe.graph import FromInput, FromStep, Graph
+from mlpipe.judgements.diagnosis import wiring
 from mlpipe.spec import InputRole, declared_topology, plain_value
 
 _PINNED_ASSET = re.compile(r"/data/[^/]+/versions/(?!latest/?$)[^/]+/?$")
@@ -173,12 +172,7 @@ def begin_azure_run(store: Store, graph: Graph, *, run_id: str, workspace: Works
             "job_name": None, "studio_url": None, "azure_status": None,
         }
     candidate = _candidate_plan(graph)
-    pipeline = store.pipeline_spec(spec.digest, spec.name, spec.to_dict())
-    commit, dirty = git_revision(str(project_root()))
-    code = store.code_revision(commit, dirty) if commit else None
-    loaded = file_states(str(project_root()), pipeline_files(spec)) if commit else None
     options = {
-        **({"code_files": loaded} if loaded is not None else {}),
         "executor": "azure", "experiment": experiment, "default_compute": default_compute,
         "workspace": {"subscription_id": workspace.subscription_id,
                       "resource_group": workspace.resource_group,
@@ -188,11 +182,9 @@ def begin_azure_run(store: Store, graph: Graph, *, run_id: str, workspace: Works
         "ci": None if ci is None else dict(ci),
         # what the pre-flight's moving references (@latest) named when the job was sent
         **({"preflight": dict(preflight)} if preflight is not None else {}),
-        # the qualification policy it committed to before it ran (evidence.commitment)
-        **({"policy": commitment} if commitment else {}),
     }
-    return store.begin_run(pipeline=pipeline, target="azure", params=params, inputs=snaps,
-                           code=code, options=options, run_id=run_id)
+    return start_run(store, spec, target="azure", run_id=run_id, params=params, inputs=snaps,
+                     options=options, commitment=commitment)
 
 
 def _update_run(store: Store, run_id: str, **values: Any) -> None:

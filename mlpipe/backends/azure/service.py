@@ -14,6 +14,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Protocol
 
+from mlpipe.backends.azure.jobkinds import job_kind_named
 from mlpipe.backends.azure.workspace import Workspace
 from mlpipe.errors import AzureError
 
@@ -517,7 +518,7 @@ def job_payload(job: Any) -> dict[str, Any]:
         "systemData": {"createdAt": created.isoformat() if isinstance(created, date)
                        else created},
         "properties": {
-            "jobType": {"pipeline": "Pipeline", "command": "Command"}.get(kind, kind or None),
+            "jobType": getattr(job_kind_named(kind), "rest_type", None) or kind or None,
             "status": str(getattr(status, "value", status)) if status is not None else None,
             "displayName": getattr(job, "display_name", None),
             "experimentName": getattr(job, "experiment_name", None),

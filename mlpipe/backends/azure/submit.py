@@ -16,7 +16,7 @@ from mlpipe.backends.azure.sync import parse_job
 from mlpipe.backends.azure.validate import load_export
 from mlpipe.backends.azure.workspace import Workspace
 from mlpipe.checks import check_pipeline
-from mlpipe.diagnostics import ChecksFailed, Diagnostic, has_errors
+from mlpipe.diagnostics import ChecksFailed, Diagnostic, refuse_check_errors
 from mlpipe.digests import canonical_json
 from mlpipe.errors import MlpipeError
 from mlpipe.evidence.storage.ci import ci_provenance, ci_tags
@@ -131,9 +131,9 @@ def _checked(spec: PipelineSpec, extra_diagnostics: list[Diagnostic] | None,
     graph, diagnostics = check_pipeline(spec)
     diagnostics = [d for d in list(extra_diagnostics or []) + diagnostics
                    if d.code not in ignore]
-    if has_errors(diagnostics):
-        errors = sum(1 for d in diagnostics if d.severity.value == "error")
-        raise ChecksFailed(diagnostics, f"the pipeline has {errors} error(s); nothing was "
-                                        f"submitted",
-                           hint="fix them (mlpipe check shows them) and submit again")
+    refuse_check_errors(diagnostics, "submit")
     return graph, diagnostics
+
+
+# ChecksFailed: what a refused submission raises, importable where it is raised
+__all__ = ["ChecksFailed", "SubmittedRun", "submit_to_azure"]

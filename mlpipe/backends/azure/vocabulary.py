@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mlpipe.artifacts import AssetType
+from mlpipe.backends.azure.jobkinds import KINDS
 from mlpipe.distribution import LIBRARIES, Distribution, Mpi, NotAJobType, PyTorch, TensorFlow
 from mlpipe.params import azure_value  # noqa: F401  (re-exported: the YAML reader's)
 from mlpipe.references import environment_text
@@ -41,22 +42,11 @@ LITERAL_PARAM_TYPES: dict[type, ParamType] = {bool: ParamType.BOOL, int: ParamTy
 
 #: Azure ML job (node) types, as a note names them. ``command`` and ``pipeline`` run here
 #: too; the others run only on Azure ML (mlpipe checks their wiring and exports them).
-JOB_KINDS: dict[str, str] = {
-    "command": "a command job",
-    "pipeline": "a pipeline job",
-    "sweep": "a sweep job",
-    "parallel": "a parallel job",
-    "spark": "a Spark job",
-    "automl": "an AutoML job",
-    "data_transfer": "a data transfer job",
-    "import": "an import job",
-    "if_else": "an if_else control-flow node",
-    "do_while": "a do_while control-flow node",
-    "parallel_for": "a parallel_for control-flow node",
-}
-CONTROL_FLOW = ("if_else", "do_while", "parallel_for")
+#: How messages name each job kind (``jobkinds.KINDS`` is the table: this is its face).
+JOB_KINDS: dict[str, str] = {name: kind.display for name, kind in KINDS.items()}
+CONTROL_FLOW = tuple(name for name, kind in KINDS.items() if kind.control_flow)
 #: The standalone job kinds a job file can hold besides a pipeline (``type:`` at its top).
-STANDALONE_KINDS = ("command", "sweep", "automl")
+STANDALONE_KINDS = tuple(name for name, kind in KINDS.items() if kind.standalone)
 
 
 def job_kind(doc: Any) -> str | None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mlpipe.backends.azure import nodes, vocabulary, yamlfile
+from mlpipe.backends.azure.jobkinds import job_kind_named
 from mlpipe.errors import ExportError
 from mlpipe.paths import cloud_reference, lexical, rebased
 from mlpipe.spec import ComponentSpec, PipelineSpec
@@ -34,7 +35,8 @@ def job_file(spec: PipelineSpec) -> str:
     """The file an imported spec is written to: ``job.yml`` for a single job (command, sweep,
     AutoML; whatever the spelling of its type, or none), ``pipeline.yml`` for a pipeline."""
     kind = vocabulary.job_kind(spec.origin.document) if spec.origin is not None else None
-    return "job.yml" if kind in vocabulary.STANDALONE_KINDS else "pipeline.yml"
+    entry = job_kind_named(kind)
+    return "pipeline.yml" if entry is None else entry.file_name
 
 
 def written_back(spec: PipelineSpec, out_dir: Path, given: Mapping[str, Any],

@@ -27,8 +27,6 @@ from mlpipe.backends.local.runrecords import Produced, RunRecords, compute, log_
 from mlpipe.backends.local.stepjob import StepJob, StepOutcome
 from mlpipe.backends.local.steplogs import tail
 from mlpipe.backends.local.stepproc import execute
-from mlpipe.checks.diagnosis import wiring
-from mlpipe.checks.reads import check_reads
 from mlpipe.diagnostics import Diagnostic
 from mlpipe.digests.snapshot import StatCache
 from mlpipe.errors import StepFailed, UsageError
@@ -39,6 +37,8 @@ from mlpipe.evidence.storage.config import StoreConfig, locate
 from mlpipe.evidence.storage.roots import ArtifactRoots, input_key, shared_root
 from mlpipe.evidence.storage.store import Store, new_id
 from mlpipe.graph import FromInput, FromStep, Graph, StepNode
+from mlpipe.judgements.diagnosis import wiring
+from mlpipe.judgements.reads import check_reads
 
 
 @dataclass(slots=True)

@@ -19,7 +19,7 @@ from mlpipe.backends.local import isolation
 from mlpipe.backends.local.localscale import scaled_components
 from mlpipe.backends.local.progress import Progress
 from mlpipe.checks import run_checks
-from mlpipe.diagnostics import ChecksFailed, Diagnostic, has_errors
+from mlpipe.diagnostics import Diagnostic, refuse_check_errors
 from mlpipe.errors import UsageError
 from mlpipe.evidence.storage.config import StoreConfig
 from mlpipe.graph import FromInput, FromLiteral, Graph, StepNode
@@ -105,9 +105,7 @@ def plan_run(graph: Graph, *, inputs: dict[str, str], params: dict[str, Any],
         EnvironmentBuildFailed: with ``isolate``, an environment could not be built.
     """
     found = [d for d in [*diagnostics, *run_checks(graph)] if d.code not in ignore]
-    if has_errors(found):
-        raise ChecksFailed(found, "the pipeline has check errors; nothing was run",
-                           hint=None)
+    refuse_check_errors(found, "run")
     _refuse_azure_only(graph)
     pipeline_inputs, overrides = inputs_mod.split_step_inputs(inputs)
     paths, values = inputs_mod.resolve(graph.spec, pipeline_inputs, params)

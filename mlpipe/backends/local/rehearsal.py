@@ -1,7 +1,7 @@
 """The differential rehearsal's runs: one distributed step, on the same inputs, parameters and
 seed, launched here twice through the local launcher, at world size 1 and at its topology
 scaled down (``mlpipe rehearse``). Each run leaves its step record and, from the rehearsal
-probe (``mlpipe.runtime.rehearsal``), each rank's training facts; ``checks/rehearsal.py``
+probe (``mlpipe.runtime.rehearsal``), each rank's training facts; ``judgements/rehearsal.py``
 judges the two. Runs and collects; judges nothing, records nothing in the evidence store.
 """
 from __future__ import annotations

@@ -19,8 +19,7 @@ from mlpipe.environments import environment_identity
 from mlpipe.errors import UsageError
 from mlpipe.evidence.records.checkresults import record_checks, summary
 from mlpipe.evidence.storage import models as m
-from mlpipe.evidence.storage.config import project_root
-from mlpipe.evidence.storage.revision import file_states, git_revision, pipeline_files
+from mlpipe.evidence.storage.runstart import start_run
 from mlpipe.evidence.storage.store import Store
 from mlpipe.graph import FromInput, FromStep, StepNode
 from mlpipe.secret import Redactor, keyed_hash
@@ -34,19 +33,16 @@ class Produced:
     path: str
 
 
-def run_options(plan: RunPlan, *, reuse: bool, max_parallel: int, isolate: bool,
-                code_files: Any = None, commitment: dict[str, Any] | None = None
+def run_options(plan: RunPlan, *, reuse: bool, max_parallel: int, isolate: bool
                 ) -> dict[str, Any]:
-    """The run's options as recorded: how it was asked to run, and the qualification policy
-    it committed to (``policy``) when it did."""
+    """The run's options as recorded: how it was asked to run (the code files and the
+    committed policy are added by ``evidence.storage.runstart``)."""
     scaled = plan.scaled
     return {"reuse": reuse, "max_parallel": max_parallel,
-            **({"code_files": code_files} if code_files is not None else {}),
             "executor": "local", "checks": summary(list(plan.diagnostics)),
             **({"ignored_codes": list(plan.ignored)} if plan.ignored else {}),
             **({"input_overrides": list(plan.overrides)} if plan.overrides else {}),
             **({"isolate": True} if isolate else {}),
-            **({"policy": commitment} if commitment else {}),
             **({"local_scale": {k: f"{c.instances}x{processes_per_node(c)}"
                                 for k, c in sorted(scaled.items())}} if scaled else {})}
 
@@ -79,18 +75,11 @@ class RunRecords:
               isolate: bool, commitment: dict[str, Any] | None = None) -> str:
         """Record the run as begun (its pipeline, code revision, inputs, parameters and
         options); its id."""
-        spec = self.plan.graph.spec
-        pipeline = self.store.pipeline_spec(spec.digest, spec.name, spec.to_dict())
-        commit, dirty = git_revision(str(project_root()))
-        code = self.store.code_revision(commit, dirty) if commit else None
-        loaded = file_states(str(project_root()), pipeline_files(spec)) if commit else None
-        run_id = self.store.begin_run(
-            pipeline=pipeline, target="local",
-            params=self.recorded(self.plan.values, self.plan.secret_inputs),
-            inputs=snaps, code=code, run_id=run_id,
-            options=run_options(self.plan, reuse=reuse, max_parallel=max_parallel,
-                                isolate=isolate, code_files=loaded, commitment=commitment))
-        return run_id
+        return start_run(self.store, self.plan.graph.spec, target="local", run_id=run_id,
+                         params=self.recorded(self.plan.values, self.plan.secret_inputs),
+                         inputs=snaps, commitment=commitment,
+                         options=run_options(self.plan, reuse=reuse, max_parallel=max_parallel,
+                                             isolate=isolate))
 
     def checks(self, run_id: str) -> None:
         """Record what the checks found (the plan's diagnostics) with the run."""

@@ -30,7 +30,7 @@ class StepJob:
     secrets: frozenset[str] = frozenset()
     #: every secret value of the run (name -> value), masked in this step's log too
     masked: dict[str, str] = field(default_factory=dict)
-    #: where each input is wired from (checks.diagnosis.wiring), for a failure's diagnosis
+    #: where each input is wired from (judgements.diagnosis.wiring), for a failure's diagnosis
     wiring: tuple[Any, ...] = ()
 
 

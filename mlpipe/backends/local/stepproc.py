@@ -322,8 +322,8 @@ def _failed(job: StepJob, seconds: float, message: str, topology: dict[str, Any]
             **seen: Any) -> StepOutcome:
     """A failed step's outcome, its record carrying the diagnosis (the layer that failed, its
     code, the fix and the logs: docs/step-record.md)."""
-    from mlpipe.checks.diagnosis import StepFailure, diagnose
     from mlpipe.contracts.metrics import MetricsReport
+    from mlpipe.judgements.diagnosis import StepFailure, diagnose
 
     folder = rank_logs(job.log)
     ranks = {}

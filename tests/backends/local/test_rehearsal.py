@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from fixtures.distributed.rehearsal_steps import train
 from mlpipe.backends.local.rehearsal import rehearse
-from mlpipe.checks.rehearsal import judge
 from mlpipe.cli import main
+from mlpipe.judgements.rehearsal import judge
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 SYS_PATH = [str(ROOT), str(ROOT / "tests")]

@@ -30,10 +30,10 @@ from mlpipe.backends.local.launcher.layout import (
     writers_json,
 )
 from mlpipe.backends.local.launcher.mpi import run_mpi
-from mlpipe.checks.coordination import CoordinationReport, check_coordination
-from mlpipe.checks.ranktrace import trace_findings
 from mlpipe.distribution import Distribution
 from mlpipe.errors import DistributedError, LaunchFailed, LaunchRefused, UsageError
+from mlpipe.judgements.coordination import CoordinationReport, check_coordination
+from mlpipe.judgements.ranktrace import trace_findings
 from mlpipe.runtime.devices import BACKEND_VAR
 from mlpipe.runtime.distributed import WRITERS_VAR
 

@@ -11,8 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mlpipe.checks import ranktrace
-from mlpipe.checks.metriccounts import padded_population, unweighted_means
 from mlpipe.codes import (
     COORDINATION_UNRECORDED,
     COVERAGE_GAP,
@@ -25,13 +23,15 @@ from mlpipe.codes import (
 )
 from mlpipe.diagnostics import Diagnostic, Severity
 from mlpipe.distribution import Distribution
+from mlpipe.judgements import ranktrace
+from mlpipe.judgements.metriccounts import padded_population, unweighted_means
 
 
 @dataclass(frozen=True)
 class CoordinationReport:
     """What the records of one distributed step show.
 
-    ``findings`` are diagnostics (codes MP520-MP527, MP534, MP540-MP543: ``checks.ranktrace``);
+    ``findings`` are diagnostics (codes MP520-MP527, MP534, MP540-MP543: ``judgements.ranktrace``);
     ``ok`` is False when any is an error.
     ``to_dict()`` is what the evidence store keeps.
     """

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlpipe.checks.diagnosis import LAYERS, StepFailure, Wire, diagnose
 from mlpipe.codes import CODES
+from mlpipe.judgements.diagnosis import LAYERS, StepFailure, Wire, diagnose
 from mlpipe.runtime.record import schema
 
 

@@ -1,12 +1,12 @@
-"""The rank-level trace's judgements on records (checks/ranktrace.py): a triggering record and
+"""The rank-level trace's judgements on records (judgements/ranktrace.py): a triggering record and
 a near-identical clean one per finding, and records cut short judged without raising. The same
 findings from real gloo ranks are in tests/runtime/test_ranktrace.py."""
 from __future__ import annotations
 
 import pytest
 
-from mlpipe.checks.coordination import check_coordination
-from mlpipe.checks.ranktrace import judge
+from mlpipe.judgements.coordination import check_coordination
+from mlpipe.judgements.ranktrace import judge
 
 
 def _trace(**fields):

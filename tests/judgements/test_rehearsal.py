@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlpipe.checks.rehearsal import judge
+from mlpipe.judgements.rehearsal import judge
 
 
 def _probe(rank, world, *, examples=256, batch=32, lr=0.1, steps=8, losses=None,

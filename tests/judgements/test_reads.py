@@ -1,7 +1,7 @@
 """Reads outside the declared inputs, judged from a step record (MP804), the content the
 finisher records for them, and the reuse rule that follows from it."""
 from mlpipe.backends.local.reuse import changed_hidden_input
-from mlpipe.checks.reads import check_reads
+from mlpipe.judgements.reads import check_reads
 from mlpipe.runtime.finish import hidden_inputs
 
 
