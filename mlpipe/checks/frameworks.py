@@ -71,12 +71,17 @@ def _foreign(framework: str, variable: str) -> str | None:
 _NAMES = {"pytorch": "PyTorch", "tensorflow": "TensorFlow", "mpi": "MPI"}
 
 
-@check(codes.FOREIGN_LAUNCH_VARIABLE)
-def foreign_launch_variables(graph: Graph) -> Iterator[Diagnostic]:
+def framework_steps(graph: Graph) -> Iterator[tuple[StepNode, str]]:
+    """Each step that declares a distribution framework, with the framework's name."""
     for node in graph.step_nodes():
         framework = framework_of(node)
-        if framework is None:
-            continue
+        if framework is not None:
+            yield node, framework
+
+
+@check(codes.FOREIGN_LAUNCH_VARIABLE)
+def foreign_launch_variables(graph: Graph) -> Iterator[Diagnostic]:
+    for node, framework in framework_steps(graph):
         c = node.component
         stated: list[tuple[str, str, int | None]] = [
             (k, "declares environment variable", None) for k, _ in c.environment_variables]

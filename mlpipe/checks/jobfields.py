@@ -16,7 +16,7 @@ from typing import Any
 
 from mlpipe import codes
 from mlpipe.checks.body import step_facts
-from mlpipe.checks.frameworks import MPI_VARS, PYTORCH_VARS, framework_of
+from mlpipe.checks.frameworks import MPI_VARS, PYTORCH_VARS, framework_of, framework_steps
 from mlpipe.checks.registry import check
 from mlpipe.checks.where import at_pipeline, at_step, help_for, written_in
 from mlpipe.compute import CATALOGUE
@@ -55,10 +55,7 @@ _EFFECT = {True: "every node would look for the rendezvous at the address it nam
 
 @check(codes.LAUNCH_VARIABLE_OVERWRITTEN)
 def declared_launch_variables(graph: Graph) -> Iterator[Diagnostic]:
-    for node in graph.step_nodes():
-        framework = framework_of(node)
-        if framework is None:
-            continue
+    for node, framework in framework_steps(graph):
         for name, value, where in declared_variables(node):
             if not _injected(framework, name):
                 continue   # another framework's variable is MP518

@@ -27,6 +27,14 @@ def _traces(records: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
     return {r: rec["trace"] for r, rec in records.items() if isinstance(rec.get("trace"), dict)}
 
 
+def _every_ranks_traces(records: dict[int, dict[str, Any]],
+                        world_size: int) -> dict[int, dict[str, Any]]:
+    """Each rank's trace, when the step had several ranks and every one left its trace (else
+    nothing: a judgement of what every rank did needs them all)."""
+    traces = _traces(records)
+    return traces if world_size >= 2 and len(traces) >= world_size else {}
+
+
 def _short(site: Any) -> str:
     text = str(site or "?")
     path, _, line = text.rpartition(":")
@@ -187,8 +195,8 @@ def every_rank_work(records: dict[int, dict[str, Any]], world_size: int,
     """MP543 for each tracking or storage call with one target that every rank made (a
     download or an extraction: every rank of a node with more than one, so per-node staging by
     local rank 0 stays clean)."""
-    traces = _traces(records)
-    if world_size < 2 or len(traces) < world_size:
+    traces = _every_ranks_traces(records, world_size)
+    if not traces:
         return []
     made: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
     for r, trace in traces.items():
@@ -227,8 +235,8 @@ def sampler_dealing(records: dict[int, dict[str, Any]], world_size: int,
     """MP521 when the ranks' DistributedSamplers of one data set dealt an example to more
     than one rank beyond the padding the sampler adds; MP523 when they left examples to no
     rank beyond what ``drop_last`` drops. Judged on each sampler's first pass, per call site."""
-    traces = _traces(records)
-    if world_size < 2 or len(traces) < world_size:
+    traces = _every_ranks_traces(records, world_size)
+    if not traces:
         return []
     dealt: dict[tuple[str, int], dict[int, dict[str, Any]]] = {}
     for r, trace in traces.items():
