@@ -49,6 +49,20 @@ def digest_bytes(content: bytes) -> str:
     return "sha256:" + sha256_hex(content)
 
 
+def digest_chunks(chunks: Iterable[bytes]) -> str:
+    """``sha256:<hex>`` of the chunks' concatenation, read one at a time (a model's parameter
+    tensors, without joining them).
+
+    Example:
+        >>> digest_chunks([b"a", b"b"]) == digest_bytes(b"ab")
+        True
+    """
+    digest = hashlib.sha256()
+    for chunk in chunks:
+        digest.update(chunk)
+    return "sha256:" + digest.hexdigest()
+
+
 def sha256_hex(content: bytes) -> str:
     """The bare SHA-256 hex digest of ``content`` (no ``sha256:`` prefix): a public key's id,
     as OpenSSF Model Signing writes it.

@@ -11,15 +11,16 @@ pays for it. Imports torch only where the step can (a step without torch records
 from __future__ import annotations
 
 import atexit
-import hashlib
 import json
 import os
 import sys
 import threading
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from mlpipe.digests import digest_chunks
 from mlpipe.runtime.record import identity, write_json
 
 #: The folder each rehearsed rank writes its facts into (set by the rehearsal's runner).
@@ -86,19 +87,23 @@ class _Probe:
         """A digest of every parameter the optimisers trained, as they are at the end."""
         if not self.optimizers:
             return None
-        digest, count, square = hashlib.sha256(), 0, 0.0
-        for optimizer in self.optimizers.values():
-            for group in optimizer.param_groups:
-                for p in group["params"]:
-                    t = p.detach().cpu().contiguous()
-                    try:
-                        digest.update(t.numpy().tobytes())
-                    except (TypeError, RuntimeError):  # bfloat16 and kin: no numpy dtype
-                        digest.update(t.float().numpy().tobytes())
-                    count += t.numel()
-                    square += float(t.double().pow(2).sum())
-        return {"digest": f"sha256:{digest.hexdigest()}", "count": count,
-                "norm": square ** 0.5}
+        count, square = 0, 0.0
+
+        def tensors() -> Iterator[bytes]:
+            nonlocal count, square
+            for optimizer in self.optimizers.values():
+                for group in optimizer.param_groups:
+                    for p in group["params"]:
+                        t = p.detach().cpu().contiguous()
+                        try:
+                            yield t.numpy().tobytes()
+                        except (TypeError, RuntimeError):  # bfloat16 and kin: no numpy dtype
+                            yield t.float().numpy().tobytes()
+                        count += t.numel()
+                        square += float(t.double().pow(2).sum())
+
+        digest = digest_chunks(tensors())
+        return {"digest": digest, "count": count, "norm": square ** 0.5}
 
 
 def _leading(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:

@@ -30,7 +30,10 @@ TARGETS.update({f"yaml/{p.parent.name}": str(p)
                 for p in sorted((CLEAN / "yaml").glob("*/pipeline.yml"))})
 #: The project's own example (images: a reviewed manifest, a {split} folder layout shared by
 #: training and evaluation, GPU DDP training and CPU evaluation): correct by the same guides.
-TARGETS.update({f"example/{p.stem}": str(p) for p in sorted((ROOT / "pipelines").glob("d*.py"))})
+#: (Not the azure-ai-ml Python example, `defect_classifier_aml.py`: it states no split contracts,
+#: so its MP416/MP417 warnings are true; docs/tutorial.md shows them and its tests pin them.)
+TARGETS.update({f"example/{p.stem}": str(p) for p in sorted((ROOT / "pipelines").glob("d*.py"))
+                if not p.stem.endswith("_aml")})
 
 
 def _findings(target: str) -> list[str]:
