@@ -6,6 +6,7 @@ Builds with pip (no network: ``--no-deps --no-build-isolation``); never installs
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import subprocess
@@ -68,10 +69,16 @@ def build_wheel(out_dir: Path) -> Path:
         return found[0]
     partial = folder.with_name(folder.name + f".{os.getpid()}.partial")
     partial.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
-         "--disable-pip-version-check", "-w", str(partial), str(tree)],
-        capture_output=True, text=True, timeout=600, cwd=tree)
+    # setuptools builds in the checkout's own build/ and *.egg-info: two builds of one tree at
+    # once (two steps, two test workers) would tear each other's files, so they take turns
+    lock_file = tree / "build" / "wheel.lock"
+    lock_file.parent.mkdir(exist_ok=True)
+    with open(lock_file, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+             "--quiet", "--disable-pip-version-check", "-w", str(partial), str(tree)],
+            capture_output=True, text=True, timeout=600, cwd=tree)
     built = sorted(partial.glob(WHEEL_GLOB))
     if done.returncode != 0 or len(built) != 1:
         last = (done.stderr.strip().splitlines() or ["pip built no wheel"])[-1]
