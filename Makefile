@@ -9,9 +9,11 @@ AZURITE := .tools/node_modules/.bin/azurite-blob
 .PHONY: demo test test-fast lint typecheck duplicates tutorial bench bench-local bench-azure bench-azure-submit bench-preflight bench-evidence bench-signing bench-runtime bench-store bench-gc bench-roots bench-compile bench-yaml bench-launcher bench-suite bench-check golden clean
 
 # pip 23 cannot resolve azure-ai-ml's dependencies: upgrade pip inside the venv first.
+# setuptools >= 70.1 builds wheels itself (bdist_wheel): `--isolate` and `mlpipe environment`
+# build this checkout's wheel without build isolation, and a new venv's own setuptools is older
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet --upgrade pip 'setuptools>=70.1'
 
 # mlpipe was installed as the distribution "mlpipe" before issue 36 (now mlpipe-aml): a venv made
 # before keeps that editable install and its mlpipe.egg-info here, which would list it twice.

@@ -81,9 +81,16 @@ def build_wheel(out_dir: Path) -> Path:
             capture_output=True, text=True, timeout=600, cwd=tree)
     built = sorted(partial.glob(WHEEL_GLOB))
     if done.returncode != 0 or len(built) != 1:
-        last = (done.stderr.strip().splitlines() or ["pip built no wheel"])[-1]
-        raise UsageError(f"cannot build the {DISTRIBUTION} wheel of {tree}: {last}",
-                         hint="`pip wheel --no-deps .` in the checkout shows the whole error")
+        said = [line.strip() for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+        errors = [line for line in said if line.startswith("error:")]
+        # the builder's own error before pip's summary of it ("error: metadata-generation-failed")
+        own = [line for line in errors if not re.fullmatch(r"error: [a-z-]+", line)]
+        last = (own or errors or said or ["pip built no wheel"])[-1]
+        hint = "`pip wheel --no-deps .` in the checkout shows the whole error"
+        if "bdist_wheel" in last:
+            hint = ("this environment's setuptools cannot build wheels: pip install "
+                    "'setuptools>=70.1' (it builds without isolation, from what is installed)")
+        raise UsageError(f"cannot build the {DISTRIBUTION} wheel of {tree}: {last}", hint=hint)
     try:
         partial.rename(folder)  # whole or not at all; a concurrent build may have won
     except OSError:
