@@ -138,11 +138,6 @@ def violations(package: pathlib.Path = PACKAGE) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-#: Import circles allowed to remain for now, each as the set of its modules, with the reason.
-#: An entry may only be removed (a test fails when its circle is gone), never added.
-KNOWN_CIRCLES: dict[frozenset[str], str] = {}
-
-
 def import_graph(package: pathlib.Path = PACKAGE) -> dict[str, dict[str, str]]:
     """module -> {imported module -> ``file:line`` of the first such import}, over every
     import in ``package`` (module level, inside functions, under TYPE_CHECKING)."""
@@ -210,8 +205,6 @@ def circles(package: pathlib.Path = PACKAGE) -> list[str]:
     graph = import_graph(package)
     found = []
     for component in _strong_components(graph):
-        if frozenset(component) in KNOWN_CIRCLES:
-            continue
         cycle = _one_cycle(graph, component)
         steps = [f"{b} ({graph[a][b]})" for a, b in itertools.pairwise(cycle)]
         found.append(" -> ".join([cycle[0], *steps]))
@@ -265,12 +258,6 @@ def test_no_import_circle():
     # every import counts, the ones inside functions and under TYPE_CHECKING too: a circle held
     # together by a late import is still a circle. Open one by moving the shared piece down.
     assert circles() == []
-
-
-def test_each_known_circle_still_exists():
-    # a circle that is gone leaves the table (it may only shrink)
-    present = {frozenset(c) for c in _strong_components(import_graph())}
-    assert [sorted(c) for c in KNOWN_CIRCLES if c not in present] == []
 
 
 def test_a_circle_is_reported_even_through_a_function(tmp_path):
