@@ -79,7 +79,7 @@ def cli(project: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def _schema_head() -> str:
-    text = (ROOT / "mlpipe" / "evidence" / "migrate.py").read_text()
+    text = (ROOT / "mlpipe" / "evidence" / "storage" / "migrate.py").read_text()
     return re.search(r'^HEAD = "([^"]+)"', text, re.M).group(1)
 
 
