@@ -1,8 +1,10 @@
 """The reaper: a small process that outlives the executor only to stop what its steps started.
 
 Each step runs in a process group of its own. The executor tells the reaper (over a pipe) which
-groups are running; the reaper also notes, four times a second, every process descended from
-them, ten times a second (a child that made its own session included). When the pipe closes
+groups are running; while any is, the reaper notes every process descended from them (a child
+that made its own session included) ten times a second, the first time a tenth of a second after
+the first group came: a scan reads all of /proc (milliseconds on a machine with a few hundred
+processes), and a step that ends sooner needs none. When the pipe closes
 with groups still listed, the executor has died (kill -9 included): the reaper kills those
 groups and the descendants it saw, then exits. What stays in a step's group is always killed;
 a process that left the group (its own session) is killed if the reaper saw it while its
@@ -20,7 +22,7 @@ import threading
 
 # Runs with -I -S: the standard library only, nothing of mlpipe's.
 _SCRIPT = r'''
-import os, select, signal, sys
+import os, select, signal, sys, time
 for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
     signal.signal(s, signal.SIG_IGN)
 groups, seen, buf = set(), {}, b""
@@ -90,8 +92,10 @@ def release(g):
     for pid in [p for p, (_, h) in seen.items() if h == g]:
         del seen[pid]
     groups.discard(g)
+due = None  # when the next scan is: a tenth of a second after the first group came
 while True:
-    ready, _, _ = select.select([0], [], [], 0.1 if groups else None)
+    wait = max(0.0, due - time.monotonic()) if groups and due is not None else None
+    ready, _, _ = select.select([0], [], [], wait)
     if ready:
         chunk = os.read(0, 4096)
         if not chunk:
@@ -103,8 +107,13 @@ while True:
                 groups.add(int(line[1:]))
             elif line[:1] == b"-" and int(line[1:]) in groups:
                 release(int(line[1:]))
-    if groups:
-        note()
+    if not groups:
+        due = None
+    elif due is None:
+        due = time.monotonic() + 0.1
+    elif time.monotonic() >= due:
+        note()  # ten times a second, however many lines came: a scan reads all of /proc
+        due = time.monotonic() + 0.1
 if groups:
     reap(set(groups))
 '''
