@@ -238,7 +238,8 @@ def finish(where: str | None, *, me: dict[str, Any], outputs: list[Port], paths:
     Args:
         where: the record folder; None checks the outputs without writing anything (and
             without waiting for other ranks).
-        me: the finisher's identity (rank, world size).
+        me: the finisher's identity (rank, world size), or its whole rank part: a step of one
+            rank then uses it as it is instead of reading it back.
         outputs: the declared outputs.
         paths: output port -> path.
         header: component, digests, versions, inputs (already checked).
@@ -253,6 +254,8 @@ def finish(where: str | None, *, me: dict[str, Any], outputs: list[Port], paths:
         parts, missing = [], []
     elif world > 1:
         parts, missing = wait_for_ranks(where, world, me["rank"])
+    elif me.get("format") == f"{record.FORMAT}.rank" and me.get("role", "worker") == "worker":
+        parts, missing = [me], []  # the only rank is this process: its part, as just saved
     else:
         parts, missing = [p for p in record.rank_parts(where)
                           if p.get("role", "worker") == "worker"], []

@@ -16,7 +16,7 @@ import sysconfig
 import tempfile
 import threading
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 #: Set to "0" to switch observation off (the record then says reads and writes are unknown).
 OBSERVE_ENV = "MLPIPE_OBSERVE"
@@ -87,9 +87,40 @@ def _python_dirs() -> list[str]:
 def preload() -> None:
     """Work out now what observing a step needs (for the fork server, before it forks): the
     interpreter's folders, and the temporary folder (``tempfile`` finds it by writing a file
-    in each candidate, about 3 ms a step when each forked step does it again)."""
+    in each candidate, about 3 ms a step when each forked step does it again), and the paths
+    ignored whatever the step."""
     _interpreter_dirs()
     tempfile.gettempdir()
+    _process_paths()
+
+
+class _ProcessPaths(NamedTuple):
+    ignored: tuple[str, ...]   # the interpreter's, the libraries' caches, mlpipe's own
+    code_dirs: tuple[str, ...]
+    path_entries: frozenset[str]
+
+
+_PROCESS_PATHS: tuple[tuple[Any, ...], _ProcessPaths] | None = None
+
+
+def _process_paths() -> _ProcessPaths:
+    """What ``Filter`` ignores whatever the step: worked out once per ``sys.path``, home and
+    cache variables (a forked step inherits the fork server's; about 60 ``abspath`` calls)."""
+    global _PROCESS_PATHS
+    key = (tuple(sys.path), os.environ.get("HOME"), os.environ.get("MPLCONFIGDIR"),
+           os.environ.get("TRITON_CACHE_DIR"))
+    if _PROCESS_PATHS is not None and _PROCESS_PATHS[0] == key:
+        return _PROCESS_PATHS[1]
+    home = os.path.expanduser("~")
+    caches = [os.path.join(home, c) for c in _TOOL_CACHES]
+    caches += [os.environ.get("MPLCONFIGDIR"), os.environ.get("TRITON_CACHE_DIR")]
+    found = _ProcessPaths(
+        _prefixes([*_python_dirs(), *caches,
+                   os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]),
+        _prefixes(p for p in sys.path if p),
+        frozenset(os.path.abspath(p) for p in sys.path if p))
+    _PROCESS_PATHS = (key, found)
+    return found
 
 
 class Filter:
@@ -113,16 +144,14 @@ class Filter:
         self.output_prefixes = sorted(((p + os.sep if not p.endswith(os.sep) else p, port)
                                        for port, p in self.outputs.items()),
                                       key=lambda x: len(x[0]), reverse=True)
-        home = os.path.expanduser("~")
-        caches = [os.path.join(home, c) for c in _TOOL_CACHES]
-        caches += [os.environ.get("MPLCONFIGDIR"), os.environ.get("TRITON_CACHE_DIR")]
-        self.ignored = _prefixes([*scratch, *_python_dirs(), *caches,
-                                  os.path.dirname(os.path.dirname(os.path.abspath(__file__)))])
+        fixed = _process_paths()
+        self.ignored = tuple(sorted({*_prefixes(scratch), *fixed.ignored}, key=len,
+                                    reverse=True))
         # compiled-kernel caches are named by prefix (``/tmp/torchinductor_<user>``)
         self.ignored_raw = SYSTEM_PREFIXES + (
             os.path.join(tempfile.gettempdir(), "torchinductor_"),)
-        self.code_dirs = _prefixes(p for p in sys.path if p)
-        self.path_entries = {os.path.abspath(p) for p in sys.path if p}
+        self.code_dirs = fixed.code_dirs
+        self.path_entries = fixed.path_entries
 
     def output_of(self, path: str) -> tuple[str, str] | None:
         """``(port, path relative to the output)`` when ``path`` is (under) an output."""
