@@ -39,13 +39,7 @@ _CONTRACT = {
 def framework_of(node: StepNode) -> str | None:
     """The distribution framework a step declares (pytorch, tensorflow, mpi), or None."""
     dist = node.component.distribution
-    if isinstance(dist, PyTorch):
-        return "pytorch"
-    if isinstance(dist, TensorFlow):
-        return "tensorflow"
-    if isinstance(dist, Mpi):
-        return "mpi"
-    return None
+    return dist.type if isinstance(dist, (PyTorch, TensorFlow, Mpi)) else None
 
 
 def _owner(variable: str) -> str | None:
