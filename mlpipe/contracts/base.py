@@ -7,6 +7,7 @@ from __future__ import annotations
 import codecs
 import csv
 import dataclasses
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -218,6 +219,17 @@ class Reading:
                                 f"{self.label} does not describe such a structure",
                                 hint="rewrite the file in the structure its contract "
                                      "describes", file=str(self.file)) from None
+
+
+def read_json(label: str, path: Path, what: str, expects: str, hint: str) -> Any:
+    """The JSON value in the file ``path``, read under :class:`Reading`; where it is not JSON,
+    one ContractError at the line: ``{what} is not JSON (why); {label} expects {expects}``."""
+    try:
+        with Reading(label, path):
+            return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ContractError(f"{what} is not JSON ({exc}); {label} expects {expects}", hint=hint,
+                            file=str(path), line=exc.lineno) from None
 
 
 def excerpt(text: str, limit: int = 80) -> str:
