@@ -9,10 +9,10 @@ import csv
 import dataclasses
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from mlpipe.artifacts import AssetType
 from mlpipe.errors import ContractError, DefinitionError
@@ -20,6 +20,7 @@ from mlpipe.errors import ContractError, DefinitionError
 if TYPE_CHECKING:
     from typing_extensions import TypeIs
 
+_Entry = TypeVar("_Entry")
 _VERSION = re.compile(r"^(\d+)(?:\.(\d+))?$")
 
 
@@ -162,15 +163,26 @@ class Contract:
         return f"{type(self).__name__}({self.spec()!r})"
 
 
-def declared_once(owner: str, what: str, names: list[str], hint: str) -> None:
-    """Refuse a declaration that names one ``what`` twice: ``{owner} declares {what} 'x' twice``.
+def declared_entries(owner: str, entries: Iterable[Any], kind: type[_Entry], what: str, *,
+                     example: str) -> tuple[_Entry, ...]:
+    """The named entries of a contract (a report's metrics, a schema's columns) as a tuple, each
+    a ``kind`` value and each name declared once.
 
     Raises:
-        DefinitionError: the first name (in sorted order) declared more than once.
+        DefinitionError: ``{owner}: {what}s must be Kind(...) values`` for an entry of another
+            type (``example`` is the hint), or ``{owner} declares {what} 'x' twice`` for the
+            first name (in sorted order) declared more than once.
     """
+    found: tuple[Any, ...] = tuple(entries)
+    if not all(isinstance(e, kind) for e in found):
+        raise DefinitionError(f"{owner}: {what}s must be {kind.__name__}(...) values",
+                              hint=example)
+    names = [e.name for e in found]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
-        raise DefinitionError(f"{owner} declares {what} {dupes[0]!r} twice", hint=hint)
+        raise DefinitionError(f"{owner} declares {what} {dupes[0]!r} twice",
+                              hint=f"declare each {what} once")
+    return found
 
 
 def check_exists(contract: Contract, path: Path) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mlpipe.artifacts import AssetType
-from mlpipe.contracts.base import Contract, Difference, check_exists, declared_once, read_json
+from mlpipe.contracts.base import Contract, Difference, check_exists, declared_entries, read_json
 from mlpipe.errors import ContractError, DefinitionError
 
 SCOPES = ("global", "partial")
@@ -72,12 +72,10 @@ class MetricsReport(Contract):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        metrics = tuple(Metric(m) if isinstance(m, str) else m for m in self.metrics)
-        if not all(isinstance(m, Metric) for m in metrics):
-            raise DefinitionError(f"MetricsReport {self.name!r}: metrics must be Metric(...) "
-                                  f"values or names", hint='write Metric("accuracy", split="test")')
-        declared_once(f"MetricsReport {self.name!r}", "metric", [m.name for m in metrics],
-                      hint="declare each metric once")
+        metrics = declared_entries(
+            f"MetricsReport {self.name!r}",
+            (Metric(m) if isinstance(m, str) else m for m in self.metrics), Metric, "metric",
+            example='write Metric("accuracy", split="test"), or only the name')
         object.__setattr__(self, "metrics", metrics)
 
     def metric(self, name: str) -> Metric | None:
