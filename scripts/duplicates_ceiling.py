@@ -21,6 +21,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import ceilings
+
 ROOT = Path(__file__).resolve().parent.parent
 CEILING_FILE = ROOT / ".duplicates-ceiling"
 PACKAGE = "mlpipe"
@@ -31,18 +33,13 @@ _ROW = re.compile(r"^D\d+ (?P<a>\S+):\d+-\d+ ~ (?P<b>\S+):\d+-\d+")
 
 def read_ceiling(path: Path = CEILING_FILE) -> int:
     """The committed ceiling: the first line of ``path`` that is not a comment."""
-    for line in path.read_text(encoding="utf-8").splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            return int(line)
-    raise ValueError(f"{path} holds no number")
+    return ceilings.read_ceiling(path)
 
 
 def write_ceiling(count: int, path: Path = CEILING_FILE) -> None:
-    path.write_text("# pairs of places in mlpipe/ (migrations left out) that share six or more "
-                    "lines;\n# only goes down (scripts/duplicates_ceiling.py --lower, after "
-                    "folding some).\n"
-                    f"{count}\n", encoding="utf-8")
+    ceilings.write_ceiling(count, path, "pairs of places in mlpipe/ (migrations left out) that "
+                           "share six or more lines;\nonly goes down (scripts/duplicates_ceiling"
+                           ".py --lower, after folding some).")
 
 
 def counted(output: str) -> list[str]:

@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import ceilings
+
 ROOT = Path(__file__).resolve().parent.parent
 CEILING_FILE = ROOT / ".pyright-ceiling"
 PACKAGE = "mlpipe"
@@ -30,18 +32,13 @@ PACKAGE = "mlpipe"
 
 def read_ceiling(path: Path = CEILING_FILE) -> int:
     """The committed ceiling: the first line of ``path`` that is not a comment."""
-    for line in path.read_text(encoding="utf-8").splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            return int(line)
-    raise ValueError(f"{path} holds no number")
+    return ceilings.read_ceiling(path)
 
 
 def write_ceiling(count: int, path: Path = CEILING_FILE) -> None:
-    path.write_text("# pyright's errors over mlpipe/ may not rise above this number, and the "
-                    "number\n# only goes down (scripts/pyright_ceiling.py --lower, after fixing "
-                    "some).\n"
-                    f"{count}\n", encoding="utf-8")
+    ceilings.write_ceiling(count, path, "pyright's errors over mlpipe/ may not rise above this "
+                           "number, and the number\nonly goes down (scripts/pyright_ceiling.py "
+                           "--lower, after fixing some).")
 
 
 def errors(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:

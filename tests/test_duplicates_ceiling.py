@@ -12,6 +12,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "duplicates_ceiling.py"
+# the script imports its neighbour ``ceilings`` as ``python scripts/...`` finds it: beside it
+sys.path.insert(0, str(SCRIPT.parent))
 _spec = importlib.util.spec_from_file_location("duplicates_ceiling", SCRIPT)
 assert _spec is not None and _spec.loader is not None
 ceiling = importlib.util.module_from_spec(_spec)

@@ -3,11 +3,14 @@ the public API must be fully typed (`make typecheck` runs the script itself)."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# the script imports its neighbour ``ceilings`` as ``python scripts/...`` finds it: beside it
+sys.path.insert(0, str(ROOT / "scripts"))
 _spec = importlib.util.spec_from_file_location("pyright_ceiling", ROOT / "scripts" / "pyright_ceiling.py")
 assert _spec is not None and _spec.loader is not None
 ceiling = importlib.util.module_from_spec(_spec)
