@@ -5,19 +5,25 @@ first on the path).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 
-def read_ceiling(path: Path) -> int:
-    """The committed ceiling: the first line of ``path`` that is not a comment."""
-    for line in path.read_text(encoding="utf-8").splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            return int(line)
-    raise ValueError(f"{path} holds no number")
+@dataclass(frozen=True)
+class Ceiling:
+    """The ceiling file at ``path``; ``about`` is what it counts (written as comment lines)."""
 
+    path: Path
+    about: str
 
-def write_ceiling(count: int, path: Path, about: str) -> None:
-    """Write ``count`` into ``path`` under ``about`` (its lines become comment lines)."""
-    comment = "".join(f"# {line}\n" for line in about.splitlines())
-    path.write_text(f"{comment}{count}\n", encoding="utf-8")
+    def read(self) -> int:
+        """The committed ceiling: the first line of the file that is not a comment."""
+        for line in self.path.read_text(encoding="utf-8").splitlines():
+            line = line.strip()
+            if line and not line.startswith("#"):
+                return int(line)
+        raise ValueError(f"{self.path} holds no number")
+
+    def write(self, count: int) -> None:
+        comment = "".join(f"# {line}\n" for line in self.about.splitlines())
+        self.path.write_text(f"{comment}{count}\n", encoding="utf-8")

@@ -23,22 +23,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import ceilings
+from ceilings import Ceiling
 
 ROOT = Path(__file__).resolve().parent.parent
-CEILING_FILE = ROOT / ".pyright-ceiling"
+CEILING = Ceiling(ROOT / ".pyright-ceiling",
+                  "pyright's errors over mlpipe/ may not rise above this number, and the number"
+                  "\nonly goes down (scripts/pyright_ceiling.py --lower, after fixing some).")
 PACKAGE = "mlpipe"
-
-
-def read_ceiling(path: Path = CEILING_FILE) -> int:
-    """The committed ceiling: the first line of ``path`` that is not a comment."""
-    return ceilings.read_ceiling(path)
-
-
-def write_ceiling(count: int, path: Path = CEILING_FILE) -> None:
-    ceilings.write_ceiling(count, path, "pyright's errors over mlpipe/ may not rise above this "
-                           "number, and the number\nonly goes down (scripts/pyright_ceiling.py "
-                           "--lower, after fixing some).")
 
 
 def errors(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -131,13 +122,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     found = errors(run_pyright(args.pyright, PACKAGE))
-    ceiling = read_ceiling()
+    ceiling = CEILING.read()
     if args.lower:
         if len(found) > ceiling:
             print(f"{len(found)} errors is above the ceiling of {ceiling}; it is never raised",
                   file=sys.stderr)
             return 1
-        write_ceiling(len(found))
+        CEILING.write(len(found))
         print(f"ceiling: {ceiling} -> {len(found)}")
         return 0
     status, line = verdict(len(found), ceiling)
