@@ -59,15 +59,22 @@ class Choices:
         object.__setattr__(self, "values", values)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Marker:
+    """What every marker records beside its port or parameter: the description, and
+    ``problem`` when the annotation was malformed (reported when the component is declared)."""
+
+    description: str | None = None
+    problem: str | None = None
+
+
 @dataclass(frozen=True, slots=True)
-class PortMarker:
-    """What ``Input[...]``/``Output[...]`` recorded; ``problem`` is set when it was malformed."""
+class PortMarker(_Marker):
+    """What ``Input[...]``/``Output[...]`` recorded."""
 
     direction: str
     kind: AssetType | None
     contract: Contract | type[Contract] | None
-    description: str | None = None
-    problem: str | None = None
 
     @property
     def port_kind(self) -> AssetType:
@@ -77,15 +84,13 @@ class PortMarker:
 
 
 @dataclass(frozen=True, slots=True)
-class ParamMarker:
-    """What ``Param[...]`` recorded; ``problem`` is set when it was malformed."""
+class ParamMarker(_Marker):
+    """What ``Param[...]`` recorded."""
 
     type: type | None
     minimum: Any = None
     maximum: Any = None
     choices: tuple[Any, ...] | None = None
-    description: str | None = None
-    problem: str | None = None
 
     @property
     def python_type(self) -> type:
@@ -107,9 +112,10 @@ def _port_type(direction: str, target: Any, description: str | None) -> PortMark
             return PortMarker(direction, None, None, problem=(
                 f"{direction}[...] names the kind {kind.value} and a contract that travels as "
                 f"{contract_transport(contract).value}; give the contract alone"))
-        return PortMarker(direction, contract_transport(contract), contract, description)
+        return PortMarker(direction, contract_transport(contract), contract,
+                          description=description)
     if kind is not None:
-        return PortMarker(direction, kind, None, description)
+        return PortMarker(direction, kind, None, description=description)
     return PortMarker(direction, None, None, problem=(
         f"{direction}[{target!r}] carries neither an artifact kind nor a contract; use one of "
         f"UriFile, UriFolder, MLTable, MLflowModelFolder, CustomModelFolder, or "
@@ -126,9 +132,10 @@ def _port(direction: str, item: Any) -> Any:
     elif typing.get_origin(target) is Annotated:
         marker = _port_type(direction, target, description)
     elif is_contract(target):
-        marker = PortMarker(direction, contract_transport(target), target, description)
+        marker = PortMarker(direction, contract_transport(target), target,
+                            description=description)
     elif (kind := parse_asset_type(target)) is not None:
-        marker = PortMarker(direction, kind, None, description)
+        marker = PortMarker(direction, kind, None, description=description)
     else:
         marker = PortMarker(direction, None, None, problem=(
             f"{direction}[{target!r}] is not an artifact type; use one of {_KINDS} "
@@ -214,7 +221,7 @@ def _param(item: Any) -> Any:
         members = typing.cast("type[enum.Enum]", typ)
         choices = tuple(m.value for m in members) if choices is None else tuple(
             c.value if isinstance(c, enum.Enum) else c for c in choices)
-    return Annotated[typ, ParamMarker(typ, minimum, maximum, choices, description)]
+    return Annotated[typ, ParamMarker(typ, minimum, maximum, choices, description=description)]
 
 
 class _Param:

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from mlpipe.errors import UsageError
+from mlpipe.errors import MlpipeError, UsageError
 from mlpipe.paths import display_path, display_place
 
 
@@ -126,6 +126,24 @@ class ChecksFailed(UsageError):
         self.diagnostics = list(diagnostics)
         errors = sum(1 for d in self.diagnostics if d.severity is Severity.ERROR)
         super().__init__(message or f"the pipeline has {errors} check error(s)", hint=hint)
+
+
+class CodedRefusal(MlpipeError):
+    """An action refused for a reason one published code names (exit 1: a problem with what
+    it acts on, not with the command line). The message opens with ``[MPnnn name]``; ``code``
+    keeps the code's string.
+
+    Args:
+        code: the published code of the reason.
+        message: what is wrong, with the concrete values.
+        hint: what to do about it.
+    """
+
+    exit_code = 1
+
+    def __init__(self, code: Code, message: str, *, hint: str) -> None:
+        self.code = code.code
+        super().__init__(f"[{code.code} {code.name}] {message}", hint=hint)
 
 
 #: What a refusal on check errors says, by what was refused: the one place of its wording

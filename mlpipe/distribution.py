@@ -122,6 +122,9 @@ class Distribution:
     """
 
     type: ClassVar[str] = ""
+    _: KW_ONLY
+    writers: Any = ()
+    metrics: Any = ()
 
     def to_dict(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -136,15 +139,20 @@ class Distribution:
 
     def writer_policy(self, output: str) -> WriterPolicy | None:
         """The declared writer policy of ``output``, or None when none is declared."""
-        table = dict(getattr(self, "writers", ()))
+        table = dict(self.writers)
         return table.get(output, table.get(ALL_OUTPUTS))
 
     def metric(self, name: str) -> MetricPolicy | None:
-        return dict(getattr(self, "metrics", ())).get(name)
+        return dict(self.metrics).get(name)
+
+    def _normalize_policies(self) -> None:
+        """The declared writer and metric policies, checked and kept sorted (a frozen field)."""
+        object.__setattr__(self, "writers", _writers(self.writers))
+        object.__setattr__(self, "metrics", _metrics(self.metrics))
 
     def _common(self) -> dict[str, Any]:
-        return {"writers": [[k, v] for k, v in getattr(self, "writers", ())],
-                "metrics": {k: m.to_dict() for k, m in getattr(self, "metrics", ())}}
+        return {"writers": [[k, v] for k, v in self.writers],
+                "metrics": {k: m.to_dict() for k, m in self.metrics}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,16 +173,13 @@ class PyTorch(Distribution):
     processes_per_node: int | None = None
     _: KW_ONLY
     backend: str | None = None
-    writers: Any = ()
-    metrics: Any = ()
     type: ClassVar[str] = "pytorch"
 
     def __post_init__(self) -> None:
         _positive("processes_per_node", self.processes_per_node)
         if self.backend is not None and self.backend not in BACKENDS:
             raise ValueError(f"backend {self.backend!r} is not one of {', '.join(BACKENDS)}")
-        object.__setattr__(self, "writers", _writers(self.writers))
-        object.__setattr__(self, "metrics", _metrics(self.metrics))
+        self._normalize_policies()
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, "processes_per_node": self.processes_per_node,
@@ -195,16 +200,12 @@ class TensorFlow(Distribution):
 
     workers: int | None = None
     parameter_servers: int = 0
-    _: KW_ONLY
-    writers: Any = ()
-    metrics: Any = ()
     type: ClassVar[str] = "tensorflow"
 
     def __post_init__(self) -> None:
         _positive("workers", self.workers)
         _positive("parameter_servers", self.parameter_servers, allow_zero=True)
-        object.__setattr__(self, "writers", _writers(self.writers))
-        object.__setattr__(self, "metrics", _metrics(self.metrics))
+        self._normalize_policies()
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, "workers": self.workers,
@@ -226,15 +227,11 @@ class Mpi(Distribution):
     """
 
     processes_per_node: int | None = None
-    _: KW_ONLY
-    writers: Any = ()
-    metrics: Any = ()
     type: ClassVar[str] = "mpi"
 
     def __post_init__(self) -> None:
         _positive("processes_per_node", self.processes_per_node)
-        object.__setattr__(self, "writers", _writers(self.writers))
-        object.__setattr__(self, "metrics", _metrics(self.metrics))
+        self._normalize_policies()
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, "processes_per_node": self.processes_per_node,

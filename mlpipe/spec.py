@@ -218,8 +218,27 @@ class ParamSpec:
                 "description": self.description}
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Declared:
+    """What a component and a pipeline keep beside what they declare: their docstring, where
+    and by which function they were declared, the document they were read from (none of it
+    compared), and ``digest``, of ``to_dict()``, computed once, at construction."""
+
+    doc: str | None = field(default=None, compare=False)
+    location: Location | None = field(default=None, compare=False)
+    function: str | None = field(default=None, compare=False)
+    origin: Origin | None = field(default=None, compare=False)
+    digest: str = field(default="", init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "digest", digest_of(self.to_dict()))
+
+    def to_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+
 @dataclass(frozen=True, slots=True)
-class ComponentSpec:
+class ComponentSpec(_Declared):
     """Everything a component declares. ``digest`` is computed once, at construction."""
 
     name: str
@@ -240,15 +259,7 @@ class ComponentSpec:
     command: str | None = None
     kind: str = "command"
     azure_only: str | None = None
-    doc: str | None = field(default=None, compare=False)
-    location: Location | None = field(default=None, compare=False)
-    function: str | None = field(default=None, compare=False)
     code: str | None = field(default=None, compare=False)
-    origin: Origin | None = field(default=None, compare=False)
-    digest: str = field(default="", init=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "digest", digest_of(self.to_dict()))
 
     def to_dict(self) -> dict[str, Any]:
         """The digest material: every declared field except location and docstring.
@@ -450,7 +461,7 @@ class CandidateSpec:
 
 
 @dataclass(frozen=True, slots=True)
-class PipelineSpec:
+class PipelineSpec(_Declared):
     """A pipeline: its inputs, its steps with their bindings, and its named outputs."""
 
     name: str
@@ -460,14 +471,6 @@ class PipelineSpec:
     version: str | None = None
     description: str | None = None
     candidate: CandidateSpec | None = None
-    doc: str | None = field(default=None, compare=False)
-    location: Location | None = field(default=None, compare=False)
-    function: str | None = field(default=None, compare=False)
-    origin: Origin | None = field(default=None, compare=False)
-    digest: str = field(default="", init=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "digest", digest_of(self.to_dict()))
 
     def to_dict(self) -> dict[str, Any]:
         """The digest material: steps refer to their component or sub-pipeline by digest; a

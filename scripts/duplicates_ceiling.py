@@ -21,28 +21,16 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ceilings import Ceiling
+
 ROOT = Path(__file__).resolve().parent.parent
-CEILING_FILE = ROOT / ".duplicates-ceiling"
+CEILING = Ceiling(ROOT / ".duplicates-ceiling",
+                  "pairs of places in mlpipe/ (migrations left out) that share six or more lines;"
+                  "\nonly goes down (scripts/duplicates_ceiling.py --lower, after folding some).")
 PACKAGE = "mlpipe"
 #: A migration is history (a landed revision is never edited): its pairs are not counted.
 MIGRATIONS = "evidence/storage/migrations/"
 _ROW = re.compile(r"^D\d+ (?P<a>\S+):\d+-\d+ ~ (?P<b>\S+):\d+-\d+")
-
-
-def read_ceiling(path: Path = CEILING_FILE) -> int:
-    """The committed ceiling: the first line of ``path`` that is not a comment."""
-    for line in path.read_text(encoding="utf-8").splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            return int(line)
-    raise ValueError(f"{path} holds no number")
-
-
-def write_ceiling(count: int, path: Path = CEILING_FILE) -> None:
-    path.write_text("# pairs of places in mlpipe/ (migrations left out) that share six or more "
-                    "lines;\n# only goes down (scripts/duplicates_ceiling.py --lower, after "
-                    "folding some).\n"
-                    f"{count}\n", encoding="utf-8")
 
 
 def counted(output: str) -> list[str]:
@@ -96,9 +84,9 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 1
     rows = counted(output)
-    ceiling = read_ceiling()
+    ceiling = CEILING.read()
     if args.lower and len(rows) < ceiling:
-        write_ceiling(len(rows))
+        CEILING.write(len(rows))
         print(f"duplicates: ceiling lowered from {ceiling} to {len(rows)}")
         return 0
     status, line = verdict(len(rows), ceiling)

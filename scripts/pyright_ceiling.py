@@ -23,25 +23,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ceilings import Ceiling
+
 ROOT = Path(__file__).resolve().parent.parent
-CEILING_FILE = ROOT / ".pyright-ceiling"
+CEILING = Ceiling(ROOT / ".pyright-ceiling",
+                  "pyright's errors over mlpipe/ may not rise above this number, and the number"
+                  "\nonly goes down (scripts/pyright_ceiling.py --lower, after fixing some).")
 PACKAGE = "mlpipe"
-
-
-def read_ceiling(path: Path = CEILING_FILE) -> int:
-    """The committed ceiling: the first line of ``path`` that is not a comment."""
-    for line in path.read_text(encoding="utf-8").splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            return int(line)
-    raise ValueError(f"{path} holds no number")
-
-
-def write_ceiling(count: int, path: Path = CEILING_FILE) -> None:
-    path.write_text("# pyright's errors over mlpipe/ may not rise above this number, and the "
-                    "number\n# only goes down (scripts/pyright_ceiling.py --lower, after fixing "
-                    "some).\n"
-                    f"{count}\n", encoding="utf-8")
 
 
 def errors(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -134,13 +122,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     found = errors(run_pyright(args.pyright, PACKAGE))
-    ceiling = read_ceiling()
+    ceiling = CEILING.read()
     if args.lower:
         if len(found) > ceiling:
             print(f"{len(found)} errors is above the ceiling of {ceiling}; it is never raised",
                   file=sys.stderr)
             return 1
-        write_ceiling(len(found))
+        CEILING.write(len(found))
         print(f"ceiling: {ceiling} -> {len(found)}")
         return 0
     status, line = verdict(len(found), ceiling)

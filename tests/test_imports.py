@@ -57,10 +57,11 @@ main()
 #: Every command imports the package's root, the CLI (its modules define the commands) and
 #: the errors its one handler renders.
 CLI = ["mlpipe", "mlpipe.version", "mlpipe.errors", "mlpipe.paths", "mlpipe.cli", "mlpipe.cli.*"]
-#: What reading the store takes: its location, the plain-SQL reader, the views of its rows.
+#: What reading the store takes: its location, the plain-SQL reader, the views of its rows,
+#: whether a run's process still lives (``/proc``, read by ``procstat``).
 #: (The evidence sub-packages' ``__init__`` modules import nothing themselves.)
 READ = [*CLI, "mlpipe.evidence", "mlpipe.evidence.storage", "mlpipe.evidence.storage.config",
-        "mlpipe.evidence.storage.liveness", "mlpipe.evidence.records",
+        "mlpipe.evidence.storage.liveness", "mlpipe.procstat", "mlpipe.evidence.records",
         "mlpipe.evidence.records.fastpath", "mlpipe.evidence.records.populations",
         "mlpipe.evidence.records.reader", "mlpipe.evidence.records.read_*",
         "mlpipe.evidence.records.sourcediff", "mlpipe.evidence.records.summaries",

@@ -14,7 +14,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "mlpipe"
 LAYERS: dict[str, tuple[str, ...]] = {
     "base": ("mlpipe.paths", "mlpipe.errors", "mlpipe.diagnostics", "mlpipe.codes",
              "mlpipe.digests", "mlpipe.version", "mlpipe.modules", "mlpipe.localimport",
-             "mlpipe.wheel",
+             "mlpipe.wheel", "mlpipe.procstat", "mlpipe.writing",
              "mlpipe.userfiles"),
     "contracts": ("mlpipe.artifacts", "mlpipe.contracts"),
     "spec": ("mlpipe.spec", "mlpipe.distribution", "mlpipe.params", "mlpipe.source",

@@ -109,7 +109,8 @@ def _function_node(tree: ast.Module, name: str, line: int) -> ast.AST | None:
     return None
 
 
-def _is_environ(node: ast.AST) -> bool:
+def is_environ(node: ast.AST) -> bool:
+    """Whether ``node`` names the process environment: ``os.environ`` or a bare ``environ``."""
     if isinstance(node, ast.Attribute):
         return node.attr == "environ" and isinstance(node.value, ast.Name) \
             and node.value.id == "os"
@@ -129,7 +130,7 @@ def _text(node: ast.AST) -> str | None:
 
 def _env_names(call: ast.Call) -> list[str]:
     func = call.func
-    if isinstance(func, ast.Attribute) and func.attr in _ENV_METHODS and _is_environ(func.value):
+    if isinstance(func, ast.Attribute) and func.attr in _ENV_METHODS and is_environ(func.value):
         names = [kw.arg for kw in call.keywords if kw.arg]
         if call.args:
             first = call.args[0]
@@ -355,12 +356,12 @@ class _Scan:
         elif isinstance(sub, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
             for t in targets:
-                if isinstance(t, ast.Subscript) and _is_environ(t.value):
+                if isinstance(t, ast.Subscript) and is_environ(t.value):
                     key = _text(t.slice)
                     if key:
                         self.env.append((key, sub.lineno))
                         self.overwrites.append((key, sub.lineno))
-        elif isinstance(sub, ast.Subscript) and _is_environ(sub.value) and isinstance(
+        elif isinstance(sub, ast.Subscript) and is_environ(sub.value) and isinstance(
                 sub.ctx, ast.Load):
             key = _text(sub.slice)
             if key:
@@ -384,7 +385,7 @@ class _Scan:
                 self.called.add(sub.func.id)
             func = sub.func
             if sub.args and isinstance(func, ast.Attribute) and (
-                    (func.attr == "get" and _is_environ(func.value)) or (
+                    (func.attr == "get" and is_environ(func.value)) or (
                     func.attr == "getenv" and isinstance(func.value, ast.Name)
                     and func.value.id == "os")):
                 key = _text(sub.args[0])

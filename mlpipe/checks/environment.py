@@ -17,7 +17,7 @@ from pathlib import Path
 from mlpipe import codes
 from mlpipe.checks.body import BodyFacts, step_facts
 from mlpipe.checks.registry import check
-from mlpipe.checks.where import at_step
+from mlpipe.checks.where import at_code, at_step
 from mlpipe.compute import CATALOGUE
 from mlpipe.diagnostics import Diagnostic
 from mlpipe.distribution import PyTorch, TensorFlow
@@ -222,4 +222,4 @@ def accelerator_on_cpu(graph: Graph) -> Iterator[Diagnostic]:
             hint="move the step to a GPU size (Compute(..., sku='Standard_NC6s_v3')), or pick "
                  "the device at run time (mlpipe.runtime.device(), or 'cuda' if "
                  "torch.cuda.is_available() else 'cpu')",
-            **{**at_step(node), "file": facts.file, "line": line})
+            **at_code(node, facts, line))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 
+from mlpipe.checks.body import is_environ
 from mlpipe.source import parse_file
 
 
@@ -57,15 +58,8 @@ def _visit(node: ast.AST, unset: frozenset[str], found: dict[tuple[int, str], li
         _visit(child, unset, found)
 
 
-def _is_environ(node: ast.AST) -> bool:
-    if isinstance(node, ast.Attribute):
-        return node.attr == "environ" and isinstance(node.value, ast.Name) \
-            and node.value.id == "os"
-    return isinstance(node, ast.Name) and node.id == "environ"
-
-
 def _environ_key(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Subscript) and _is_environ(node.value) and \
+    if isinstance(node, ast.Subscript) and is_environ(node.value) and \
             isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
         return node.slice.value
     return None
@@ -79,7 +73,7 @@ def _read_key(node: ast.AST) -> str | None:
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args and \
             isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
         func = node.func
-        if (func.attr == "get" and _is_environ(func.value)) or (
+        if (func.attr == "get" and is_environ(func.value)) or (
                 func.attr == "getenv" and isinstance(func.value, ast.Name)
                 and func.value.id == "os"):
             return node.args[0].value
@@ -110,7 +104,7 @@ def _unset_in(test: ast.AST) -> frozenset[str]:
         return frozenset({key}) if key else frozenset()
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         op, right = test.ops[0], test.comparators[0]
-        if isinstance(op, ast.NotIn) and _is_environ(right) and \
+        if isinstance(op, ast.NotIn) and is_environ(right) and \
                 isinstance(test.left, ast.Constant) and isinstance(test.left.value, str):
             return frozenset({test.left.value})
         if isinstance(op, (ast.Is, ast.Eq)) and isinstance(right, ast.Constant) and \

@@ -18,7 +18,7 @@ from mlpipe import codes
 from mlpipe.checks.body import BodyFacts, step_facts
 from mlpipe.checks.flows import call_at
 from mlpipe.checks.registry import check
-from mlpipe.checks.where import at_step, help_for
+from mlpipe.checks.where import at_code, at_step, help_for
 from mlpipe.diagnostics import Diagnostic
 from mlpipe.graph import Graph, StepNode
 
@@ -45,9 +45,6 @@ def install_at_run_time(graph: Graph) -> Iterator[Diagnostic]:
         if facts is not None and not facts.empty:
             found += [(cmd, line) for cmd, line in facts.commands if _installs(cmd)]
         for cmd, line in found[:1]:
-            where = at_step(node)
-            if line is not None and facts is not None:
-                where.update(file=facts.file, line=line)
             env = c.environment
             pinned = "the environment it declares"
             if env is not None and env.name:
@@ -63,7 +60,7 @@ def install_at_run_time(graph: Graph) -> Iterator[Diagnostic]:
                                     "the step",
                               "move the install into the environment's conda file or image and "
                               "pin the environment's version; keep command: to running the "
-                              "script"), **where)
+                              "script"), **at_code(node, facts, line))
 
 
 #: A DeepSpeed configuration the command names (``--deepspeed ds.json``,

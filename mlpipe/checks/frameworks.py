@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from mlpipe import codes
 from mlpipe.checks.body import body_facts, uses_accelerator
 from mlpipe.checks.registry import check
-from mlpipe.checks.where import at_step
+from mlpipe.checks.where import at_code, at_step
 from mlpipe.compute import CATALOGUE
 from mlpipe.diagnostics import Diagnostic
 from mlpipe.distribution import Mpi, PyTorch, TensorFlow
@@ -39,13 +39,7 @@ _CONTRACT = {
 def framework_of(node: StepNode) -> str | None:
     """The distribution framework a step declares (pytorch, tensorflow, mpi), or None."""
     dist = node.component.distribution
-    if isinstance(dist, PyTorch):
-        return "pytorch"
-    if isinstance(dist, TensorFlow):
-        return "tensorflow"
-    if isinstance(dist, Mpi):
-        return "mpi"
-    return None
+    return dist.type if isinstance(dist, (PyTorch, TensorFlow, Mpi)) else None
 
 
 def _owner(variable: str) -> str | None:
@@ -95,15 +89,12 @@ def foreign_launch_variables(graph: Graph) -> Iterator[Diagnostic]:
             owner = _foreign(framework, variable)
             if owner is None:
                 continue
-            where = at_step(node)
-            if line is not None and facts is not None:
-                where.update(file=facts.file, line=line)
             yield Diagnostic.of(
                 codes.FOREIGN_LAUNCH_VARIABLE,
                 f"step '{node.id}' is a {_NAMES[framework]} job but {how} {variable}, part of "
                 f"{_NAMES[owner]}'s launch contract: {_NAMES[framework]} ignores it, and "
                 f"copying it is no substitute for {_NAMES[framework]}'s own initialization",
-                hint=f"remove {variable}; {_CONTRACT[framework]}", **where)
+                hint=f"remove {variable}; {_CONTRACT[framework]}", **at_code(node, facts, line))
 
 
 @check(codes.LAUNCHER_IN_COMMAND)
@@ -126,7 +117,7 @@ def launchers_in_body(graph: Graph) -> Iterator[Diagnostic]:
                 f"ML already starts the step as {world} process(es): each would start a group "
                 f"of its own",
                 hint="do the work in the body itself; declare the topology with distribution= "
-                     "and instances=", **{**at_step(node), "file": facts.file, "line": line})
+                     "and instances=", **at_code(node, facts, line))
 
 
 @check(codes.GPU_SIZE_WITHOUT_ACCELERATOR_CODE)

@@ -18,7 +18,7 @@ from mlpipe import codes
 from mlpipe.checks.body import step_facts
 from mlpipe.checks.frameworks import MPI_VARS, PYTORCH_VARS, framework_of, framework_steps
 from mlpipe.checks.registry import check
-from mlpipe.checks.where import at_pipeline, at_step, help_for, written_in
+from mlpipe.checks.where import at_code, at_pipeline, at_step, help_for, written_in
 from mlpipe.compute import CATALOGUE
 from mlpipe.diagnostics import Diagnostic, Severity
 from mlpipe.graph import Graph, StepNode
@@ -213,8 +213,6 @@ def serverless_default_size(graph: Graph) -> Iterator[Diagnostic]:
                 not facts.gpu_calls or not _serverless_without_size(node):
             continue   # a distributed one is MP516 already
         call, line = facts.gpu_calls[0]
-        where = at_step(node)
-        where.update(file=facts.file, line=line)
         yield Diagnostic.of(
             codes.UNKNOWN_VM_SIZE,
             f"step '{node.id}' runs on serverless compute with no instance_type, so the "
@@ -224,7 +222,7 @@ def serverless_default_size(graph: Graph) -> Iterator[Diagnostic]:
                                 "component",
                           "give the job resources.instance_type: Standard_NC... (a GPU size)",
                           "pass instance_type='Standard_NC...' (a GPU size) to command()"),
-            severity=Severity.WARNING, **where)
+            severity=Severity.WARNING, **at_code(node, facts, line))
 
 
 #: A launcher's process count in a command: ``horovodrun -np 8``, ``mpirun -n 8``,

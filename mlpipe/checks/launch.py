@@ -21,7 +21,7 @@ from mlpipe.checks.envkeep import keeps_injected
 from mlpipe.checks.flows import call_at, every_rank_downloads, rank_guarded_collectives
 from mlpipe.checks.frameworks import LAUNCHERS, MPI_VARS, PYTORCH_VARS, framework_of
 from mlpipe.checks.registry import check
-from mlpipe.checks.where import at_step
+from mlpipe.checks.where import at_code, at_step
 from mlpipe.diagnostics import Diagnostic, Severity
 from mlpipe.distribution import TensorFlow
 from mlpipe.graph import Graph, StepNode
@@ -70,13 +70,6 @@ def _steps(graph: Graph) -> Iterator[tuple[StepNode, BodyFacts | None]]:
         yield node, None if facts is None or facts.empty else facts
 
 
-def _where(node: StepNode, facts: BodyFacts, line: int) -> dict:
-    where = at_step(node)
-    if line:
-        where.update(file=facts.file, line=line)
-    return where
-
-
 def _first(facts: BodyFacts, prefixes: tuple[str, ...]) -> tuple[str, int] | None:
     return facts.uses(*prefixes)
 
@@ -117,7 +110,7 @@ def workers_started(graph: Graph) -> Iterator[Diagnostic]:
                 hint="remove the spawn and run the worker function once per process; declare "
                      "the topology with distribution=PyTorch(processes_per_node=N) (or Mpi/"
                      "TensorFlow) and instances=K, and read the rank from the environment",
-                severity=severity, **_where(node, facts, line))
+                severity=severity, **at_code(node, facts, line))
 
 
 def _owned(framework: str, variable: str) -> bool:
@@ -151,7 +144,7 @@ def launch_variables(graph: Graph) -> Iterator[Diagnostic]:
                 f"each process of its {_NAMES[framework]} launch: {effect}",
                 hint=f"read {variable} from the environment instead of setting it (or use "
                      f"os.environ.setdefault for a local default)", severity=severity,
-                **_where(node, facts, line))
+                **at_code(node, facts, line))
 
 
 def _foreign_strategy(framework: str, facts: BodyFacts, names: frozenset[str]
@@ -195,7 +188,7 @@ def foreign_strategy(graph: Graph) -> Iterator[Diagnostic]:
             f"{name!r}, which expects {'an' if needs == 'MPI' else 'a'} {needs} launch: "
             f"Azure ML's {_NAMES[framework]} launch does not provide it",
             hint=f"coordinate with {fix}, or declare the distribution the code is written for",
-            **_where(node, facts, line))
+            **at_code(node, facts, line))
 
 
 @check(codes.TF_WORKERS_INSTANCES_MISMATCH)
@@ -282,7 +275,7 @@ def data_parallel_in_processes(graph: Graph) -> Iterator[Diagnostic]:
             f"sees, so the {per_node} processes contend for the same GPUs",
             hint="wrap the model in torch.nn.parallel.DistributedDataParallel(model, "
                  "device_ids=[local_rank]) in each process (DataParallel belongs to a job of "
-                 "one process per node)", **_where(node, facts, hit[1]))
+                 "one process per node)", **at_code(node, facts, hit[1]))
 
 
 @check(codes.COLLECTIVE_UNDER_RANK_GUARD)
@@ -301,7 +294,7 @@ def collective_under_rank_guard(graph: Graph) -> Iterator[Diagnostic]:
                 f"that do wait in it until the process group times out",
                 hint="call the collective on every rank, outside the condition, and keep only "
                      "the one rank's work (saving, logging) under it",
-                **_where(node, facts, line))
+                **at_code(node, facts, line))
 
 
 @check(codes.EVERY_RANK_DOWNLOADS)
@@ -322,4 +315,4 @@ def every_rank_download(graph: Graph) -> Iterator[Diagnostic]:
                 f"download the same data at once, and those on one node write the same files",
                 hint="download on one process per node (local rank 0), make every rank "
                      "wait for it (a barrier) before reading; or pass the data as an input of "
-                     "the step", **_where(node, facts, line))
+                     "the step", **at_code(node, facts, line))

@@ -1,9 +1,12 @@
 """How checks name places: steps, ports, edges, and their lines in the user's code."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlpipe.graph import Graph, StepNode
+
+if TYPE_CHECKING:
+    from mlpipe.checks.body import BodyFacts
 
 
 def at_step(node: StepNode, port: str | None = None) -> dict[str, Any]:
@@ -11,6 +14,15 @@ def at_step(node: StepNode, port: str | None = None) -> dict[str, Any]:
     loc = node.location
     return {"step": node.id, "port": port, "file": loc.file if loc else None,
             "line": loc.line if loc else None}
+
+
+def at_code(node: StepNode, facts: BodyFacts | None, line: int | None) -> dict[str, Any]:
+    """Location keywords for a diagnostic about ``line`` of ``node``'s code (of the file its
+    body's ``facts`` were read from); the step's own place where no line is known."""
+    where = at_step(node)
+    if facts is not None and line:
+        where.update(file=facts.file, line=line)
+    return where
 
 
 def at_edge(graph: Graph, source: str, target: str, node: StepNode) -> dict[str, Any]:

@@ -7,11 +7,12 @@ from __future__ import annotations
 import codecs
 import csv
 import dataclasses
+import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from mlpipe.artifacts import AssetType
 from mlpipe.errors import ContractError, DefinitionError
@@ -19,6 +20,7 @@ from mlpipe.errors import ContractError, DefinitionError
 if TYPE_CHECKING:
     from typing_extensions import TypeIs
 
+_Entry = TypeVar("_Entry")
 _VERSION = re.compile(r"^(\d+)(?:\.(\d+))?$")
 
 
@@ -161,15 +163,26 @@ class Contract:
         return f"{type(self).__name__}({self.spec()!r})"
 
 
-def declared_once(owner: str, what: str, names: list[str], hint: str) -> None:
-    """Refuse a declaration that names one ``what`` twice: ``{owner} declares {what} 'x' twice``.
+def declared_entries(owner: str, entries: Iterable[Any], kind: type[_Entry], what: str, *,
+                     example: str) -> tuple[_Entry, ...]:
+    """The named entries of a contract (a report's metrics, a schema's columns) as a tuple, each
+    a ``kind`` value and each name declared once.
 
     Raises:
-        DefinitionError: the first name (in sorted order) declared more than once.
+        DefinitionError: ``{owner}: {what}s must be Kind(...) values`` for an entry of another
+            type (``example`` is the hint), or ``{owner} declares {what} 'x' twice`` for the
+            first name (in sorted order) declared more than once.
     """
+    found: tuple[Any, ...] = tuple(entries)
+    if not all(isinstance(e, kind) for e in found):
+        raise DefinitionError(f"{owner}: {what}s must be {kind.__name__}(...) values",
+                              hint=example)
+    names = [e.name for e in found]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
-        raise DefinitionError(f"{owner} declares {what} {dupes[0]!r} twice", hint=hint)
+        raise DefinitionError(f"{owner} declares {what} {dupes[0]!r} twice",
+                              hint=f"declare each {what} once")
+    return found
 
 
 def check_exists(contract: Contract, path: Path) -> None:
@@ -218,6 +231,17 @@ class Reading:
                                 f"{self.label} does not describe such a structure",
                                 hint="rewrite the file in the structure its contract "
                                      "describes", file=str(self.file)) from None
+
+
+def read_json(label: str, path: Path, what: str, expects: str, hint: str) -> Any:
+    """The JSON value in the file ``path``, read under :class:`Reading`; where it is not JSON,
+    one ContractError at the line: ``{what} is not JSON (why); {label} expects {expects}``."""
+    try:
+        with Reading(label, path):
+            return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ContractError(f"{what} is not JSON ({exc}); {label} expects {expects}", hint=hint,
+                            file=str(path), line=exc.lineno) from None
 
 
 def excerpt(text: str, limit: int = 80) -> str:

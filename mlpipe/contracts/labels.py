@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from mlpipe.artifacts import AssetType
-from mlpipe.contracts.base import Contract, Difference, Reading, check_exists
+from mlpipe.contracts.base import Contract, Difference, check_exists, read_json
 from mlpipe.errors import ContractError, DefinitionError
 
 
@@ -132,14 +132,8 @@ def _show(encoding: dict[str, int]) -> str:
 
 def read_label_file(path: Path, label: str) -> dict[str, int]:
     """The ``{class: code}`` object in a label-map file, or ContractError."""
-    try:
-        with Reading(label, path):
-            data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        line = getattr(exc, "lineno", None)
-        raise ContractError(f"the file is not JSON ({exc}); {label} expects an object "
-                            f'{{"class": code, ...}}', hint="write the label map as JSON",
-                            file=str(path), line=line) from None
+    data = read_json(label, path, "the file", 'an object {"class": code, ...}',
+                     hint="write the label map as JSON")
     if not isinstance(data, dict):
         raise ContractError(f"the file holds a JSON {type(data).__name__}; {label} expects an "
                             f'object {{"class": code, ...}}', hint="write the label map as "

@@ -6,7 +6,6 @@ A report is a JSON file ``{"population": {...}, "metrics": {name: {"value", "sco
 """
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -14,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mlpipe.artifacts import AssetType
-from mlpipe.contracts.base import Contract, Difference, Reading, check_exists, declared_once
+from mlpipe.contracts.base import Contract, Difference, check_exists, declared_entries, read_json
 from mlpipe.errors import ContractError, DefinitionError
 
 SCOPES = ("global", "partial")
@@ -73,12 +72,10 @@ class MetricsReport(Contract):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        metrics = tuple(Metric(m) if isinstance(m, str) else m for m in self.metrics)
-        if not all(isinstance(m, Metric) for m in metrics):
-            raise DefinitionError(f"MetricsReport {self.name!r}: metrics must be Metric(...) "
-                                  f"values or names", hint='write Metric("accuracy", split="test")')
-        declared_once(f"MetricsReport {self.name!r}", "metric", [m.name for m in metrics],
-                      hint="declare each metric once")
+        metrics = declared_entries(
+            f"MetricsReport {self.name!r}",
+            (Metric(m) if isinstance(m, str) else m for m in self.metrics), Metric, "metric",
+            example='write Metric("accuracy", split="test"), or only the name')
         object.__setattr__(self, "metrics", metrics)
 
     def metric(self, name: str) -> Metric | None:
@@ -116,13 +113,8 @@ class MetricsReport(Contract):
         """
         path = Path(path)
         check_exists(self, path)
-        try:
-            with Reading(self.label, path):
-                doc = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise ContractError(f"the report is not JSON ({exc}); {self.label} expects "
-                                f'{{"metrics": {{...}}}}', hint="write the report as JSON",
-                                file=str(path), line=getattr(exc, "lineno", None)) from None
+        doc = read_json(self.label, path, "the report", '{"metrics": {...}}',
+                        hint="write the report as JSON")
         metrics = doc.get("metrics") if isinstance(doc, dict) else None
         if not isinstance(metrics, dict):
             raise ContractError(f"the report has no \"metrics\" object; {self.label} expects "

@@ -20,7 +20,7 @@ from mlpipe.contracts.base import (
     Difference,
     Reading,
     check_exists,
-    declared_once,
+    declared_entries,
     first_bad_utf8,
     not_utf8,
 )
@@ -129,12 +129,8 @@ class TabularSchema(Contract):
             # one folder of tables per split: the artifact is a folder, its files keep names
             object.__setattr__(self, "transport", AssetType.URI_FOLDER)
             object.__setattr__(self, "file_suffix", "")
-        cols = tuple(self.columns)
-        if not all(isinstance(c, Column) for c in cols):
-            raise DefinitionError(f"TabularSchema {self.name!r}: columns must be Column(...) "
-                                  f"values", hint='write Column("name", "float64", unit="mm")')
-        declared_once(f"TabularSchema {self.name!r}", "column", [c.name for c in cols],
-                      hint="give each column one declaration")
+        cols = declared_entries(f"TabularSchema {self.name!r}", self.columns, Column, "column",
+                                example='write Column("name", "float64", unit="mm")')
         object.__setattr__(self, "columns", cols)
         split_cols = [c.name for c in cols if c.role == "split"]
         if len(split_cols) > 1:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from mlpipe.codes import (
     COLLECTIVE_MISMATCH,
@@ -21,6 +22,8 @@ from mlpipe.codes import (
     SHARD_OVERLAP,
 )
 from mlpipe.diagnostics import Diagnostic
+
+_Key = TypeVar("_Key")
 
 
 def _traces(records: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
@@ -33,6 +36,20 @@ def _every_ranks_traces(records: dict[int, dict[str, Any]],
     nothing: a judgement of what every rank did needs them all)."""
     traces = _traces(records)
     return traces if world_size >= 2 and len(traces) >= world_size else {}
+
+
+def _first_entries(traces: dict[int, dict[str, Any]], section: str,
+                   key_of: Callable[[dict[str, Any]], _Key | None]
+                   ) -> dict[_Key, dict[int, dict[str, Any]]]:
+    """``key -> {rank: entry}``: each rank's first entry of its trace's ``section`` under each
+    key ``key_of`` gives it (an entry it gives None is passed over)."""
+    found: dict[_Key, dict[int, dict[str, Any]]] = {}
+    for r, trace in traces.items():
+        for entry in trace.get(section) or []:
+            key = key_of(entry)
+            if key is not None:
+                found.setdefault(key, {}).setdefault(r, entry)
+    return found
 
 
 def _short(site: Any) -> str:
@@ -198,12 +215,9 @@ def every_rank_work(records: dict[int, dict[str, Any]], world_size: int,
     traces = _every_ranks_traces(records, world_size)
     if not traces:
         return []
-    made: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
-    for r, trace in traces.items():
-        for entry in trace.get("calls") or []:
-            # one target, whatever the call (shutil.unpack_archive extracts through tarfile)
-            key = (str(entry.get("kind")), str(entry.get("target")))
-            made.setdefault(key, {}).setdefault(r, entry)
+    # one target, whatever the call (shutil.unpack_archive extracts through tarfile)
+    made = _first_entries(traces, "calls",
+                          lambda entry: (str(entry.get("kind")), str(entry.get("target"))))
     findings = []
     for (kind, target), ranks in sorted(made.items()):
         if kind in _PER_NODE:
@@ -238,12 +252,9 @@ def sampler_dealing(records: dict[int, dict[str, Any]], world_size: int,
     traces = _every_ranks_traces(records, world_size)
     if not traces:
         return []
-    dealt: dict[tuple[str, int], dict[int, dict[str, Any]]] = {}
-    for r, trace in traces.items():
-        for entry in trace.get("samplers") or []:
-            if isinstance(entry.get("indices"), list):
-                key = (str(entry.get("site")), int(entry.get("dataset_size") or 0))
-                dealt.setdefault(key, {}).setdefault(r, entry)
+    dealt = _first_entries(traces, "samplers", lambda entry: (
+        (str(entry.get("site")), int(entry.get("dataset_size") or 0))
+        if isinstance(entry.get("indices"), list) else None))
     findings = []
     for (site, size), ranks in sorted(dealt.items()):
         if len(ranks) < world_size or size <= 0:

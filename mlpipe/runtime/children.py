@@ -9,6 +9,8 @@ import os
 import signal
 import sys
 
+from mlpipe import procstat
+
 _PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -59,12 +61,8 @@ def _living_children(me: int) -> list[int]:
 
 
 def _state(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            text = fh.read()
-    except OSError:  # gone already
-        return None
-    return text[text.rfind(b")") + 2:].split()[0].decode()
+    fields = procstat.stat_fields(pid)
+    return None if fields is None else fields[0].decode()  # None: gone already
 
 
 def _has_children() -> bool:
@@ -78,16 +76,10 @@ def _has_children() -> bool:
 
 def _table() -> list[tuple[int, int, str]]:
     rows = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                text = fh.read()
-        except OSError:
-            continue
-        rest = text[text.rfind(b")") + 2:].split()
-        rows.append((int(name), int(rest[1]), rest[0].decode()))
+    for pid in procstat.pids():
+        fields = procstat.stat_fields(pid)
+        if fields is not None:
+            rows.append((pid, int(fields[1]), fields[0].decode()))
     return rows
 
 

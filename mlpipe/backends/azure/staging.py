@@ -11,12 +11,12 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from mlpipe.backends.azure.export import Export
-from mlpipe.errors import MlpipeError, UsageError
+from mlpipe.errors import MlpipeError
+from mlpipe.writing import staging_beside
 
 
 def write_staged(export: Export, out_dir: str | os.PathLike[str],
@@ -31,12 +31,7 @@ def write_staged(export: Export, out_dir: str | os.PathLike[str],
     """
     out = Path(out_dir).absolute()
     created = _first_missing(out)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.staging-", dir=out.parent))
-    except OSError as exc:
-        raise UsageError(f"cannot write {out_dir}: {exc.strerror or exc}",
-                         hint="choose an output folder you can write to") from None
+    staging = staging_beside(out, str(out_dir))
     try:
         written = export.write(staging)
         if check is not None:

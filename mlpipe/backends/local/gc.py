@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -20,6 +19,7 @@ from mlpipe.errors import UsageError
 from mlpipe.evidence.records.reader import Reader
 from mlpipe.evidence.records.retention import Retained, retained
 from mlpipe.evidence.storage.config import StoreConfig
+from mlpipe.evidence.storage.roots import remove_path
 
 
 @dataclass(slots=True)
@@ -196,13 +196,7 @@ def _remove(entry: str) -> None:
         return
     except OSError:
         doomed = path
-    if doomed.is_dir() and not doomed.is_symlink():
-        shutil.rmtree(doomed, ignore_errors=True)
-    else:
-        try:
-            doomed.unlink()
-        except FileNotFoundError:
-            pass
+    remove_path(doomed)
 
 
 def human(size: int) -> str:

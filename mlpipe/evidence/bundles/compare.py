@@ -30,33 +30,36 @@ def _walk(a: Any, b: Any, path: str, out: list[str]) -> None:
     if len(out) >= MAX_DIFFERENCES or a == b:
         return
     if isinstance(a, dict) and isinstance(b, dict):
-        for key in sorted(set(a) | set(b)):
-            sub = f"{path}.{key}" if path else key
-            if key not in a:
-                out.append(f"{sub}: (absent) -> {_short(b[key])}")
-            elif key not in b:
-                out.append(f"{sub}: {_short(a[key])} -> (absent)")
-            else:
-                _walk(a[key], b[key], sub, out)
+        keys = sorted(set(a) | set(b))
+        _walk_keys(a, b, [(key, f"{path}.{key}" if path else key) for key in keys], out)
         return
     if isinstance(a, list) and isinstance(b, list):
-        la = {}
-        for i, item in enumerate(a):
-            la.setdefault(_label(item, i), item)
-        lb = {}
-        for i, item in enumerate(b):
-            lb.setdefault(_label(item, i), item)
+        la, lb = _labelled(a), _labelled(b)
         if len(la) == len(a) and len(lb) == len(b):
-            for key in list(la) + [k for k in lb if k not in la]:
-                sub = f"{path}[{key}]"
-                if key not in lb:
-                    out.append(f"{sub}: {_short(la[key])} -> (absent)")
-                elif key not in la:
-                    out.append(f"{sub}: (absent) -> {_short(lb[key])}")
-                else:
-                    _walk(la[key], lb[key], sub, out)
+            keys = list(la) + [k for k in lb if k not in la]
+            _walk_keys(la, lb, [(key, f"{path}[{key}]") for key in keys], out)
             return
     out.append(f"{path}: {_short(a)} -> {_short(b)}")
+
+
+def _walk_keys(a: dict[str, Any], b: dict[str, Any], places: list[tuple[str, str]],
+               out: list[str]) -> None:
+    """Each ``(key, path)`` of ``places`` compared in ``a`` and ``b``, absent on one side or not."""
+    for key, sub in places:
+        if key not in a:
+            out.append(f"{sub}: (absent) -> {_short(b[key])}")
+        elif key not in b:
+            out.append(f"{sub}: {_short(a[key])} -> (absent)")
+        else:
+            _walk(a[key], b[key], sub, out)
+
+
+def _labelled(items: list[Any]) -> dict[str, Any]:
+    """A list's items by their labels (a step by its name); the first of a repeated label."""
+    found: dict[str, Any] = {}
+    for i, item in enumerate(items):
+        found.setdefault(_label(item, i), item)
+    return found
 
 
 def differences(sealed: Any, rebuilt: Any) -> list[str]:

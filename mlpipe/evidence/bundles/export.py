@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mlpipe.errors import UsageError
+from mlpipe.writing import staging_beside
 
 
 @dataclass(slots=True)
@@ -87,12 +87,7 @@ def export(url: str, ref: str, folder: str | os.PathLike[str]) -> Exported:
 
 def _write_whole(target: Path, files: dict[str, bytes]) -> None:
     """Write ``files`` into a folder beside ``target``, then rename it into place."""
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    except OSError as exc:
-        raise UsageError(f"cannot write the export to {target}: {exc.strerror or exc}",
-                         hint="choose a folder you can write") from None
+    staging = staging_beside(target, f"the export to {target}")
     try:
         for name, content in files.items():
             (staging / name).write_bytes(content)
@@ -103,7 +98,7 @@ def _write_whole(target: Path, files: dict[str, bytes]) -> None:
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)
         raise UsageError(f"cannot write the export to {target}: {exc.strerror or exc}",
-                         hint="choose a folder you can write") from None
+                         hint="choose a folder you can write to") from None
 
 
 __all__ = ["Exported", "export"]

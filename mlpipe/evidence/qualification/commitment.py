@@ -12,21 +12,18 @@ from pathlib import Path
 from typing import Any
 
 from mlpipe.codes import POLICY_DEVIATION_UNRECORDED
+from mlpipe.diagnostics import CodedRefusal
 from mlpipe.digests import digest_bytes
-from mlpipe.errors import MlpipeError, StoreError, UsageError
+from mlpipe.errors import StoreError, UsageError
 from mlpipe.evidence.qualification.policy import Policy, load_policy, parse_policy
 
 
-class DeviationRefused(MlpipeError):
+class DeviationRefused(CodedRefusal):
     """A policy other than the committed one, given without a recorded deviation (exit 1: the
     candidate was pre-registered against another bar, not a usage error)."""
 
-    exit_code = 1
-
     def __init__(self, message: str, *, hint: str) -> None:
-        self.code = POLICY_DEVIATION_UNRECORDED.code
-        super().__init__(f"[{POLICY_DEVIATION_UNRECORDED.code} "
-                         f"{POLICY_DEVIATION_UNRECORDED.name}] {message}", hint=hint)
+        super().__init__(POLICY_DEVIATION_UNRECORDED, message, hint=hint)
 
 
 def commit(path: str) -> dict[str, Any]:

@@ -21,8 +21,9 @@ from mlpipe.codes import (
     PROMOTION_POLICY_NOT_MET,
     PROMOTION_WITHOUT_DECISION,
 )
+from mlpipe.diagnostics import CodedRefusal
 from mlpipe.digests import digest_of
-from mlpipe.errors import MlpipeError, StoreError, UsageError
+from mlpipe.errors import StoreError, UsageError
 from mlpipe.evidence.bundles.bundle import build, decision_entry, find_candidate
 from mlpipe.evidence.bundles.compare import differences
 from mlpipe.evidence.bundles.seal import canonical, load_sealed, seal
@@ -42,15 +43,9 @@ TAG_PREFIX = "mlpipe."
 _AFTER_DECISION = ("review", "promotions", "sealed_at", "previous_bundle")
 
 
-class PromotionRefused(MlpipeError):
-    """A candidate that may not be promoted (exit 1: a problem with the candidate's review, not
-    with the command line)."""
-
-    exit_code = 1
-
-    def __init__(self, code: Any, message: str, *, hint: str) -> None:
-        self.code = code.code
-        super().__init__(f"[{code.code} {code.name}] {message}", hint=hint)
+class PromotionRefused(CodedRefusal):
+    """A candidate that may not be promoted (a problem with the candidate's review, not with
+    the command line)."""
 
 
 @dataclass(slots=True)

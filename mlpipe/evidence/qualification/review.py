@@ -17,22 +17,17 @@ from mlpipe.codes import (
     DECISION_ON_STALE_BUNDLE,
     DECISION_SIGNER_UNTRUSTED,
 )
-from mlpipe.errors import MlpipeError, UsageError
+from mlpipe.diagnostics import CodedRefusal
+from mlpipe.errors import UsageError
 from mlpipe.evidence.qualification.policy import Policy, Qualification
 from mlpipe.evidence.signatures.keys import Signer
 from mlpipe.evidence.signatures.trust import DECIDE, Trust
 
 
-class ReviewRefused(MlpipeError):
-    """A decision that may not be recorded (exit 1: a problem with the candidate or its
-    bundle, not with the command line); a policy other than the committed one without a
-    reason is ``commitment.DeviationRefused`` (MP718), exit 1 too."""
-
-    exit_code = 1
-
-    def __init__(self, code: Any, message: str, *, hint: str) -> None:
-        self.code = code.code
-        super().__init__(f"[{code.code} {code.name}] {message}", hint=hint)
+class ReviewRefused(CodedRefusal):
+    """A decision that may not be recorded (a problem with the candidate or its bundle, not
+    with the command line); a policy other than the committed one without a reason is
+    ``commitment.DeviationRefused`` (MP718)."""
 
 
 @dataclass(slots=True)

@@ -173,6 +173,13 @@ class Reader:
         except (TypeError, ValueError):
             raise _damaged(value, "is not a date and time") from None
 
+    def _rows_in(self, sql: str, values: list[str]) -> Iterator[tuple]:
+        """The rows of ``sql`` with its ``{marks}`` bound to ``values``, a chunk at a time (a
+        database binds only so many parameters in one statement)."""
+        for chunk in _chunks(values):
+            marks, params = self._in("s", chunk)
+            yield from self._rows(sql.format(marks=marks), params)
+
     @staticmethod
     def _in(prefix: str, values: list[Any]) -> tuple[str, dict[str, Any]]:
         names = [f"{prefix}{i}" for i in range(len(values))]
@@ -284,26 +291,21 @@ class Reader:
 
     def step_artifacts(self, step_run_ids: list[str]) -> dict[str, list[StepArtifact]]:
         found: dict[str, list[StepArtifact]] = {}
-        for chunk in _chunks(step_run_ids):
-            marks, params = self._in("s", chunk)
-            for r in self._rows(
-                    f"SELECT sa.step_run_id, sa.direction, sa.port, sa.artifact_id, a.id, "
-                    f"a.digest, a.kind, a.size, a.file_count, a.location FROM step_artifacts sa "
-                    f"JOIN artifacts a ON a.id = sa.artifact_id "
-                    f"WHERE sa.step_run_id IN ({marks})", params):
-                found.setdefault(r[0], []).append(
-                    StepArtifact(r[0], r[1], r[2], r[3], Artifact(*r[4:10])))
+        for r in self._rows_in(
+                "SELECT sa.step_run_id, sa.direction, sa.port, sa.artifact_id, a.id, a.digest, "
+                "a.kind, a.size, a.file_count, a.location FROM step_artifacts sa "
+                "JOIN artifacts a ON a.id = sa.artifact_id WHERE sa.step_run_id IN ({marks})",
+                step_run_ids):
+            found.setdefault(r[0], []).append(
+                StepArtifact(r[0], r[1], r[2], r[3], Artifact(*r[4:10])))
         return found
 
     def step_metrics(self, step_run_ids: list[str]) -> dict[str, list[Metric]]:
         found: dict[str, list[Metric]] = {}
-        for chunk in _chunks(step_run_ids):
-            marks, params = self._in("s", chunk)
-            for r in self._rows(
-                    f"SELECT id, step_run_id, name, value, scope, rank, population, "
-                    f"reduced_over FROM metrics WHERE step_run_id IN ({marks}) ORDER BY id",
-                    params):
-                found.setdefault(r[1], []).append(Metric(*r))
+        for r in self._rows_in(
+                "SELECT id, step_run_id, name, value, scope, rank, population, reduced_over "
+                "FROM metrics WHERE step_run_id IN ({marks}) ORDER BY id", step_run_ids):
+            found.setdefault(r[1], []).append(Metric(*r))
         return found
 
     def previous_step_run(self, step_run: StepRun) -> StepRun | None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+from mlpipe.procstat import stat_fields
+
 
 def host() -> str:
     """This machine's name, as the store records it with each run: ``socket.gethostname()``,
@@ -18,12 +20,8 @@ def host() -> str:
 
 def process_token(pid: int) -> str | None:
     """When process ``pid`` started (clock ticks since boot), so a reused pid is told apart."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[1].split()
-        return fields[19].decode()
-    except (OSError, IndexError):
-        return None
+    fields = stat_fields(pid)
+    return fields[19].decode() if fields is not None and len(fields) > 19 else None
 
 
 def alive(pid: int | None, token: str | None) -> bool:

@@ -15,6 +15,7 @@ from pathlib import Path
 from mlpipe.backends.local.launcher.layout import HOST, Plan
 from mlpipe.backends.local.reaper import Reaper
 from mlpipe.errors import LaunchFailed
+from mlpipe.procstat import pids, stat_fields
 
 POLL_S = 0.05
 GRACE_S = 3.0
@@ -263,19 +264,11 @@ def _socket_inodes(pid: int) -> set[str]:
 def _group_members(pgids: set[int]) -> dict[int, list[int]]:
     """The other processes of each process group in ``pgids`` (one pass over ``/proc``)."""
     members: dict[int, list[int]] = {pgid: [] for pgid in pgids}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return members
-    for entry in entries:
-        if not entry.isdigit() or int(entry) in members:
+    for pid in pids():
+        if pid in members:
             continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        fields = stat.rsplit(b")", 1)[-1].split()
-        if len(fields) > 2 and fields[2].isdigit() and int(fields[2]) in members:
-            members[int(fields[2])].append(int(entry))
+        fields = stat_fields(pid)
+        if fields is not None and len(fields) > 2 and fields[2].isdigit() \
+                and int(fields[2]) in members:
+            members[int(fields[2])].append(pid)
     return members
