@@ -229,6 +229,20 @@ def _writers(outputs: dict[str, dict[str, Any]], parts: list[dict[str, Any]],
     return result
 
 
+def _parts(where: str | None, me: dict[str, Any], world: int
+           ) -> tuple[list[dict[str, Any]], list[int]]:
+    """The workers' parts the finisher judges, and the ranks missing: none without a record
+    folder; every rank's, waited for, in a step of several; in a step of one, the finisher's
+    own part as it holds it (what it just saved), else as saved."""
+    if where is None:
+        return [], []
+    if world > 1:
+        return wait_for_ranks(where, world, me["rank"])
+    if me.get("format") == f"{record.FORMAT}.rank" and me.get("role", "worker") == "worker":
+        return [me], []
+    return [p for p in record.rank_parts(where) if p.get("role", "worker") == "worker"], []
+
+
 def finish(where: str | None, *, me: dict[str, Any], outputs: list[Port], paths: dict[str, str],
            header: dict[str, Any], failure: dict[str, Any] | None,
            reads: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -250,15 +264,7 @@ def finish(where: str | None, *, me: dict[str, Any], outputs: list[Port], paths:
         The step part written; its ``failure`` (or None) says whether the step passed.
     """
     world = int(me.get("world_size") or 1)
-    if where is None:
-        parts, missing = [], []
-    elif world > 1:
-        parts, missing = wait_for_ranks(where, world, me["rank"])
-    elif me.get("format") == f"{record.FORMAT}.rank" and me.get("role", "worker") == "worker":
-        parts, missing = [me], []  # the only rank is this process: its part, as just saved
-    else:
-        parts, missing = [p for p in record.rank_parts(where)
-                          if p.get("role", "worker") == "worker"], []
+    parts, missing = _parts(where, me, world)
     if failure is None:
         for part in sorted(parts, key=lambda p: p["rank"]):
             if part.get("status") == "failed" and part.get("failure"):
