@@ -104,11 +104,12 @@ _PROCESS_PATHS: tuple[tuple[Any, ...], _ProcessPaths] | None = None
 
 
 def _process_paths() -> _ProcessPaths:
-    """What ``Filter`` ignores whatever the step: worked out once per ``sys.path``, home and
-    cache variables (a forked step inherits the fork server's; about 60 ``abspath`` calls)."""
+    """What ``Filter`` ignores whatever the step: worked out once per working folder,
+    ``sys.path``, home and cache variables (relative entries are the working folder's; a forked
+    step inherits the fork server's answer; about 60 ``abspath`` calls)."""
     global _PROCESS_PATHS
-    key = (tuple(sys.path), os.environ.get("HOME"), os.environ.get("MPLCONFIGDIR"),
-           os.environ.get("TRITON_CACHE_DIR"))
+    key = (os.getcwd(), tuple(sys.path), os.environ.get("HOME"),
+           os.environ.get("MPLCONFIGDIR"), os.environ.get("TRITON_CACHE_DIR"))
     if _PROCESS_PATHS is not None and _PROCESS_PATHS[0] == key:
         return _PROCESS_PATHS[1]
     home = os.path.expanduser("~")
